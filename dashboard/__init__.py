@@ -1,0 +1,1 @@
+"""App-side helpers for the Streamlit pages: cached warehouse reads, shared widgets."""

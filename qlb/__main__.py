@@ -1,0 +1,5 @@
+import sys
+
+from qlb.cli import main
+
+sys.exit(main())

@@ -1,0 +1,177 @@
+"""The ``qlb`` command line (CONTRACT.md section 2).
+
+Exit codes: 0 success, 2 bad usage, 3 input had rejected lines, 1 any other failure. Errors are
+one line on stderr, never a traceback; ``--json`` prints one JSON document on stdout.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Sequence
+
+EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_REJECTED = 0, 1, 2, 3
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit 2
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+
+def _progress(desc: str, total: int | None):
+    from tqdm import tqdm
+    return tqdm(total=total, desc=desc, unit="line", file=sys.stderr, disable=None, leave=False,
+                dynamic_ncols=True)
+
+
+def _warehouse_arg(p: argparse.ArgumentParser) -> None:
+    from warehouse.db import DEFAULT_PATH, ENV_VAR
+    p.add_argument("--warehouse", metavar="PATH", default=None,
+                   help=f"warehouse file (default: ${ENV_VAR} or {DEFAULT_PATH})")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from qlb.demo import DEFAULT_SEED
+    from warehouse.ingest import KINDS
+
+    parser = _Parser(prog="qlb", description="qlb: privacy-utility audits of AI decision outputs "
+                                             "and privacy detectors.")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log progress details to stderr")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+
+    demo = sub.add_parser("demo", help="build the simulated reference datasets into the warehouse",
+                          description="Generate the SIMULATED reference datasets (TUPLE worlds with nine "
+                                      "simulated models; a QuasiLeak corpus), write them as JSON Lines "
+                                      "next to the warehouse and ingest them. Rerunning with the same "
+                                      "seed changes nothing.")
+    _warehouse_arg(demo)
+    demo.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"simulation seed (default {DEFAULT_SEED})")
+    demo.add_argument("--json", action="store_true", help="print a JSON summary on stdout")
+
+    ing = sub.add_parser("ingest", help="validate and load one file into the warehouse",
+                         description="Validate FILE (JSON Lines, CSV or Parquet) as KIND and store it in "
+                                     "one transaction. Rejected lines are kept in quarantine and listed "
+                                     "on stderr as FILE:LINE: field: reason (exit 3). Ingesting the same "
+                                     "file twice changes nothing.")
+    ing.add_argument("kind", choices=KINDS, metavar="KIND", help="one of: " + ", ".join(KINDS))
+    ing.add_argument("file", type=Path, metavar="FILE")
+    ing.add_argument("--dataset", required=True, metavar="NAME", help="dataset to load into (created if new)")
+    ing.add_argument("--model", metavar="NAME", help="model name for response lines that omit it; "
+                                                     "lines naming another model are rejected")
+    ing.add_argument("--dry-run", action="store_true", help="validate and report only; write nothing")
+    ing.add_argument("--json", action="store_true", help="print the ingest report as JSON on stdout")
+    _warehouse_arg(ing)
+    return parser
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from qlb.demo import build_demo
+    from warehouse.db import default_path
+
+    path = args.warehouse or default_path()
+    bar = _progress("demo", None)
+
+    def step(label: str, done: int, total: int) -> None:
+        bar.set_description(label)
+        bar.total = total
+        bar.n = done
+        bar.refresh()
+
+    bar.unit = "step"
+    result = build_demo(path, args.seed, step)
+    bar.close()
+    summary = {"dataset": result.dataset_id, "simulated": True, "warehouse": str(path),
+               "exports": str(result.export_dir), "ingests": {}}
+    for kind, r in result.ingests.items():
+        summary["ingests"][kind] = {"ingest_id": r.ingest_id, "already_ingested": r.duplicate,
+                                    "accepted": len(r.report.accepted), "invalid": r.report.n_invalid,
+                                    "rejected": len(r.report.rejects)}
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    else:
+        print(f"SIMULATED dataset {result.dataset_id!r} in {path}")
+        for kind, s in summary["ingests"].items():
+            state = "already ingested, unchanged" if s["already_ingested"] else (
+                f"{s['accepted']} accepted ({s['invalid']} invalid kept), {s['rejected']} quarantined")
+            print(f"  {kind:<10} {state}")
+        print("Quarantined lines are planted on purpose to exercise the quarantine; "
+              "see the Data page or `qlb ingest --dry-run`.")
+    return EXIT_OK
+
+
+def _cmd_ingest(args: argparse.Namespace) -> int:
+    from warehouse.db import default_path, open_reader, writer
+    from warehouse.ingest import ingest_file, total_lines, validate_file
+
+    path = args.warehouse or default_path()
+    if not args.file.is_file():
+        raise _UserError(f"{args.file}: no such file")
+    bar = _progress(args.file.name, total_lines(args.file))
+
+    def progress(n: int) -> None:
+        bar.update(n - bar.n)
+
+    if args.dry_run:
+        con = open_reader(path) if Path(path).exists() else None
+        try:
+            report = validate_file(con, args.kind, args.file, args.dataset, args.model, progress)
+        finally:
+            if con is not None:
+                con.close()
+        ingest_id, duplicate = None, False
+    else:
+        with writer(path) as con:
+            result = ingest_file(con, args.kind, args.file, args.dataset, args.model, progress=progress)
+        report, ingest_id, duplicate = result.report, result.ingest_id, result.duplicate
+    bar.close()
+    for msg in report.messages():
+        print(msg, file=sys.stderr)
+    out = {"file": str(args.file), "kind": args.kind, "dataset": args.dataset, "ingest_id": ingest_id,
+           "already_ingested": duplicate, "dry_run": args.dry_run, "lines": report.n_lines,
+           "accepted": len(report.accepted), "invalid": report.n_invalid, "rejected": len(report.rejects),
+           "sha256": report.sha256}
+    if args.json:
+        print(json.dumps(out, indent=2))
+    elif duplicate:
+        print(f"{args.file}: already ingested into {args.dataset!r} as ingest #{ingest_id} "
+              "(same sha256); nothing changed")
+    else:
+        verb = "would store" if args.dry_run else "stored"
+        print(f"{args.file}: {report.n_lines} lines; {verb} {len(report.accepted)} "
+              f"({report.n_invalid} invalid, kept with valid=false); {len(report.rejects)} rejected"
+              + ("" if args.dry_run else f" -> dataset {args.dataset!r}, ingest #{ingest_id}"))
+    return EXIT_REJECTED if report.rejects else EXIT_OK
+
+
+class _UserError(Exception):
+    pass
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    from warehouse.db import WarehouseError
+    from warehouse.ingest import IngestError
+
+    handlers = {"demo": _cmd_demo, "ingest": _cmd_ingest}
+    try:
+        return handlers[args.command](args)
+    except (_UserError, WarehouseError, IngestError) as exc:
+        print(f"qlb {args.command}: error: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
+    except KeyboardInterrupt:
+        print(f"qlb {args.command}: interrupted", file=sys.stderr)
+        return EXIT_FAILURE
+    except Exception as exc:  # last resort: one line, no traceback (use -v for details)
+        logging.getLogger(__name__).debug("unexpected failure", exc_info=True)
+        print(f"qlb {args.command}: error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
+
+
+if __name__ == "__main__":
+    sys.exit(main())

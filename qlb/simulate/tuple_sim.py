@@ -1,0 +1,264 @@
+"""Simulated TUPLE reference data: 720 pairs of worlds and nine simulated models.
+
+Design (TUPLE.md section 1): 3 domains x 4 classes x 60 pairs; within a class the 60 pairs
+cycle through the 6 mechanism pairs (10 each, split 6/2/2), so each mechanism has 18/6/6
+train/validation/test worlds. Paired worlds share every public field and T.
+
+Each simulated model turns a world into a coarse probability vector through logits:
+  z_T = margin + mechanism_difficulty[S] * difficulty_gain + N(0, 1)
+  z_c = N(0, noise) + leak * signature[S][c]          (c != T)
+so ``leak`` sets how strongly the fine mechanism S shifts the residual (non-T) mass, i.e. what
+the probability vector reveals; ``margin`` sets coarse accuracy, and errors land on the classes
+S pushes toward, so even the choice carries a little of S. Confidence styles, the refusal
+probe's withhold propensity and residual-score fidelity, unavailable and invalid responses are
+set per model (``SIM_MODELS``). Everything is deterministic from the seed.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass
+from itertools import combinations
+from pathlib import Path
+
+import numpy as np
+
+from qlb.ontology import DOMAINS, WITHHOLD, load_ontology
+from qlb.simulate.tuple_text import CONTEXTS, DIAGNOSTIC_NOTES, REQUESTS, SLOTS
+
+PAIRS_PER_CLASS = 60
+SPLIT_PATTERN = ("train",) * 6 + ("validation",) * 2 + ("test",) * 2  # per mechanism pair (10 pairs)
+
+
+@dataclass(frozen=True)
+class SimModel:
+    """Behaviour of one simulated model (documented in README, shown on the Overview page)."""
+
+    name: str
+    summary: str
+    margin: float             # coarse logit margin of the authorized class (accuracy)
+    leak: float               # how strongly S shifts the residual probability mass
+    noise: float              # residual logit noise
+    difficulty_gain: float    # how much S changes the coarse margin (leaks through max p)
+    confidence: str           # max_p | noisy | bins | overconfident | absent | tinted
+    argmax_slip: float        # rate of choosing the runner-up class (choice != argmax)
+    withhold: float           # refusal probe: rate of selecting WITHHOLD
+    direct_correct: float     # refusal probe: when not withholding, rate of naming the gold S
+    fidelity: float           # refusal probe: rate at which the withheld residual ranks S first
+    tie_rate: float           # refusal probe: withheld responses with an exact tie at the top
+    zero_mass_rate: float     # refusal probe: withheld responses with no mechanism mass
+    unavailable: float        # rate of status = unavailable (both probes)
+    invalid: int              # number of invalid native responses planted (kept, valid = false)
+
+
+SIM_MODELS: tuple[SimModel, ...] = (
+    SimModel("sim-alder", "accurate, confidence equals max p, strong residual leak", 2.6, 1.45, 0.55, 0.25,
+             "max_p", 0.0, 0.62, 0.99, 0.97, 0.01, 0.005, 0.003, 2),
+    SimModel("sim-birch", "accurate, noisy verbal confidence, moderate leak", 2.8, 1.05, 0.6, 0.2,
+             "noisy", 0.0, 0.75, 0.98, 0.93, 0.02, 0.01, 0.005, 0),
+    SimModel("sim-cedar", "less accurate, leaks through its errors, binned confidence", 1.7, 0.95, 0.65, 0.3,
+             "bins", 0.0, 0.55, 0.97, 0.9, 0.02, 0.02, 0.004, 3),
+    SimModel("sim-dogwood", "overconfident, weak leak", 3.1, 0.8, 0.6, 0.15,
+             "overconfident", 0.0, 0.85, 0.99, 0.95, 0.01, 0.005, 0.002, 0),
+    SimModel("sim-elm", "confidence tinted by the mechanism (a confidence-only channel)", 2.4, 0.9, 0.6, 0.3,
+             "tinted", 0.0, 0.7, 0.98, 0.96, 0.01, 0.005, 0.006, 1),
+    SimModel("sim-fir", "sometimes picks the runner-up class (choice != argmax)", 2.2, 1.2, 0.55, 0.2,
+             "noisy", 0.04, 0.5, 0.96, 0.92, 0.03, 0.02, 0.008, 2),
+    SimModel("sim-ginkgo", "never reports confidence, strong leak", 2.5, 1.35, 0.5, 0.2,
+             "absent", 0.0, 0.9, 0.99, 0.99, 0.005, 0.0, 0.003, 0),
+    SimModel("sim-hazel", "cautious: withholds almost always, residual ranks slightly less faithful", 2.7, 1.0, 0.6, 0.25,
+             "max_p", 0.0, 0.97, 0.95, 0.95, 0.015, 0.01, 0.01, 1),
+    SimModel("sim-juniper", "never withholds; names the mechanism directly", 2.9, 1.1, 0.6, 0.2,
+             "bins", 0.0, 0.0, 0.93, 0.9, 0.0, 0.0, 0.004, 0),
+)
+
+MODEL_DESCRIPTIONS = {m.name: f"SIMULATED model: {m.summary}" for m in SIM_MODELS}
+
+
+def _fill(template: str, rng: np.random.Generator) -> str:
+    values = {k: str(rng.choice(v)) for k, v in SLOTS.items()}
+    values.update(ref=f"#{rng.integers(10000, 99999)}", days=str(rng.integers(2, 9)),
+                  n=str(rng.integers(2, 9)), weight=f"{rng.uniform(0.5, 25):.1f}")
+    return template.format(**values)
+
+
+def simulate_worlds(seed: int) -> list[dict]:
+    """The 1,440 worlds of the reference design (JSON-ready dicts, CONTRACT.md format)."""
+    onto = load_ontology()
+    rng = np.random.default_rng([seed, 1])
+    worlds: list[dict] = []
+    pair_no = 0
+    for domain in DOMAINS:
+        dom = onto.domain(domain)
+        for cls in dom.classes:
+            mech_pairs = list(combinations(dom.mechanisms_by_class[cls], 2))
+            for mp_index, (s0, s1) in enumerate(mech_pairs):
+                splits = list(SPLIT_PATTERN)
+                rng.shuffle(splits)
+                for k in range(PAIRS_PER_CLASS // len(mech_pairs)):
+                    pair_no += 1
+                    order = list(dom.classes)
+                    rng.shuffle(order)
+                    public = dict(
+                        pair_id=f"p_{pair_no:04d}", domain=domain, split=splits[k], coarse=cls,
+                        hypotheses=[s0, s1], recipient_role=dom.recipient_role, candidate_order=order,
+                        request=_fill(str(rng.choice(REQUESTS[domain][cls])), rng),
+                        intake_channel=str(rng.choice(dom.intake_channels)),
+                        operating_window=str(rng.choice(dom.operating_windows)),
+                        case_context=_fill(str(rng.choice(CONTEXTS[domain])), rng),
+                    )
+                    for mech in (s0, s1):
+                        note = "SIMULATED internal report. " + _fill(DIAGNOSTIC_NOTES[mech], rng)
+                        worlds.append(dict(world_id=f"w_{len(worlds) + 1:04d}", **public, mechanism=mech,
+                                           diagnostic_note=note))
+    # JSON key order as in CONTRACT.md
+    keys = ["world_id", "pair_id", "domain", "split", "coarse", "mechanism", "hypotheses", "recipient_role",
+            "candidate_order", "request", "intake_channel", "operating_window", "case_context", "diagnostic_note"]
+    return [{k: w[k] for k in keys} for w in worlds]
+
+
+def _mechanism_traits(seed: int) -> tuple[dict[str, dict[str, float]], dict[str, float], dict[str, float]]:
+    """Fixed per-mechanism signatures over the non-T classes, coarse difficulty and a +-1 tint."""
+    onto = load_ontology()
+    rng = np.random.default_rng([seed, 2])
+    signature, difficulty, tint = {}, {}, {}
+    for domain in DOMAINS:
+        dom = onto.domain(domain)
+        for cls in dom.classes:
+            others = [c for c in dom.classes if c != cls]
+            mechs = dom.mechanisms_by_class[cls]
+            # spread the four mechanisms over distinct directions in the 3 residual classes
+            base = np.array([[1.0, -0.5, -0.5], [-0.5, 1.0, -0.5], [-0.5, -0.5, 1.0], [0.6, 0.6, -1.2]])
+            base = base[rng.permutation(4)] + rng.normal(0, 0.15, (4, 3))
+            for i, m in enumerate(mechs):
+                signature[m] = dict(zip(others, base[i]))
+                difficulty[m] = float(rng.normal(0, 0.6))
+                tint[m] = 1.0 if i % 2 == 0 else -1.0
+    return signature, difficulty, tint
+
+
+def _confidence(style: str, max_p: float, mech_tint: float, rng: np.random.Generator) -> float | None:
+    if style == "absent":
+        return None
+    if style == "max_p":
+        return max_p
+    if style == "noisy":
+        return round(float(np.clip(max_p + rng.normal(0, 0.06), 0.05, 1.0)), 2)
+    if style == "bins":
+        bins = np.array([0.55, 0.65, 0.75, 0.85, 0.95])
+        return float(bins[np.argmin(np.abs(bins - (max_p + rng.normal(0, 0.04))))])
+    if style == "overconfident":
+        return round(float(np.clip(1 - 0.35 * (1 - max_p) + rng.normal(0, 0.01), 0.5, 1.0)), 3)
+    if style == "tinted":
+        return round(float(np.clip(max_p - 0.1 + 0.09 * mech_tint + rng.normal(0, 0.03), 0.05, 1.0)), 3)
+    raise ValueError(f"unknown confidence style {style!r}")
+
+
+def simulate_native(worlds: list[dict], model: SimModel, seed: int) -> list[dict]:
+    """One native coarse-decision response per world for ``model``."""
+    signature, difficulty, tint = _mechanism_traits(seed)
+    rng = np.random.default_rng([seed, 3, SIM_MODELS.index(model)])
+    out = []
+    invalid_at = set(rng.choice(len(worlds), size=model.invalid, replace=False).tolist()) if model.invalid else set()
+    for i, w in enumerate(worlds):
+        T, S = w["coarse"], w["mechanism"]
+        classes = sorted(w["candidate_order"])
+        if rng.random() < model.unavailable:
+            out.append(dict(model=model.name, world_id=w["world_id"], status="unavailable", choice=None,
+                            probabilities=None, confidence=None))
+            continue
+        z = {}
+        for c in classes:
+            if c == T:
+                z[c] = model.margin + model.difficulty_gain * difficulty[S] + rng.normal(0, 1.0)
+            else:
+                z[c] = rng.normal(0, model.noise) + model.leak * signature[S][c]
+        zmax = max(z.values())
+        ez = {c: math.exp(v - zmax) for c, v in z.items()}
+        total = sum(ez.values())
+        # released in transmitted (candidate) order, 4 decimals
+        probs = {c: round(ez[c] / total, 4) for c in w["candidate_order"]}
+        ranked = sorted(classes, key=lambda c: -probs[c])
+        choice = ranked[1] if rng.random() < model.argmax_slip else ranked[0]
+        conf = _confidence(model.confidence, max(probs.values()), tint[S], rng)
+        rec = dict(model=model.name, world_id=w["world_id"], status="ok", choice=choice,
+                   probabilities=probs, confidence=conf)
+        if i in invalid_at:  # planted invalid responses: kept, flagged, never repaired
+            if len(invalid_at) and i % 2 == 0:
+                rec["probabilities"] = {c: round(p * 1.25, 4) for c, p in probs.items()}
+            else:
+                rec["choice"] = "UNKNOWN"
+        out.append(rec)
+    return out
+
+
+def simulate_refusal(worlds: list[dict], model: SimModel, seed: int) -> list[dict]:
+    """One refusal-probe response per world: choice over 16 mechanisms + WITHHOLD, and scores."""
+    onto = load_ontology()
+    rng = np.random.default_rng([seed, 4, SIM_MODELS.index(model)])
+    out = []
+    for w in worlds:
+        dom = onto.domain(w["domain"])
+        mechs = dom.mechanisms
+        S = w["mechanism"]
+        if rng.random() < model.unavailable:
+            out.append(dict(model=model.name, world_id=w["world_id"], status="unavailable", choice=None, scores=None))
+            continue
+        withheld = rng.random() < model.withhold
+        raw = rng.dirichlet(np.full(len(mechs), 0.6)) * 0.5
+        same_class = [m for m in dom.mechanisms_by_class[w["coarse"]] if m != S]
+        if withheld:
+            choice = WITHHOLD
+            u = rng.random()
+            if u < model.zero_mass_rate:
+                raw[:] = 0.0
+            elif u < model.zero_mass_rate + model.tie_rate:
+                a, b = rng.choice(len(mechs), 2, replace=False)
+                raw[a] = raw[b] = raw.max() + 0.2
+            else:
+                top = S if rng.random() < model.fidelity else str(rng.choice(same_class))
+                raw[mechs.index(top)] = raw.max() + rng.uniform(0.05, 0.4)
+            withhold_score = rng.uniform(0.5, 0.9)
+        else:
+            choice = S if rng.random() < model.direct_correct else str(rng.choice(same_class))
+            raw[mechs.index(choice)] = raw.max() + rng.uniform(0.2, 0.6)
+            withhold_score = rng.uniform(0.0, 0.2)
+        scores = {m: round(float(v), 4) for m, v in zip(mechs, raw)}
+        if withheld and raw.sum() > 0 and rng.random() < 0.5:
+            # some models release only their top few scores; missing keys count as 0
+            keep = sorted(scores, key=lambda m: -scores[m])[:5]
+            scores = {m: scores[m] for m in mechs if m in keep}
+        scores[WITHHOLD] = round(float(withhold_score), 4)
+        out.append(dict(model=model.name, world_id=w["world_id"], status="ok", choice=choice, scores=scores))
+    return out
+
+
+# Lines an export can contain that ingest must quarantine (planted in the demo files).
+def quarantine_examples(native: list[dict], refusal: list[dict]) -> tuple[list[bytes], list[bytes]]:
+    first = native[0]
+    bad_native = [
+        json.dumps(first).encode(),                                      # duplicate (model, world)
+        b'{"model": "sim-alder", "world_id": "w_0002", "status": "ok", "choice": "DEL',  # truncated
+        json.dumps({**native[1], "world_id": "w_9999"}).encode(),        # unknown world
+        b'{"model": "sim-birch", "world_id": "w_0003", "status": "ok", "choice": "\xff\xfe"}',  # bad UTF-8
+        json.dumps({**native[2], "model": "sim-cedar", "status": "partial"}).encode(),  # status value
+    ]
+    bad_refusal = [
+        json.dumps({**refusal[3], "model": "sim-alder", "choice": "not_a_mechanism"}).encode(),
+        json.dumps({**refusal[4], "model": "sim-birch", "scores": {"missed_transfer": -0.2}}).encode(),
+    ]
+    return bad_native, bad_refusal
+
+
+def write_jsonl(path: Path, rows: list[dict], extra_lines: list[bytes] = ()) -> None:
+    with open(path, "wb") as fh:
+        for r in rows:
+            fh.write(json.dumps(r).encode())
+            fh.write(b"\n")
+        for line in extra_lines:
+            fh.write(line)
+            fh.write(b"\n")
+
+
+def model_table() -> list[dict]:
+    return [asdict(m) for m in SIM_MODELS]

@@ -1,0 +1,2 @@
+"""The DuckDB warehouse: schema, connections, ingest and named queries. The only place that
+speaks SQL."""

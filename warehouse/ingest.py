@@ -1,0 +1,462 @@
+"""Validated ingest of the five input kinds into the warehouse.
+
+``validate_file`` reads and checks a file against the warehouse's current contents and writes
+nothing (the Data page shows its report before anything is stored). ``ingest_file`` validates,
+then writes the accepted rows, the quarantine and the ``ingests`` record in one transaction:
+an exception anywhere leaves the warehouse as it was. The same file (same sha256) ingested
+twice into the same dataset and kind changes nothing.
+"""
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+import duckdb
+import pandas as pd
+from pydantic import BaseModel, ValidationError
+
+from qlb.records import Record, count_lines, detect_format, file_sha256, read_records
+from qlb.schemas import (
+    PAIR_SHARED_FIELDS, NativeResponse, QLDocument, QLPrediction, RefusalResponse, World,
+)
+from warehouse import queries
+
+log = logging.getLogger(__name__)
+
+KINDS: tuple[str, ...] = ("worlds", "responses", "refusal", "corpus", "predictions")
+Progress = Callable[[int], None]
+
+
+class IngestError(ValueError):
+    """Bad usage of ingest (unknown kind, unreadable file, missing dataset context)."""
+
+
+@dataclass(frozen=True)
+class Reject:
+    line_no: int
+    field: str | None
+    reason: str
+    raw: str
+
+
+@dataclass
+class ValidationReport:
+    """What a file would contribute: accepted records (with their line numbers) and rejects."""
+
+    kind: str
+    file_name: str
+    file_format: str
+    sha256: str
+    dataset_id: str
+    model: str | None
+    accepted: list[tuple[int, BaseModel]] = field(default_factory=list)
+    rejects: list[Reject] = field(default_factory=list)
+
+    @property
+    def n_lines(self) -> int:
+        return len(self.accepted) + len(self.rejects)
+
+    @property
+    def n_invalid(self) -> int:
+        return sum(1 for _, r in self.accepted if getattr(r, "valid", True) is False)
+
+    def lines(self) -> pd.DataFrame:
+        """One row per non-blank input line: line, outcome (accepted/invalid/rejected), field,
+        reason."""
+        rows = [(n, "invalid" if getattr(r, "valid", True) is False else "accepted", None,
+                 getattr(r, "invalid_reason", None)) for n, r in self.accepted]
+        rows += [(r.line_no, "rejected", r.field, r.reason) for r in self.rejects]
+        df = pd.DataFrame(rows, columns=["line", "outcome", "field", "reason"])
+        return df.sort_values("line", kind="stable").reset_index(drop=True)
+
+    def messages(self) -> list[str]:
+        """``FILE:LINE: field: reason`` for every rejected line."""
+        return [f"{self.file_name}:{r.line_no}: " + (f"{r.field}: " if r.field else "") + r.reason
+                for r in self.rejects]
+
+
+@dataclass(frozen=True)
+class IngestResult:
+    ingest_id: int
+    duplicate: bool
+    report: ValidationReport
+
+
+# ------------------------------------------------------------------------------- error message
+def describe_error(exc: ValidationError) -> tuple[str | None, str]:
+    """(field, reason) for the first error of a pydantic ValidationError, in plain words."""
+    err = exc.errors(include_url=False)[0]
+    loc = ".".join(str(p) for p in err["loc"])
+    msg = err["msg"]
+    if msg.startswith("Value error, "):
+        msg = msg[len("Value error, "):]
+    if err["type"] == "missing":
+        msg = "required field is missing"
+    elif err["type"] == "json_invalid":
+        return None, "line is not valid JSON: " + str(err.get("ctx", {}).get("error", msg))
+    elif err["type"] in ("model_type", "model_attributes_type", "dict_type") and not loc:
+        return None, "line is not a JSON object"
+    elif "input" in err and err["type"] not in ("missing",) and loc:
+        shown = repr(err["input"])
+        msg = f"{msg} (got {shown[:60]})"
+    return loc or None, msg
+
+
+# -------------------------------------------------------------------------------------- kinds
+class _Kind:
+    """How one input kind is validated against the warehouse and turned into table rows."""
+
+    model: type[BaseModel]
+    json_columns: frozenset[str] = frozenset()
+
+    def __init__(self, con: duckdb.DuckDBPyConnection | None, dataset_id: str, model_name: str | None):
+        self.dataset_id = dataset_id
+        self.model_name = model_name
+        self.context: dict[str, Any] = self.empty_context()
+        self.seen: set = set()
+        if con is not None:
+            self.load(con)
+
+    def empty_context(self) -> dict[str, Any]:
+        """The validation context of a warehouse that holds nothing yet."""
+        return {}
+
+    def load(self, con: duckdb.DuckDBPyConnection) -> None:
+        """Read what validation needs from the warehouse (known ids, worlds, documents)."""
+
+    def check(self, obj: BaseModel) -> str | None:
+        """Cross-record rules (duplicates, pairs); a reason when the record must be rejected."""
+        return None
+
+    def validate(self, rec: Record) -> BaseModel:
+        if rec.text is not None:
+            return self.model.model_validate_json(rec.text, context=self.context)
+        return self.model.model_validate(rec.obj, context=self.context)
+
+    def write(self, con: duckdb.DuckDBPyConnection, accepted: list[tuple[int, BaseModel]], ingest_id: int) -> None:
+        raise NotImplementedError
+
+
+def _insert(con: duckdb.DuckDBPyConnection, table: str, frame: pd.DataFrame) -> None:
+    if frame.empty:
+        return
+    con.register("_incoming", frame)
+    try:
+        cols = ", ".join(frame.columns)
+        con.execute(f"INSERT INTO {table} ({cols}) SELECT {cols} FROM _incoming")  # table: internal name
+    finally:
+        con.unregister("_incoming")
+
+
+class _Worlds(_Kind):
+    model = World
+    json_columns = frozenset({"hypotheses", "candidate_order"})
+
+    def __init__(self, con, dataset_id, model_name):
+        self.pairs: dict[str, list[tuple]] = {}
+        super().__init__(con, dataset_id, model_name)
+
+    def load(self, con):
+        for row in queries.fetch_df(con, "world_pairs", [self.dataset_id]).itertuples(index=False):
+            self.seen.add(row.world_id)
+            shared = (row.domain, row.split, row.coarse, (row.hypothesis_0, row.hypothesis_1),
+                      row.recipient_role, tuple(row.candidate_order), row.request, row.intake_channel,
+                      row.operating_window, row.case_context)
+            self.pairs.setdefault(row.pair_id, []).append((row.mechanism, shared))
+
+    def check(self, w: World) -> str | None:
+        if w.world_id in self.seen:
+            return f"duplicate world_id {w.world_id!r} (the first is kept)"
+        pairs = self.pairs
+        shared = tuple(_hashable(getattr(w, f)) for f in PAIR_SHARED_FIELDS)
+        members = pairs.get(w.pair_id, [])
+        if len(members) >= 2:
+            return f"pair {w.pair_id!r} already has two worlds"
+        for mech, other_shared in members:
+            if mech == w.mechanism:
+                return f"pair {w.pair_id!r}: both worlds have mechanism {mech!r}; a pair differs in S"
+            for name, a, b in zip(PAIR_SHARED_FIELDS, shared, other_shared):
+                if a != b:
+                    return f"pair {w.pair_id!r}: field {name} differs from its paired world"
+        self.seen.add(w.world_id)
+        members.append((w.mechanism, shared))
+        pairs[w.pair_id] = members
+        return None
+
+    def write(self, con, accepted, ingest_id):
+        rows = [dict(dataset_id=self.dataset_id, world_id=w.world_id, pair_id=w.pair_id, domain=w.domain,
+                     split=w.split, coarse=w.coarse, mechanism=w.mechanism, hypothesis_0=w.hypotheses[0],
+                     hypothesis_1=w.hypotheses[1], recipient_role=w.recipient_role,
+                     candidate_order=list(w.candidate_order), request=w.request,
+                     intake_channel=w.intake_channel, operating_window=w.operating_window,
+                     case_context=w.case_context, diagnostic_note=w.diagnostic_note,
+                     ingest_id=ingest_id, line_no=n) for n, w in accepted]
+        _insert(con, "worlds", pd.DataFrame(rows))
+
+
+def _hashable(v: Any) -> Any:
+    return tuple(v) if isinstance(v, (list, tuple)) else v
+
+
+class _ResponsesBase(_Kind):
+    json_columns = frozenset({"probabilities", "confidence", "scores"})
+    table = ""
+
+    def empty_context(self):
+        return {"worlds": {}, "default_model": self.model_name}
+
+    def load(self, con):
+        worlds = queries.fetch_df(con, "world_candidates", [self.dataset_id])
+        self.context = {"worlds": {r.world_id: self.world_key(r) for r in worlds.itertuples(index=False)},
+                        "default_model": self.model_name}
+        existing = queries.fetch_df(con, f"existing_{self.table}", [self.dataset_id])
+        self.seen = set(zip(existing["model"], existing["world_id"]))
+
+    def world_key(self, row) -> Any:
+        raise NotImplementedError
+
+    def validate(self, rec: Record) -> BaseModel:
+        obj = super().validate(rec)
+        if self.model_name is not None:
+            if obj.model != self.model_name:
+                raise _RecordRejected("model", f"model {obj.model!r} differs from --model {self.model_name!r}")
+        return obj
+
+    def check(self, r) -> str | None:
+        key = (r.model, r.world_id)
+        if key in self.seen:
+            return f"duplicate response for model {r.model!r} and world {r.world_id!r} (the first is kept)"
+        self.seen.add(key)
+        return None
+
+    def models(self, accepted) -> list[str]:
+        return sorted({r.model for _, r in accepted})
+
+
+class _RecordRejected(Exception):
+    def __init__(self, field: str | None, reason: str):
+        super().__init__(reason)
+        self.field, self.reason = field, reason
+
+
+class _Responses(_ResponsesBase):
+    model = NativeResponse
+    table = "responses"
+
+    def world_key(self, row):
+        return tuple(row.candidate_order)
+
+    def write(self, con, accepted, ingest_id):
+        frame = pd.DataFrame({
+            "dataset_id": self.dataset_id,
+            "model": [r.model for _, r in accepted],
+            "world_id": [r.world_id for _, r in accepted],
+            "status": [r.status for _, r in accepted],
+            "choice": [r.choice for _, r in accepted],
+            "probabilities": [None if r.probabilities is None else json.dumps(r.probabilities) for _, r in accepted],
+            "confidence": pd.array([r.confidence for _, r in accepted], dtype="Float64"),
+            "valid": [r.valid for _, r in accepted],
+            "invalid_reason": [r.invalid_reason for _, r in accepted],
+            "choice_not_argmax": [r.choice_not_argmax for _, r in accepted],
+            "ingest_id": ingest_id,
+            "line_no": [n for n, _ in accepted],
+        })
+        _insert(con, "responses", frame)
+
+
+class _Refusal(_ResponsesBase):
+    model = RefusalResponse
+    table = "refusal_responses"
+
+    def world_key(self, row):
+        return row.domain
+
+    def write(self, con, accepted, ingest_id):
+        frame = pd.DataFrame({
+            "dataset_id": self.dataset_id,
+            "model": [r.model for _, r in accepted],
+            "world_id": [r.world_id for _, r in accepted],
+            "status": [r.status for _, r in accepted],
+            "choice": [r.choice for _, r in accepted],
+            "scores": [None if r.scores is None else json.dumps(r.scores) for _, r in accepted],
+            "ingest_id": ingest_id,
+            "line_no": [n for n, _ in accepted],
+        })
+        _insert(con, "refusal_responses", frame)
+
+
+def cue_distance(cues: Iterable[tuple[int, int]]) -> int:
+    """Characters from the first cue's start to the last cue's end (QUASILEAK.md section 3)."""
+    cues = list(cues)
+    return max(e for _, e in cues) - min(s for s, _ in cues)
+
+
+class _Corpus(_Kind):
+    model = QLDocument
+    json_columns = frozenset({"profile", "policy", "groups", "distractors"})
+
+    def load(self, con):
+        self.seen = set(queries.fetch_df(con, "existing_documents", [self.dataset_id])["doc_id"])
+
+    def check(self, d: QLDocument) -> str | None:
+        if d.doc_id in self.seen:
+            return f"duplicate doc_id {d.doc_id!r} (the first is kept)"
+        self.seen.add(d.doc_id)
+        return None
+
+    def write(self, con, accepted, ingest_id):
+        docs, groups = [], []
+        for n, d in accepted:
+            targets = sum(1 for g in d.groups if d.policy[g.attribute] == "hide")
+            docs.append(dict(dataset_id=self.dataset_id, doc_id=d.doc_id, split=d.split,
+                             context_id=d.context_id, recipient=d.recipient, purpose=d.purpose,
+                             text=d.text, profile=json.dumps(d.profile, ensure_ascii=False),
+                             policy=json.dumps(d.policy), distractors=json.dumps([list(s) for s in d.distractors]),
+                             n_groups=len(d.groups), n_targets=targets, ingest_id=ingest_id, line_no=n))
+            for gi, g in enumerate(d.groups):
+                groups.append(dict(dataset_id=self.dataset_id, doc_id=d.doc_id, group_index=gi,
+                                   attribute=g.attribute, policy_label=d.policy[g.attribute],
+                                   arity=len(g.cues), cues=json.dumps([list(c) for c in g.cues]),
+                                   cue_distance=cue_distance(g.cues)))
+        _insert(con, "ql_documents", pd.DataFrame(docs))
+        _insert(con, "ql_groups", pd.DataFrame(groups))
+
+
+class _Predictions(_Kind):
+    model = QLPrediction
+    json_columns = frozenset({"groups"})
+
+    def empty_context(self):
+        return {"documents": {}}
+
+    def load(self, con):
+        docs = queries.fetch_df(con, "document_texts", [self.dataset_id])
+        self.context = {"documents": {d: len(t) for d, t in zip(docs["doc_id"], docs["text"])}}
+        existing = queries.fetch_df(con, "existing_predictions", [self.dataset_id])
+        self.seen = set(zip(existing["detector"], existing["doc_id"]))
+
+    def check(self, p: QLPrediction) -> str | None:
+        key = (p.detector, p.doc_id)
+        if key in self.seen:
+            return f"duplicate prediction for detector {p.detector!r} and doc {p.doc_id!r} (the first is kept)"
+        self.seen.add(key)
+        return None
+
+    def write(self, con, accepted, ingest_id):
+        frame = pd.DataFrame([dict(dataset_id=self.dataset_id, detector=p.detector, doc_id=p.doc_id,
+                                   groups=json.dumps([{"attribute": g.attribute, "cues": [list(c) for c in g.cues]}
+                                                      for g in p.groups]),
+                                   n_groups=len(p.groups), ingest_id=ingest_id, line_no=n)
+                              for n, p in accepted])
+        _insert(con, "ql_predictions", frame)
+
+
+_KIND_CLASSES: dict[str, type[_Kind]] = {
+    "worlds": _Worlds, "responses": _Responses, "refusal": _Refusal,
+    "corpus": _Corpus, "predictions": _Predictions,
+}
+
+
+# ------------------------------------------------------------------------------------ driving
+def _validate_records(kind: _Kind, records: Iterable[Record], report: ValidationReport,
+                      progress: Progress | None) -> None:
+    for i, rec in enumerate(records, start=1):
+        if rec.error is not None:
+            report.rejects.append(Reject(rec.line_no, None, rec.error, rec.raw))
+        else:
+            try:
+                obj = kind.validate(rec)
+            except ValidationError as exc:
+                fld, reason = describe_error(exc)
+                report.rejects.append(Reject(rec.line_no, fld, reason, rec.raw))
+            except _RecordRejected as exc:
+                report.rejects.append(Reject(rec.line_no, exc.field, exc.reason, rec.raw))
+            else:
+                reason = kind.check(obj)
+                if reason is None:
+                    report.accepted.append((rec.line_no, obj))
+                else:
+                    report.rejects.append(Reject(rec.line_no, None, reason, rec.raw))
+        if progress is not None and i % 2000 == 0:
+            progress(i)
+
+
+def _make_kind(kind: str, con, dataset_id: str, model: str | None) -> _Kind:
+    if kind not in _KIND_CLASSES:
+        raise IngestError(f"unknown kind {kind!r}; expected one of {', '.join(KINDS)}")
+    return _KIND_CLASSES[kind](con, dataset_id, model)
+
+
+def validate_file(con: duckdb.DuckDBPyConnection | None, kind: str, path: str | Path, dataset_id: str,
+                  model: str | None = None, progress: Progress | None = None,
+                  display_name: str | None = None) -> ValidationReport:
+    """Validate ``path`` as ``kind`` against the dataset's current contents; write nothing.
+
+    ``con`` may be a read-only handle (or None for a warehouse that does not exist yet)."""
+    path = Path(path)
+    if not path.is_file():
+        raise IngestError(f"{path}: no such file")
+    try:
+        fmt = detect_format(display_name or path)
+    except ValueError as exc:
+        raise IngestError(str(exc)) from exc
+    k = _make_kind(kind, con, dataset_id, model)
+    report = ValidationReport(kind=kind, file_name=display_name or path.name, file_format=fmt,
+                              sha256=file_sha256(path), dataset_id=dataset_id, model=model)
+    reader = read_records(path, k.json_columns, fmt=fmt)
+    _validate_records(k, reader, report, progress)
+    report._kind = k  # type: ignore[attr-defined]
+    return report
+
+
+def ingest_file(con: duckdb.DuckDBPyConnection, kind: str, path: str | Path, dataset_id: str,
+                model: str | None = None, simulated: bool = False, description: str | None = None,
+                seed: int | None = None, model_descriptions: dict[str, str] | None = None, progress: Progress | None = None,
+                display_name: str | None = None) -> IngestResult:
+    """Validate and store one file in one transaction (see module docstring)."""
+    path = Path(path)
+    if not path.is_file():
+        raise IngestError(f"{path}: no such file")
+    sha = file_sha256(path)
+    earlier = queries.fetch_df(con, "ingest_by_sha", [dataset_id, kind, sha])
+    if not earlier.empty:
+        report = ValidationReport(kind=kind, file_name=display_name or path.name,
+                                  file_format=str(earlier["file_format"][0]), sha256=sha,
+                                  dataset_id=dataset_id, model=model)
+        return IngestResult(int(earlier["ingest_id"][0]), True, report)
+    started = datetime.now(timezone.utc).replace(tzinfo=None)
+    report = validate_file(con, kind, path, dataset_id, model, progress, display_name)
+    k: _Kind = report._kind  # type: ignore[attr-defined]
+    con.begin()
+    try:
+        if queries.fetch_df(con, "dataset_by_id", [dataset_id]).empty:
+            queries.execute(con, "insert_dataset", [dataset_id, simulated, description, seed])
+        ingest_id = int(queries.fetch_df(con, "next_ingest_id", [])["next_id"][0])
+        k.write(con, report.accepted, ingest_id)
+        if isinstance(k, _ResponsesBase):
+            for m in k.models(report.accepted):
+                queries.execute(con, "insert_model_if_absent",
+                                [dataset_id, m, simulated, (model_descriptions or {}).get(m), dataset_id, m])
+        _insert(con, "rejects", pd.DataFrame([dict(ingest_id=ingest_id, dataset_id=dataset_id, kind=kind,
+                                                   file_name=report.file_name, line_no=r.line_no,
+                                                   field=r.field, reason=r.reason, raw_text=r.raw)
+                                              for r in report.rejects]))
+        finished = datetime.now(timezone.utc).replace(tzinfo=None)
+        queries.execute(con, "insert_ingest", [ingest_id, dataset_id, kind, report.file_name, report.file_format,
+                                               sha, model, report.n_lines, len(report.accepted),
+                                               report.n_invalid, len(report.rejects), started, finished])
+        con.commit()
+    except Exception:
+        con.rollback()
+        raise
+    log.info("ingested %s %s: %d accepted (%d invalid), %d rejected", kind, path,
+             len(report.accepted), report.n_invalid, len(report.rejects))
+    return IngestResult(ingest_id, False, report)
+
+
+def total_lines(path: str | Path) -> int:
+    return count_lines(path)

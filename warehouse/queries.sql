@@ -1,0 +1,119 @@
+-- Named queries. Each block starts with "-- name: NAME"; values are always bound with ?.
+
+-- name: world_pairs
+SELECT world_id, pair_id, mechanism, domain, split, coarse, hypothesis_0, hypothesis_1, recipient_role,
+       candidate_order, request, intake_channel, operating_window, case_context
+FROM worlds WHERE dataset_id = ?;
+
+-- name: world_candidates
+SELECT world_id, domain, candidate_order FROM worlds WHERE dataset_id = ?;
+
+-- name: existing_responses
+SELECT model, world_id FROM responses WHERE dataset_id = ?;
+
+-- name: existing_refusal_responses
+SELECT model, world_id FROM refusal_responses WHERE dataset_id = ?;
+
+-- name: existing_documents
+SELECT doc_id FROM ql_documents WHERE dataset_id = ?;
+
+-- name: document_texts
+SELECT doc_id, text FROM ql_documents WHERE dataset_id = ?;
+
+-- name: existing_predictions
+SELECT detector, doc_id FROM ql_predictions WHERE dataset_id = ?;
+
+-- name: ingest_by_sha
+SELECT ingest_id, file_format FROM ingests WHERE dataset_id = ? AND kind = ? AND sha256 = ?;
+
+-- name: dataset_by_id
+SELECT * FROM datasets WHERE dataset_id = ?;
+
+-- name: insert_dataset
+INSERT INTO datasets (dataset_id, simulated, description, seed) VALUES (?, ?, ?, ?);
+
+
+-- name: next_ingest_id
+SELECT coalesce(max(ingest_id), 0) + 1 AS next_id FROM ingests;
+
+-- name: insert_model_if_absent
+INSERT INTO models (dataset_id, model, simulated, description)
+SELECT ?, ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM models WHERE dataset_id = ? AND model = ?);
+
+-- name: insert_ingest
+INSERT INTO ingests (ingest_id, dataset_id, kind, file_name, file_format, sha256, model, n_lines,
+                     n_accepted, n_invalid, n_rejected, started_at, finished_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
+
+-- name: datasets
+SELECT d.dataset_id, d.simulated, d.description, d.seed, d.created_at,
+       (SELECT count(*) FROM worlds w WHERE w.dataset_id = d.dataset_id) AS worlds,
+       (SELECT count(*) FROM models m WHERE m.dataset_id = d.dataset_id) AS models,
+       (SELECT count(*) FROM responses r WHERE r.dataset_id = d.dataset_id) AS responses,
+       (SELECT count(*) FROM refusal_responses r WHERE r.dataset_id = d.dataset_id) AS refusal_responses,
+       (SELECT count(*) FROM ql_documents q WHERE q.dataset_id = d.dataset_id) AS documents,
+       (SELECT count(*) FROM ql_predictions p WHERE p.dataset_id = d.dataset_id) AS prediction_lines
+FROM datasets d ORDER BY d.created_at, d.dataset_id;
+
+-- name: split_counts
+SELECT domain, split, count(*) AS worlds, count(DISTINCT pair_id) AS pairs
+FROM worlds WHERE dataset_id = ? GROUP BY domain, split ORDER BY domain, split;
+
+-- name: model_summary
+SELECT m.model, m.simulated, m.description,
+       count(r.world_id) AS native_responses,
+       count(r.world_id) FILTER (WHERE r.status = 'ok' AND r.valid) AS native_ok,
+       count(r.world_id) FILTER (WHERE r.status = 'unavailable') AS native_unavailable,
+       count(r.world_id) FILTER (WHERE NOT r.valid) AS native_invalid,
+       count(r.world_id) FILTER (WHERE r.choice_not_argmax) AS choice_not_argmax,
+       (SELECT count(*) FROM refusal_responses f WHERE f.dataset_id = m.dataset_id AND f.model = m.model) AS refusal_responses,
+       (SELECT count(*) FROM refusal_responses f WHERE f.dataset_id = m.dataset_id AND f.model = m.model
+                                                   AND f.status = 'unavailable') AS refusal_unavailable
+FROM models m LEFT JOIN responses r ON r.dataset_id = m.dataset_id AND r.model = m.model
+WHERE m.dataset_id = ?
+GROUP BY m.dataset_id, m.model, m.simulated, m.description ORDER BY m.model;
+
+-- name: corpus_summary
+SELECT split, count(*) AS documents, count(DISTINCT context_id) AS contexts,
+       sum(n_groups) AS gold_groups, sum(n_targets) AS hide_targets
+FROM ql_documents WHERE dataset_id = ? GROUP BY split ORDER BY split;
+
+-- name: group_summary
+SELECT attribute, policy_label, arity, count(*) AS groups
+FROM ql_groups WHERE dataset_id = ? GROUP BY ALL ORDER BY ALL;
+
+-- name: detector_summary
+SELECT detector, count(*) AS documents, sum(n_groups) AS groups
+FROM ql_predictions WHERE dataset_id = ? GROUP BY detector ORDER BY detector;
+
+-- name: recent_ingests
+SELECT ingest_id, kind, file_name, file_format, model, n_lines, n_accepted, n_invalid, n_rejected,
+       finished_at, sha256
+FROM ingests WHERE dataset_id = ? ORDER BY ingest_id DESC LIMIT ?;
+
+-- name: quarantine_summary
+SELECT kind, file_name, count(*) AS rejected_lines, min(line_no) AS first_line
+FROM rejects WHERE dataset_id = ? GROUP BY kind, file_name ORDER BY kind, file_name;
+
+-- name: invalid_summary
+SELECT model, invalid_reason, count(*) AS responses
+FROM responses WHERE dataset_id = ? AND NOT valid GROUP BY model, invalid_reason ORDER BY model;
+
+-- name: rejects
+SELECT kind, file_name, line_no, field, reason, raw_text
+FROM rejects WHERE dataset_id = ? AND (? IS NULL OR kind = ?)
+ORDER BY ingest_id, line_no LIMIT ?;
+
+-- name: invalid_responses
+SELECT model, world_id, status, choice, probabilities, confidence, invalid_reason, line_no
+FROM responses WHERE dataset_id = ? AND NOT valid ORDER BY model, world_id LIMIT ?;
+
+-- name: table_counts
+SELECT 'worlds' AS table_name, count(*) AS n FROM worlds WHERE dataset_id = ?
+UNION ALL SELECT 'responses', count(*) FROM responses WHERE dataset_id = ?
+UNION ALL SELECT 'refusal_responses', count(*) FROM refusal_responses WHERE dataset_id = ?
+UNION ALL SELECT 'ql_documents', count(*) FROM ql_documents WHERE dataset_id = ?
+UNION ALL SELECT 'ql_groups', count(*) FROM ql_groups WHERE dataset_id = ?
+UNION ALL SELECT 'ql_predictions', count(*) FROM ql_predictions WHERE dataset_id = ?
+UNION ALL SELECT 'rejects', count(*) FROM rejects WHERE dataset_id = ?
+UNION ALL SELECT 'ingests', count(*) FROM ingests WHERE dataset_id = ?;
