@@ -75,9 +75,13 @@ def read_records(path: str | Path, json_columns: frozenset[str] = frozenset(),
         yield from _read_parquet(path, json_columns)
 
 
+WHOLE_FILE_LIMIT = 256 << 20  # read smaller files in one go (faster); stream larger ones
+
+
 def _read_jsonl(path: str | Path) -> Iterator[Record]:
     with open(path, "rb") as fh:
-        for line_no, line in enumerate(fh, start=1):
+        lines = fh.read().split(b"\n") if Path(path).stat().st_size < WHOLE_FILE_LIMIT else fh
+        for line_no, line in enumerate(lines, start=1):
             if line_no == 1 and line.startswith(BOM):
                 line = line[len(BOM):]
             line = line.rstrip(b"\r\n")

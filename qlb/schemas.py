@@ -15,6 +15,7 @@ read them from the validation context: ``Model.model_validate(obj, context={...}
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from typing import Any, Literal, Mapping
 
 from typing import Annotated
@@ -31,6 +32,7 @@ STATUSES: tuple[str, ...] = ("ok", "unavailable")
 PROBABILITY_TOLERANCE = 1e-3
 
 _config = ConfigDict(extra="ignore", frozen=True, str_strip_whitespace=False)
+_mutable_config = ConfigDict(extra="ignore", frozen=False)
 
 # A JSON number: int or float, never text or a boolean. Checked in pydantic's core (fast path).
 Number = Annotated[float, Strict()]
@@ -40,15 +42,6 @@ Label = Annotated[str, Strict()]
 
 def _context(info: ValidationInfo, key: str) -> Any:
     return (info.context or {}).get(key)
-
-
-def _fill_model(record: BaseModel, info: ValidationInfo) -> None:
-    """A response line may omit ``model`` when the ingest names it (``--model``)."""
-    if record.model is None:
-        default = _context(info, "default_model")
-        if default is None:
-            raise ValueError("model is missing (add a model field or pass --model)")
-        object.__setattr__(record, "model", default)
 
 
 # --------------------------------------------------------------------------------------- TUPLE
@@ -108,12 +101,11 @@ PAIR_SHARED_FIELDS = ("domain", "split", "coarse", "hypotheses", "recipient_role
 
 
 class NativeResponse(BaseModel):
-    """A coarse-decision response. Context: ``worlds`` maps world_id -> World (or its candidates).
+    """A coarse-decision response: shape and types. ``assess(candidates)`` then applies the rules
+    that need the world and derives ``valid``, ``invalid_reason`` and ``choice_not_argmax``
+    (never read from input). ``model`` may be omitted when the ingest names the model."""
 
-    ``valid``, ``invalid_reason`` and ``choice_not_argmax`` are derived here, never supplied.
-    """
-
-    model_config = _config
+    model_config = _mutable_config
 
     model: str | None = Field(default=None, min_length=1)
     world_id: str = Field(min_length=1)
@@ -125,46 +117,40 @@ class NativeResponse(BaseModel):
     invalid_reason: str | None = None
     choice_not_argmax: bool = False
 
-    @model_validator(mode="after")
-    def _assess(self, info: ValidationInfo) -> "NativeResponse":
-        _fill_model(self, info)
-        worlds = _context(info, "worlds")
-        if worlds is None:
-            return self
-        world = worlds.get(self.world_id)
-        if world is None:
-            raise ValueError(f"unknown world_id {self.world_id!r} (ingest its worlds first)")
-        candidates = tuple(world.candidate_order if hasattr(world, "candidate_order") else world)
+    def assess(self, candidates: tuple[str, ...] | frozenset[str]) -> "NativeResponse":
+        """Apply the response rules that need the world (its candidate classes): sets ``valid``,
+        ``invalid_reason`` and ``choice_not_argmax`` in place and returns self."""
         reason = native_invalid_reason(self.status, self.choice, self.probabilities, self.confidence, candidates)
-        object.__setattr__(self, "valid", reason is None)
-        object.__setattr__(self, "invalid_reason", reason)
-        object.__setattr__(self, "choice_not_argmax",
-                           reason is None and choice_not_argmax(self.choice, self.probabilities))
+        self.valid = reason is None
+        self.invalid_reason = reason
+        self.choice_not_argmax = reason is None and choice_not_argmax(self.choice, self.probabilities)
         return self
 
 
 def native_invalid_reason(status: str, choice: str | None, probabilities: Mapping[str, float] | None,
-                          confidence: float | None, candidates: tuple[str, ...]) -> str | None:
-    """Why a well-formed native response is invalid (TUPLE.md section 1), or None when valid."""
+                          confidence: float | None, candidates: tuple[str, ...] | frozenset[str]) -> str | None:
+    """Why a well-formed native response is invalid (TUPLE.md section 1), or None when valid.
+
+    Hot path of ingest: the common valid case does a handful of set and float operations."""
     if status != "ok":
         return None
     if choice is None:
         return "choice is missing while status is ok"
     if choice not in candidates:
-        return f"choice {choice!r} is not a candidate ({', '.join(candidates)})"
+        return f"choice {choice!r} is not a candidate ({', '.join(sorted(candidates))})"
     if probabilities is not None:
-        unknown = sorted(set(probabilities) - set(candidates))
-        if unknown:
+        if not set(candidates).issuperset(probabilities):
+            unknown = sorted(set(probabilities) - set(candidates))
             return f"probabilities has labels that are not candidates: {', '.join(unknown)}"
-        values = list(probabilities.values())
-        if any(not math.isfinite(p) for p in values):
+        values = probabilities.values()
+        total = sum(values)
+        if not math.isfinite(total):
             return "probabilities contain a non-finite value"
-        if any(p < 0 for p in values):
+        if values and min(values) < 0:
             return "probabilities contain a negative value"
-        total = math.fsum(values)
         if abs(total - 1.0) > PROBABILITY_TOLERANCE:
-            return f"probabilities sum to {total:.6g}, outside 1 +- {PROBABILITY_TOLERANCE:g}"
-    if confidence is not None and not (math.isfinite(confidence) and 0.0 <= confidence <= 1.0):
+            return f"probabilities sum to {math.fsum(values):.6g}, outside 1 +- {PROBABILITY_TOLERANCE:g}"
+    if confidence is not None and not (0.0 <= confidence <= 1.0):
         return f"confidence {confidence!r} is outside [0, 1]"
     return None
 
@@ -174,14 +160,22 @@ def choice_not_argmax(choice: str | None, probabilities: Mapping[str, float] | N
     if choice is None or not probabilities:
         return False
     top = max(probabilities.values())
-    winners = [k for k, p in probabilities.items() if p == top]
-    return winners != [choice]
+    if probabilities.get(choice) != top:
+        return True
+    return sum(1 for p in probabilities.values() if p == top) > 1
+
+
+@lru_cache(maxsize=None)
+def refusal_label_set(domain: str) -> frozenset[str]:
+    """The 17 refusal labels of a domain (16 mechanisms and WITHHOLD)."""
+    return frozenset(load_ontology().domain(domain).refusal_labels)
 
 
 class RefusalResponse(BaseModel):
-    """A refusal-probe response. Context: ``worlds`` maps world_id -> World (for the domain)."""
+    """A refusal-probe response: shape, types and score values (negative, non-finite or non-number
+    scores fail here). ``label_problem(domain)`` checks the labels against the world's domain."""
 
-    model_config = _config
+    model_config = _mutable_config
 
     model: str | None = Field(default=None, min_length=1)
     world_id: str = Field(min_length=1)
@@ -189,26 +183,19 @@ class RefusalResponse(BaseModel):
     choice: Label | None = None
     scores: dict[str, Score] | None = None
 
-    @model_validator(mode="after")
-    def _labels_belong_to_domain(self, info: ValidationInfo) -> "RefusalResponse":
-        _fill_model(self, info)
-        worlds = _context(info, "worlds")
-        if worlds is None:
-            return self
-        world = worlds.get(self.world_id)
-        if world is None:
-            raise ValueError(f"unknown world_id {self.world_id!r} (ingest its worlds first)")
-        domain = world.domain if hasattr(world, "domain") else world
-        labels = set(load_ontology().domain(domain).refusal_labels)
+    def label_problem(self, domain: str) -> tuple[str, str] | None:
+        """(field, reason) when the choice or a score key is not one of the domain's 17 refusal
+        labels, or the choice is missing while status is ok; None when the labels are fine.
+        (A line with such a problem is rejected, TUPLE.md section 1.)"""
+        labels = refusal_label_set(domain)
         if self.status == "ok" and self.choice is None:
-            raise ValueError("choice is missing while status is ok")
+            return "choice", "choice is missing while status is ok"
         if self.choice is not None and self.choice not in labels:
-            raise ValueError(f"choice {self.choice!r} is not a {domain} mechanism or {WITHHOLD}")
-        if self.scores:
+            return "choice", f"choice {self.choice!r} is not a {domain} mechanism or {WITHHOLD}"
+        if self.scores and not labels.issuperset(self.scores):
             bad = sorted(set(self.scores) - labels)
-            if bad:
-                raise ValueError(f"scores has labels outside the {domain} domain: {', '.join(bad)}")
-        return self
+            return "scores", f"scores has labels outside the {domain} domain: {', '.join(bad)}"
+        return None
 
 
 # ----------------------------------------------------------------------------------- QuasiLeak

@@ -1,0 +1,17 @@
+"""qlb dashboard: router only (page config, shared sidebar, navigation)."""
+import streamlit as st
+
+from dashboard.routing import mark_routed
+from dashboard.widgets import dataset_sidebar
+
+st.set_page_config(page_title="qlb - privacy-utility audits", page_icon=":material/shield:", layout="wide")
+
+PAGES = [
+    st.Page("pages/overview.py", title="Overview", icon=":material/dashboard:", default=True, url_path="overview"),
+    st.Page("pages/data.py", title="Data", icon=":material/upload_file:", url_path="data"),
+]
+
+navigation = st.navigation(PAGES)
+dataset_sidebar()
+mark_routed()
+navigation.run()

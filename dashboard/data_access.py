@@ -1,0 +1,92 @@
+"""The one app-side module that owns caching and warehouse access for the pages.
+
+Pages never speak SQL or open connections: they call the functions here. Reads go through one
+cached read-only DuckDB handle per warehouse file (a fresh cursor per query, values bound with
+``?`` via warehouse.queries); results are cached with st.cache_data (bounded, with a TTL).
+Writes (the Data page's ingest) release the read-only handle first, because DuckDB refuses a
+read-write and a read-only handle on one file in the same process.
+"""
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+import streamlit as st
+
+from warehouse import queries
+from warehouse.db import default_path, open_reader, writer
+from warehouse.ingest import IngestResult, ValidationReport, ingest_file, validate_file
+
+_write_lock = threading.Lock()
+
+
+def warehouse_path() -> str:
+    """The warehouse the app shows: ``QLB_WAREHOUSE`` or the default ``warehouse/qlb.duckdb``."""
+    return str(Path(default_path()).resolve())
+
+
+def warehouse_exists(path: str) -> bool:
+    return os.path.exists(path)
+
+
+def _close(conn: duckdb.DuckDBPyConnection) -> None:
+    try:
+        conn.close()
+    except duckdb.Error:
+        pass
+
+
+@st.cache_resource(show_spinner=False, on_release=_close)
+def _reader(path: str) -> duckdb.DuckDBPyConnection:
+    return open_reader(path)
+
+
+def _query(path: str, name: str, params: tuple = ()) -> pd.DataFrame:
+    cur = _reader(path).cursor()
+    try:
+        return queries.fetch_df(cur, name, params)
+    finally:
+        cur.close()
+
+
+@st.cache_data(ttl=300, max_entries=256, show_spinner=False)
+def query(path: str, name: str, params: tuple = ()) -> pd.DataFrame:
+    """A named query's rows (cached per warehouse, query and parameters)."""
+    return _query(path, name, params)
+
+
+def release_readers() -> None:
+    """Close the cached read-only handle and forget cached results (before and after a write)."""
+    _reader.clear()   # on_release closes the handle
+    query.clear()
+
+
+def datasets(path: str) -> pd.DataFrame:
+    return query(path, "datasets")
+
+
+def validate_upload(path: str, kind: str, file_path: str, dataset: str, model: str | None,
+                    display_name: str) -> ValidationReport:
+    """Validate an uploaded file against the warehouse (read-only); nothing is written."""
+    con = _reader(path) if warehouse_exists(path) else None
+    cur = con.cursor() if con is not None else None
+    try:
+        return validate_file(cur, kind, file_path, dataset, model or None, display_name=display_name)
+    finally:
+        if cur is not None:
+            cur.close()
+
+
+def ingest_upload(path: str, kind: str, file_path: str, dataset: str, model: str | None,
+                  display_name: str) -> IngestResult:
+    """Ingest an uploaded file through the same ingest API as ``qlb ingest`` (one transaction)."""
+    with _write_lock:
+        release_readers()
+        try:
+            with writer(path) as con:
+                return ingest_file(con, kind, file_path, dataset, model or None, display_name=display_name)
+        finally:
+            release_readers()

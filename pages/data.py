@@ -1,0 +1,151 @@
+"""Data: upload a file, read its validation report line by line before anything is written,
+then ingest it; browse the quarantine."""
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from pathlib import Path
+
+import streamlit as st
+
+from dashboard import data_access as da
+from dashboard.routing import page_entry
+from dashboard.widgets import current_dataset, simulated_banner, table
+from warehouse.ingest import KINDS, IngestError
+
+MAX_UPLOAD_MB = 100
+SUFFIXES = ("jsonl", "ndjson", "json", "csv", "parquet")
+KIND_HELP = {
+    "worlds": "TUPLE worlds, one per line (world_id, pair_id, domain, split, coarse, mechanism, hypotheses, ...).",
+    "responses": "Native coarse-decision responses (model, world_id, status, choice, probabilities, confidence). "
+                 "Ingest the worlds first.",
+    "refusal": "Refusal-probe responses (model, world_id, status, choice, scores over 16 mechanisms + WITHHOLD).",
+    "corpus": "QuasiLeak documents (doc_id, split, context_id, text, profile, policy, groups, distractors).",
+    "predictions": "QuasiLeak detector output (doc_id, detector, groups). Ingest the corpus first.",
+}
+
+
+def _save_upload(upload) -> tuple[str, str]:
+    """Write the upload to a private temporary file; return (path, sha256)."""
+    data = upload.getvalue()
+    digest = hashlib.sha256(data).hexdigest()
+    suffix = Path(upload.name).suffix.lower()
+    folder = Path(tempfile.gettempdir()) / "qlb_uploads"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    target = folder / f"{digest}{suffix}"
+    if not target.exists():
+        target.write_bytes(data)
+    return str(target), digest
+
+
+def upload_section(path: str, dataset: str | None) -> None:
+    st.subheader("Load a file")
+    c1, c2, c3 = st.columns(3)
+    kind = c1.selectbox("Kind", KINDS, help="What the file holds. " + " ".join(
+        f"{k}: {v}" for k, v in KIND_HELP.items()))
+    target = c2.text_input("Into dataset", value=dataset or "my-audit", max_chars=80,
+                           help="Loaded into this dataset (created if new). User datasets are not "
+                                "marked simulated.").strip()
+    model = c3.text_input("Model name (optional)", max_chars=80, disabled=kind not in ("responses", "refusal"),
+                          help="For response lines without a model field; lines naming another model "
+                               "are rejected.").strip()
+    st.caption(KIND_HELP[kind])
+    upload = st.file_uploader(f"File (JSON Lines, CSV or Parquet; at most {MAX_UPLOAD_MB} MB)", type=list(SUFFIXES),
+                              max_upload_size=MAX_UPLOAD_MB, key="upload")
+    if upload is None:
+        return
+    if upload.size > MAX_UPLOAD_MB * 1024 * 1024:
+        st.error(f"{upload.name}: {upload.size / 1e6:.1f} MB is over the {MAX_UPLOAD_MB} MB limit.")
+        return
+    if not target:
+        st.error("Name the dataset to load into.")
+        return
+    file_path, digest = _save_upload(upload)
+    signature = (digest, kind, target, model)
+    if st.session_state.get("validated_sig") != signature:
+        try:
+            with st.spinner(f"Validating {upload.name} ..."):
+                report = da.validate_upload(path, kind, file_path, target, model, upload.name)
+        except IngestError as exc:
+            st.error(str(exc))
+            return
+        st.session_state["validated_sig"] = signature
+        st.session_state["validation_report"] = report
+        st.session_state.pop("ingest_message", None)
+    report = st.session_state["validation_report"]
+
+    st.markdown("**Validation report** (nothing has been written yet)")
+    m = st.columns(4)
+    m[0].metric("Lines", f"{report.n_lines:,}")
+    m[1].metric("Accepted", f"{len(report.accepted):,}")
+    m[2].metric("Invalid (kept, valid = false)", f"{report.n_invalid:,}")
+    m[3].metric("Rejected (quarantined)", f"{len(report.rejects):,}")
+    lines = report.lines()
+    outcome = st.segmented_control("Show lines", ["all", "accepted", "invalid", "rejected"], default="all",
+                                   key="outcome_filter")
+    shown = lines if outcome in (None, "all") else lines[lines["outcome"] == outcome]
+    table(shown.head(5000), "validation_report",
+          f"{len(shown):,} lines shown (at most 5,000). Rejected lines name the field and the reason.")
+    if report.rejects:
+        with st.expander("Raw text of rejected lines"):
+            raw = lines[lines["outcome"] == "rejected"].head(500).copy()
+            raw["raw_text"] = [r.raw[:500] for r in report.rejects[:500]]
+            st.dataframe(raw, hide_index=True)
+
+    done = st.session_state.get("ingest_message")
+    if done:
+        st.success(done)
+        return
+    label = f"Ingest {len(report.accepted):,} accepted lines into '{target}'"
+    if st.button(label, type="primary", disabled=not report.accepted and not report.rejects, key="ingest_button"):
+        try:
+            with st.spinner("Ingesting in one transaction ..."):
+                result = da.ingest_upload(path, kind, file_path, target, model, upload.name)
+        except Exception as exc:  # shown, never a traceback; the warehouse is unchanged
+            st.error(f"Ingest failed, nothing was written: {exc}")
+            return
+        if result.duplicate:
+            msg = (f"{upload.name} was already ingested into '{target}' (ingest #{result.ingest_id}, "
+                   "same sha256); nothing changed.")
+        else:
+            msg = (f"Stored {len(result.report.accepted):,} lines from {upload.name} into '{target}' "
+                   f"(ingest #{result.ingest_id}); {len(result.report.rejects):,} lines quarantined.")
+        st.session_state["ingest_message"] = msg
+        st.session_state["dataset_picker"] = target
+        st.query_params["dataset"] = target
+        st.rerun()
+
+
+def quarantine_section(path: str, dataset: str) -> None:
+    st.subheader("Quarantine")
+    kind = st.selectbox("Kind", ["all"] + list(KINDS), key="quarantine_kind")
+    k = None if kind == "all" else kind
+    rejects = da.query(path, "rejects", (dataset, k, k, 2000))
+    if rejects.empty:
+        st.success("No rejected lines in this dataset.")
+    else:
+        table(rejects, "rejected_lines", f"{len(rejects):,} rejected lines (at most 2,000 shown), with the "
+                                          "raw text as received.")
+    invalid = da.query(path, "invalid_responses", (dataset, 2000))
+    st.markdown("**Invalid native responses** (stored with valid = false, never repaired; they enter the "
+                "audits as unavailable)")
+    if invalid.empty:
+        st.success("No invalid responses.")
+    else:
+        table(invalid, "invalid_responses", f"{len(invalid):,} invalid responses.")
+
+
+def render() -> None:
+    st.title("Data")
+    path, dataset, simulated = current_dataset()
+    simulated_banner(simulated)
+    st.caption("Files are validated against the warehouse before anything is written. Each file is "
+               "ingested in one transaction; the same file twice changes nothing.")
+    upload_section(path, dataset)
+    if dataset is not None:
+        st.divider()
+        quarantine_section(path, dataset)
+
+
+page_entry(render)

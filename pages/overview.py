@@ -1,0 +1,120 @@
+"""Overview: what the selected dataset holds: worlds, models, responses, corpus, splits, recent
+ingests and the quarantine."""
+from __future__ import annotations
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from dashboard import data_access as da
+from dashboard.routing import page_entry
+from dashboard.widgets import chart, current_dataset, simulated_banner, table
+
+# Okabe-Ito colours (colour-blind safe)
+OUTCOME_COLOURS = {"unavailable": "#999999", "invalid (kept)": "#D55E00", "choice not argmax": "#56B4E9"}
+
+
+def response_outcome_figure(models: pd.DataFrame) -> tuple[go.Figure, pd.DataFrame]:
+    """Grouped bars: per model, the native responses that are not a plain valid answer."""
+    data = pd.DataFrame({
+        "model": models["model"],
+        "responses": models["native_responses"],
+        "valid ok": models["native_ok"],
+        "unavailable": models["native_unavailable"],
+        "invalid (kept)": models["native_invalid"],
+        "choice not argmax": models["choice_not_argmax"],
+    })
+    fig = go.Figure()
+    for outcome, colour in OUTCOME_COLOURS.items():
+        fig.add_bar(name=outcome, x=data["model"], y=data[outcome], marker_color=colour,
+                    customdata=data[["responses", "valid ok"]],
+                    hovertemplate="%{x}<br>" + outcome + ": %{y} of %{customdata[0]} responses"
+                                  "<br>valid ok: %{customdata[1]}<extra></extra>")
+    fig.update_layout(barmode="group", height=320, margin=dict(l=10, r=10, t=30, b=10),
+                      yaxis_title="native responses", legend_title_text="outcome")
+    return fig, data
+
+
+def render() -> None:
+    st.title("Overview")
+    path, dataset, simulated = current_dataset()
+    if dataset is None:
+        st.info("Nothing to show yet. Build the simulated default with `qlb demo`, or load your own "
+                "exports on the Data page.")
+        return
+    simulated_banner(simulated)
+    ds = da.datasets(path)
+    row = ds[ds["dataset_id"] == dataset].iloc[0]
+    st.subheader(f"Dataset: {dataset}")
+    if isinstance(row["description"], str) and row["description"]:
+        st.caption(row["description"])
+
+    splits = da.query(path, "split_counts", (dataset,))
+    cols = st.columns(6)
+    cols[0].metric("Worlds", f"{int(row['worlds']):,}")
+    cols[1].metric("Pairs", f"{int(splits['pairs'].sum()) if not splits.empty else 0:,}")
+    cols[2].metric("Models", f"{int(row['models']):,}")
+    cols[3].metric("Native responses", f"{int(row['responses']):,}")
+    cols[4].metric("Refusal responses", f"{int(row['refusal_responses']):,}")
+    cols[5].metric("QuasiLeak documents", f"{int(row['documents']):,}")
+
+    tuple_tab, ql_tab, ingest_tab = st.tabs(["TUPLE worlds and models", "QuasiLeak corpus",
+                                             "Ingests and quarantine"])
+    with tuple_tab:
+        if splits.empty:
+            st.info("No TUPLE worlds in this dataset.")
+        else:
+            st.markdown("**Worlds by domain and split**")
+            pivot = splits.pivot_table(index="domain", columns="split", values="worlds", aggfunc="sum",
+                                       fill_value=0).reset_index()
+            pivot.columns.name = None
+            table(pivot, "worlds_by_domain_split",
+                  "Worlds per domain and split (a pair never straddles splits).")
+        models = da.query(path, "model_summary", (dataset,))
+        if not models.empty:
+            st.markdown("**Models**")
+            fig, data = response_outcome_figure(models)
+            chart(fig, data, "native_response_outcomes",
+                  f"Native responses per model that are unavailable, invalid, or whose choice is not the "
+                  f"unique argmax; all splits of dataset {dataset} (ingested data, no audit run). Invalid "
+                  "responses are kept with valid = false and enter the audits as unavailable.")
+            table(models, "models", "Per model: native and refusal responses, unavailable, invalid, and "
+                                    "choices that are not the unique argmax of the released probabilities.")
+    with ql_tab:
+        corpus = da.query(path, "corpus_summary", (dataset,))
+        if corpus.empty:
+            st.info("No QuasiLeak corpus in this dataset.")
+        else:
+            table(corpus, "corpus_by_split", "Documents, contexts, gold groups and hide targets per split "
+                                             "(splits are by profile).")
+            groups = da.query(path, "group_summary", (dataset,))
+            by_attr = groups.pivot_table(index="attribute", columns="policy_label", values="groups",
+                                         aggfunc="sum", fill_value=0).reset_index()
+            by_attr.columns.name = None
+            table(by_attr, "gold_groups_by_attribute_policy",
+                  "Gold groups per attribute under each policy label; only hide groups are targets.")
+            detectors = da.query(path, "detector_summary", (dataset,))
+            if not detectors.empty:
+                table(detectors, "detector_predictions", "Detector prediction lines ingested.")
+    with ingest_tab:
+        ingests = da.query(path, "recent_ingests", (dataset, 20))
+        table(ingests, "recent_ingests", "The last 20 ingests (same file twice is stored once).")
+        q = da.query(path, "quarantine_summary", (dataset,))
+        inv = da.query(path, "invalid_summary", (dataset,))
+        c1, c2 = st.columns(2)
+        with c1:
+            st.markdown("**Quarantined lines (rejected)**")
+            if q.empty:
+                st.success("No rejected lines.")
+            else:
+                table(q, "quarantine_summary", f"{int(q['rejected_lines'].sum())} rejected lines; "
+                                               "browse them on the Data page.")
+        with c2:
+            st.markdown("**Invalid responses (kept, valid = false)**")
+            if inv.empty:
+                st.success("No invalid responses.")
+            else:
+                table(inv, "invalid_summary", f"{int(inv['responses'].sum())} invalid native responses.")
+
+
+page_entry(render)
