@@ -34,6 +34,9 @@ KINDS: tuple[str, ...] = ("worlds", "responses", "refusal", "corpus", "predictio
 Progress = Callable[[int], None]
 
 
+ALREADY_STORED = "already stored"
+
+
 class IngestError(ValueError):
     """Bad usage of ingest (unknown kind, unreadable file, missing dataset context)."""
 
@@ -58,10 +61,11 @@ class ValidationReport:
     model: str | None
     accepted: list[tuple[int, BaseModel]] = field(default_factory=list)
     rejects: list[Reject] = field(default_factory=list)
+    already_stored: int = 0   # lines a retry of the same file skipped (stored by its first ingest)
 
     @property
     def n_lines(self) -> int:
-        return len(self.accepted) + len(self.rejects)
+        return len(self.accepted) + len(self.rejects) + self.already_stored
 
     @property
     def n_invalid(self) -> int:
@@ -121,9 +125,24 @@ class _Kind:
         self.dataset_id = dataset_id
         self.model_name = model_name
         self.context: dict[str, Any] = self.empty_context()
-        self.seen: set = set()
+        self.seen: dict[Any, int | None] = {}   # record key -> ingest that stored it (None: this file)
+        self.retry_of: int | None = None        # re-ingest of a file whose earlier ingest had rejects
         if con is not None:
             self.load(con)
+
+    def key(self, obj: BaseModel) -> Any:
+        raise NotImplementedError
+
+    def claim(self, obj: BaseModel, what: str) -> str | None:
+        """Register the record's key. A reason when it repeats an earlier record; ALREADY_STORED
+        when a retry of the same file meets a line its earlier ingest already stored."""
+        k = self.key(obj)
+        if k in self.seen:
+            if self.retry_of is not None and self.seen[k] == self.retry_of:
+                return ALREADY_STORED
+            return f"duplicate {what} (the first is kept)"
+        self.seen[k] = None
+        return None
 
     def empty_context(self) -> dict[str, Any]:
         """The validation context of a warehouse that holds nothing yet."""
@@ -176,27 +195,33 @@ class _Worlds(_Kind):
 
     def load(self, con):
         for row in queries.fetch_df(con, "world_pairs", [self.dataset_id]).itertuples(index=False):
-            self.seen.add(row.world_id)
+            self.seen[row.world_id] = row.ingest_id
             shared = (row.domain, row.split, row.coarse, (row.hypothesis_0, row.hypothesis_1),
                       row.recipient_role, tuple(row.candidate_order), row.request, row.intake_channel,
                       row.operating_window, row.case_context)
             self.pairs.setdefault(row.pair_id, []).append((row.mechanism, shared))
 
+    def key(self, w: World) -> Any:
+        return w.world_id
+
     def check(self, w: World) -> str | None:
-        if w.world_id in self.seen:
-            return f"duplicate world_id {w.world_id!r} (the first is kept)"
+        claimed = self.claim(w, f"world_id {w.world_id!r}")
+        if claimed is not None:
+            return claimed
         pairs = self.pairs
         shared = tuple(_hashable(getattr(w, f)) for f in PAIR_SHARED_FIELDS)
         members = pairs.get(w.pair_id, [])
         if len(members) >= 2:
+            del self.seen[w.world_id]
             return f"pair {w.pair_id!r} already has two worlds"
         for mech, other_shared in members:
             if mech == w.mechanism:
+                del self.seen[w.world_id]
                 return f"pair {w.pair_id!r}: both worlds have mechanism {mech!r}; a pair differs in S"
             for name, a, b in zip(PAIR_SHARED_FIELDS, shared, other_shared):
                 if a != b:
+                    del self.seen[w.world_id]
                     return f"pair {w.pair_id!r}: field {name} differs from its paired world"
-        self.seen.add(w.world_id)
         members.append((w.mechanism, shared))
         pairs[w.pair_id] = members
         return None
@@ -238,7 +263,7 @@ class _ResponsesBase(_Kind):
         worlds = queries.fetch_df(con, "world_candidates", [self.dataset_id])
         self.context = {"worlds": {r.world_id: self.world_key(r) for r in worlds.itertuples(index=False)}}
         existing = queries.fetch_df(con, f"existing_{self.table}", [self.dataset_id])
-        self.seen = set(zip(existing["model"], existing["world_id"]))
+        self.seen = dict(zip(zip(existing["model"], existing["world_id"]), existing["ingest_id"]))
 
     def world_key(self, row) -> Any:
         raise NotImplementedError
@@ -259,12 +284,11 @@ class _ResponsesBase(_Kind):
     def apply_world_rules(self, obj, world):
         raise NotImplementedError
 
+    def key(self, r) -> Any:
+        return (r.model, r.world_id)
+
     def check(self, r) -> str | None:
-        key = (r.model, r.world_id)
-        if key in self.seen:
-            return f"duplicate response for model {r.model!r} and world {r.world_id!r} (the first is kept)"
-        self.seen.add(key)
-        return None
+        return self.claim(r, f"response for model {r.model!r} and world {r.world_id!r}")
 
     def models(self, accepted) -> list[str]:
         return sorted({r.model for _, r in accepted})
@@ -342,13 +366,14 @@ class _Corpus(_Kind):
     json_columns = frozenset({"profile", "policy", "groups", "distractors"})
 
     def load(self, con):
-        self.seen = set(queries.fetch_df(con, "existing_documents", [self.dataset_id])["doc_id"])
+        existing = queries.fetch_df(con, "existing_documents", [self.dataset_id])
+        self.seen = dict(zip(existing["doc_id"], existing["ingest_id"]))
+
+    def key(self, d: QLDocument) -> Any:
+        return d.doc_id
 
     def check(self, d: QLDocument) -> str | None:
-        if d.doc_id in self.seen:
-            return f"duplicate doc_id {d.doc_id!r} (the first is kept)"
-        self.seen.add(d.doc_id)
-        return None
+        return self.claim(d, f"doc_id {d.doc_id!r}")
 
     def write(self, con, accepted, ingest_id):
         docs, groups = [], []
@@ -379,14 +404,13 @@ class _Predictions(_Kind):
         docs = queries.fetch_df(con, "document_texts", [self.dataset_id])
         self.context = {"documents": {d: len(t) for d, t in zip(docs["doc_id"], docs["text"])}}
         existing = queries.fetch_df(con, "existing_predictions", [self.dataset_id])
-        self.seen = set(zip(existing["detector"], existing["doc_id"]))
+        self.seen = dict(zip(zip(existing["detector"], existing["doc_id"]), existing["ingest_id"]))
+
+    def key(self, p: QLPrediction) -> Any:
+        return (p.detector, p.doc_id)
 
     def check(self, p: QLPrediction) -> str | None:
-        key = (p.detector, p.doc_id)
-        if key in self.seen:
-            return f"duplicate prediction for detector {p.detector!r} and doc {p.doc_id!r} (the first is kept)"
-        self.seen.add(key)
-        return None
+        return self.claim(p, f"prediction for detector {p.detector!r} and doc {p.doc_id!r}")
 
     def write(self, con, accepted, ingest_id):
         frame = pd.DataFrame([dict(dataset_id=self.dataset_id, detector=p.detector, doc_id=p.doc_id,
@@ -434,6 +458,8 @@ def _validate_loop(kind: _Kind, records: Iterable[Record], report: ValidationRep
                 reason = kind.check(obj)
                 if reason is None:
                     report.accepted.append((rec.line_no, obj))
+                elif reason is ALREADY_STORED:
+                    report.already_stored += 1
                 else:
                     report.rejects.append(Reject(rec.line_no, None, reason, rec.raw))
         if progress is not None and i % 2000 == 0:
@@ -448,7 +474,7 @@ def _make_kind(kind: str, con, dataset_id: str, model: str | None) -> _Kind:
 
 def validate_file(con: duckdb.DuckDBPyConnection | None, kind: str, path: str | Path, dataset_id: str,
                   model: str | None = None, progress: Progress | None = None,
-                  display_name: str | None = None) -> ValidationReport:
+                  display_name: str | None = None, retry_of: int | None = None) -> ValidationReport:
     """Validate ``path`` as ``kind`` against the dataset's current contents; write nothing.
 
     ``con`` may be a read-only handle (or None for a warehouse that does not exist yet)."""
@@ -460,6 +486,7 @@ def validate_file(con: duckdb.DuckDBPyConnection | None, kind: str, path: str | 
     except ValueError as exc:
         raise IngestError(str(exc)) from exc
     k = _make_kind(kind, con, dataset_id, model)
+    k.retry_of = retry_of
     report = ValidationReport(kind=kind, file_name=display_name or path.name, file_format=fmt,
                               sha256=file_sha256(path), dataset_id=dataset_id, model=model)
     reader = read_records(path, k.json_columns, fmt=fmt)
@@ -470,40 +497,57 @@ def validate_file(con: duckdb.DuckDBPyConnection | None, kind: str, path: str | 
 
 def ingest_file(con: duckdb.DuckDBPyConnection, kind: str, path: str | Path, dataset_id: str,
                 model: str | None = None, simulated: bool = False, description: str | None = None,
-                seed: int | None = None, model_descriptions: dict[str, str] | None = None, progress: Progress | None = None,
-                display_name: str | None = None) -> IngestResult:
-    """Validate and store one file in one transaction (see module docstring)."""
+                seed: int | None = None, model_descriptions: dict[str, str] | None = None,
+                progress: Progress | None = None, display_name: str | None = None) -> IngestResult:
+    """Validate and store one file in one transaction (see module docstring).
+
+    The same file again (same dataset, kind and sha256) changes nothing when its first ingest
+    rejected nothing. When it did reject lines (say, responses sent before their worlds), the
+    same file can be ingested again: lines stored the first time are skipped, the rejected ones
+    are tried again, and that file's quarantine is replaced by the new verdicts."""
     path = Path(path)
     if not path.is_file():
         raise IngestError(f"{path}: no such file")
     sha = file_sha256(path)
     earlier = queries.fetch_df(con, "ingest_by_sha", [dataset_id, kind, sha])
+    retry_of = None
     if not earlier.empty:
-        report = ValidationReport(kind=kind, file_name=display_name or path.name,
-                                  file_format=str(earlier["file_format"][0]), sha256=sha,
-                                  dataset_id=dataset_id, model=model)
-        return IngestResult(int(earlier["ingest_id"][0]), True, report)
+        if int(earlier["n_rejected"][0]) == 0:
+            report = ValidationReport(kind=kind, file_name=display_name or path.name,
+                                      file_format=str(earlier["file_format"][0]), sha256=sha,
+                                      dataset_id=dataset_id, model=model)
+            return IngestResult(int(earlier["ingest_id"][0]), True, report)
+        retry_of = int(earlier["ingest_id"][0])
     started = datetime.now(timezone.utc).replace(tzinfo=None)
-    report = validate_file(con, kind, path, dataset_id, model, progress, display_name)
+    report = validate_file(con, kind, path, dataset_id, model, progress, display_name, retry_of=retry_of)
     k: _Kind = report._kind  # type: ignore[attr-defined]
     con.begin()
     try:
         if queries.fetch_df(con, "dataset_by_id", [dataset_id]).empty:
             queries.execute(con, "insert_dataset", [dataset_id, simulated, description, seed])
-        ingest_id = int(queries.fetch_df(con, "next_ingest_id", [])["next_id"][0])
+        ingest_id = retry_of or int(queries.fetch_df(con, "next_ingest_id", [])["next_id"][0])
         k.write(con, report.accepted, ingest_id)
         if isinstance(k, _ResponsesBase):
             for m in k.models(report.accepted):
                 queries.execute(con, "insert_model_if_absent",
                                 [dataset_id, m, simulated, (model_descriptions or {}).get(m), dataset_id, m])
-        _insert(con, "rejects", pd.DataFrame([dict(ingest_id=ingest_id, dataset_id=dataset_id, kind=kind,
-                                                   file_name=report.file_name, line_no=r.line_no,
-                                                   field=r.field, reason=r.reason, raw_text=r.raw)
-                                              for r in report.rejects]))
+        if retry_of is not None:
+            queries.execute(con, "retry_ingest_forget_rejects", [retry_of])
+        _insert(con, "rejects", {"ingest_id": [ingest_id] * len(report.rejects), "dataset_id": dataset_id,
+                                 "kind": kind, "file_name": report.file_name,
+                                 "line_no": [r.line_no for r in report.rejects],
+                                 "field": [r.field for r in report.rejects],
+                                 "reason": [r.reason for r in report.rejects],
+                                 "raw_text": [r.raw for r in report.rejects]})
         finished = datetime.now(timezone.utc).replace(tzinfo=None)
-        queries.execute(con, "insert_ingest", [ingest_id, dataset_id, kind, report.file_name, report.file_format,
-                                               sha, model, report.n_lines, len(report.accepted),
-                                               report.n_invalid, len(report.rejects), started, finished])
+        if retry_of is None:
+            queries.execute(con, "insert_ingest", [ingest_id, dataset_id, kind, report.file_name,
+                                                   report.file_format, sha, model, report.n_lines,
+                                                   len(report.accepted), report.n_invalid, len(report.rejects),
+                                                   started, finished])
+        else:
+            queries.execute(con, "retry_ingest_update", [report.n_lines, len(report.accepted), report.n_invalid,
+                                                         len(report.rejects), finished, retry_of])
         con.commit()
     except Exception:
         con.rollback()

@@ -1,7 +1,7 @@
 -- Named queries. Each block starts with "-- name: NAME"; values are always bound with ?.
 
 -- name: world_pairs
-SELECT world_id, pair_id, mechanism, domain, split, coarse, hypothesis_0, hypothesis_1, recipient_role,
+SELECT world_id, ingest_id, pair_id, mechanism, domain, split, coarse, hypothesis_0, hypothesis_1, recipient_role,
        candidate_order, request, intake_channel, operating_window, case_context
 FROM worlds WHERE dataset_id = ?;
 
@@ -9,22 +9,30 @@ FROM worlds WHERE dataset_id = ?;
 SELECT world_id, domain, candidate_order FROM worlds WHERE dataset_id = ?;
 
 -- name: existing_responses
-SELECT model, world_id FROM responses WHERE dataset_id = ?;
+SELECT model, world_id, ingest_id FROM responses WHERE dataset_id = ?;
 
 -- name: existing_refusal_responses
-SELECT model, world_id FROM refusal_responses WHERE dataset_id = ?;
+SELECT model, world_id, ingest_id FROM refusal_responses WHERE dataset_id = ?;
 
 -- name: existing_documents
-SELECT doc_id FROM ql_documents WHERE dataset_id = ?;
+SELECT doc_id, ingest_id FROM ql_documents WHERE dataset_id = ?;
 
 -- name: document_texts
 SELECT doc_id, text FROM ql_documents WHERE dataset_id = ?;
 
 -- name: existing_predictions
-SELECT detector, doc_id FROM ql_predictions WHERE dataset_id = ?;
+SELECT detector, doc_id, ingest_id FROM ql_predictions WHERE dataset_id = ?;
 
 -- name: ingest_by_sha
-SELECT ingest_id, file_format FROM ingests WHERE dataset_id = ? AND kind = ? AND sha256 = ?;
+SELECT ingest_id, file_format, n_rejected FROM ingests WHERE dataset_id = ? AND kind = ? AND sha256 = ?;
+
+-- name: retry_ingest_forget_rejects
+DELETE FROM rejects WHERE ingest_id = ?;
+
+-- name: retry_ingest_update
+UPDATE ingests SET n_lines = ?, n_accepted = n_accepted + ?, n_invalid = n_invalid + ?, n_rejected = ?,
+                   finished_at = ?
+WHERE ingest_id = ?;
 
 -- name: dataset_by_id
 SELECT * FROM datasets WHERE dataset_id = ?;
