@@ -35,9 +35,11 @@ def dataset_sidebar() -> None:
             st.session_state["dataset"] = None
             return
         ids = ds["dataset_id"].tolist()
-        wanted = st.query_params.get("dataset")
-        index = ids.index(wanted) if wanted in ids else 0
-        choice = st.selectbox("Dataset", ids, index=index, key="dataset_picker",
+        pending = st.session_state.pop("pending_dataset", None)   # set by the Data page after an ingest
+        wanted = pending or st.query_params.get("dataset")
+        if pending or st.session_state.get("dataset_picker") not in ids:
+            st.session_state["dataset_picker"] = wanted if wanted in ids else ids[0]
+        choice = st.selectbox("Dataset", ids, key="dataset_picker",
                               help="Every page shows this dataset. The choice is kept in the page URL.")
         st.query_params["dataset"] = choice
         simulated = bool(ds.loc[ds["dataset_id"] == choice, "simulated"].iloc[0])

@@ -112,8 +112,7 @@ def upload_section(path: str, dataset: str | None) -> None:
             msg = (f"Stored {len(result.report.accepted):,} lines from {upload.name} into '{target}' "
                    f"(ingest #{result.ingest_id}); {len(result.report.rejects):,} lines quarantined.")
         st.session_state["ingest_message"] = msg
-        st.session_state["dataset_picker"] = target
-        st.query_params["dataset"] = target
+        st.session_state["pending_dataset"] = target
         st.rerun()
 
 

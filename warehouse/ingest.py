@@ -139,6 +139,7 @@ class _Kind:
         k = self.key(obj)
         if k in self.seen:
             if self.retry_of is not None and self.seen[k] == self.retry_of:
+                self.seen[k] = None   # a second copy in this file is a duplicate again
                 return ALREADY_STORED
             return f"duplicate {what} (the first is kept)"
         self.seen[k] = None

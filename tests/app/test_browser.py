@@ -1,0 +1,133 @@
+"""The whole app in a real headless Chromium (Playwright driving Debian's /usr/bin/chromium).
+
+Starts `streamlit run app.py` on a free loopback port against a copy of the demo warehouse,
+opens the Overview, then loads a small file on the Data page through the real upload widget.
+Screenshots go to tests/artifacts/ (ignored by git)."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, two_pairs
+
+CHROMIUM = os.environ.get("QLB_CHROMIUM", "/usr/bin/chromium")
+ARTIFACTS = ROOT / "tests" / "artifacts"
+LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+               "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+pytestmark = pytest.mark.browser
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server(demo_warehouse, tmp_path_factory):
+    if os.environ.get("QLB_SKIP_BROWSER") == "1":
+        pytest.skip("QLB_SKIP_BROWSER=1")
+    assert Path(CHROMIUM).exists(), f"{CHROMIUM} missing: install Debian's chromium (bash scripts/test.sh does)"
+    wh = tmp_path_factory.mktemp("browser") / "qlb.duckdb"
+    shutil.copy(demo_warehouse, wh)
+    port = _free_port()
+    env = {**os.environ, "QLB_WAREHOUSE": str(wh)}
+    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
+                             "--server.address", "127.0.0.1", "--server.headless", "true"],
+                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        try:
+            if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
+                break
+        except OSError:
+            time.sleep(0.3)
+    else:
+        proc.kill()
+        pytest.fail("streamlit did not start: " + proc.stdout.read().decode()[-2000:])
+    yield url
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
+        yield b
+        b.close()
+
+
+def _no_exception(page) -> None:
+    assert page.locator('[data-testid="stException"]').count() == 0
+
+
+def test_overview_in_browser(server, browser):
+    ARTIFACTS.mkdir(exist_ok=True)
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    t0 = time.perf_counter()
+    page.goto(server)
+    page.get_by_text("QuasiLeak documents").wait_for(timeout=30000)
+    page.get_by_text("12,960").first.wait_for(timeout=30000)
+    elapsed = time.perf_counter() - t0
+    _no_exception(page)
+    assert page.get_by_text("1,440").count() >= 1
+    assert page.get_by_text("SIMULATED").count() >= 1
+    nav = page.locator('[data-testid="stSidebarNav"]')
+    assert nav.get_by_text("Overview").count() == 1 and nav.get_by_text("Data").count() == 1
+    page.screenshot(path=str(ARTIFACTS / "overview.png"), full_page=True)
+    print(f"overview first render in browser: {elapsed:.2f} s")
+    page.close()
+
+
+def test_direct_link_to_data_page_goes_through_router(server, browser):
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(f"{server}/data?dataset=simulated-reference")
+    page.get_by_text("Quarantine").first.wait_for(timeout=30000)
+    _no_exception(page)
+    nav = page.locator('[data-testid="stSidebarNav"]')
+    assert nav.get_by_text("Overview").count() == 1          # the router's navigation, not pages/
+    page.close()
+
+
+def test_upload_validate_then_ingest(server, browser, tmp_path):
+    rows = two_pairs() + [dict(two_pairs()[0], world_id="w9", pair_id="p9", domain="space")]
+    upload = tmp_path / "my_worlds.jsonl"
+    upload.write_text("\n".join(json.dumps(r) for r in rows) + "\n<script>alert(1)</script>\n")
+    page = browser.new_page(viewport={"width": 1400, "height": 1200})
+    page.goto(f"{server}/data")
+    page.get_by_text("Load a file").wait_for(timeout=30000)
+    box = page.get_by_role("textbox", name="Into dataset")
+    box.fill("browser-test")
+    box.press("Enter")
+    page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(str(upload))
+    page.get_by_text("Validation report").wait_for(timeout=30000)
+    page.get_by_text("Rejected (quarantined)").wait_for(timeout=30000)
+    _no_exception(page)
+    page.screenshot(path=str(ARTIFACTS / "data_validation.png"), full_page=True)
+    metrics = page.locator('[data-testid="stMetric"]')
+    values = {metrics.nth(i).locator('[data-testid="stMetricLabel"]').inner_text().strip():
+              metrics.nth(i).locator('[data-testid="stMetricValue"]').inner_text().strip()
+              for i in range(metrics.count())}
+    assert values["Lines"] == "6" and values["Accepted"] == "4" and values["Rejected (quarantined)"] == "2"
+    assert page.locator("script", has_text="alert(1)").count() == 0     # data text never becomes markup
+    page.get_by_role("button", name="Ingest 4 accepted lines into 'browser-test'").click()
+    page.get_by_text("Stored 4 lines from my_worlds.jsonl").wait_for(timeout=30000)
+    _no_exception(page)
+    page.screenshot(path=str(ARTIFACTS / "data_ingested.png"), full_page=True)
+    page.close()

@@ -1,0 +1,70 @@
+"""Pages under Streamlit's AppTest, on the simulated demo warehouse."""
+from __future__ import annotations
+
+import os
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from tests.conftest import ROOT
+
+APP = str(ROOT / "app.py")
+
+
+@pytest.fixture
+def app(demo_warehouse, monkeypatch):
+    monkeypatch.setenv("QLB_WAREHOUSE", str(demo_warehouse))
+    monkeypatch.chdir(ROOT)
+    at = AppTest.from_file(APP, default_timeout=60)
+    return at
+
+
+def texts(at: AppTest) -> str:
+    parts = [m.value for m in at.markdown] + [m.value for m in at.caption] + [str(m.value) for m in at.warning]
+    parts += [h.value for h in at.title] + [h.value for h in at.subheader]
+    return "\n".join(parts)
+
+
+def test_overview_shows_the_demo(app):
+    at = app.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.title[0].value == "Overview"
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Worlds"] == "1,440"
+    assert metrics["Pairs"] == "720"
+    assert metrics["Models"] == "9"
+    assert metrics["Native responses"] == "12,960"
+    assert metrics["Refusal responses"] == "12,960"
+    assert metrics["QuasiLeak documents"] == "5,000"
+    assert "SIMULATED" in texts(at)
+    assert at.sidebar.selectbox[0].value == "simulated-reference"
+    frames = [df.value for df in at.dataframe]
+    models = next(f for f in frames if "model" in f.columns and "native_responses" in f.columns)
+    assert len(models) == 9 and models["native_responses"].sum() == 12960
+    assert models["native_invalid"].sum() > 0
+    splits = next(f for f in frames if "domain" in f.columns and "train" in f.columns)
+    assert splits[["train", "validation", "test"]].sum().tolist() == [864, 288, 288]
+
+
+def test_data_page_quarantine(app):
+    at = app.run()
+    at.switch_page("pages/data.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.title[0].value == "Data"
+    frames = [df.value for df in at.dataframe]
+    rejects = next(f for f in frames if "raw_text" in f.columns)
+    assert len(rejects) == 7 and set(rejects["kind"]) == {"responses", "refusal"}
+    assert "line is not valid UTF-8 (byte 72)" in rejects["reason"].tolist()
+    invalid = next(f for f in frames if "invalid_reason" in f.columns)
+    assert len(invalid) == 9
+    at.selectbox(key="quarantine_kind").select("refusal").run()
+    rejects = next(df.value for df in at.dataframe if "raw_text" in df.value.columns)
+    assert len(rejects) == 2
+
+
+def test_no_warehouse_yet(tmp_path, monkeypatch):
+    monkeypatch.setenv("QLB_WAREHOUSE", str(tmp_path / "missing.duckdb"))
+    monkeypatch.chdir(ROOT)
+    at = AppTest.from_file(APP, default_timeout=30).run()
+    assert not at.exception
+    assert any("qlb demo" in w.value for w in at.sidebar.warning)
