@@ -2,6 +2,8 @@
 data downloads, tables with downloads."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
@@ -22,8 +24,8 @@ def dataset_sidebar() -> None:
     """Sidebar: which warehouse, which dataset (kept in the URL as ?dataset=...)."""
     path = data_access.warehouse_path()
     with st.sidebar:
-        st.caption("Warehouse")
-        st.code(path, language=None, wrap_lines=True)
+        st.caption("Warehouse", help=path)
+        st.text(Path(path).name)
         if not data_access.warehouse_exists(path):
             st.warning("No warehouse yet. Run `qlb demo` to build the simulated default, "
                        "or load a file on the Data page.")
@@ -57,9 +59,16 @@ def simulated_banner(simulated: bool) -> None:
         st.warning(SIMULATED_NOTE, icon=":material/science:")
 
 
+STATIC_TABLE_ROWS = 25
+
+
 def table(df: pd.DataFrame, name: str, caption: str | None = None, **kwargs) -> None:
-    """A dataframe with a CSV download of exactly what is shown."""
-    st.dataframe(df, hide_index=True, **kwargs)
+    """A table with a CSV download of exactly what is shown. Small summaries render as static
+    HTML tables (fast to draw, text selectable); longer ones as an interactive grid."""
+    if len(df) <= STATIC_TABLE_ROWS and not kwargs:
+        st.table(df, hide_index=True)
+    else:
+        st.dataframe(df, hide_index=True, **kwargs)
     cols = st.columns([4, 1])
     if caption:
         cols[0].caption(caption)

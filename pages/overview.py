@@ -58,9 +58,10 @@ def render() -> None:
     cols[4].metric("Refusal responses", f"{int(row['refusal_responses']):,}")
     cols[5].metric("QuasiLeak documents", f"{int(row['documents']):,}")
 
-    tuple_tab, ql_tab, ingest_tab = st.tabs(["TUPLE worlds and models", "QuasiLeak corpus",
-                                             "Ingests and quarantine"])
-    with tuple_tab:
+    sections = ["TUPLE worlds and models", "QuasiLeak corpus", "Ingests and quarantine"]
+    section = st.segmented_control("Section", sections, default=sections[0], key="overview_section",
+                                   label_visibility="collapsed") or sections[0]
+    if section == sections[0]:
         if splits.empty:
             st.info("No TUPLE worlds in this dataset.")
         else:
@@ -73,14 +74,16 @@ def render() -> None:
         models = da.query(path, "model_summary", (dataset,))
         if not models.empty:
             st.markdown("**Models**")
-            fig, data = response_outcome_figure(models)
-            chart(fig, data, "native_response_outcomes",
-                  f"Native responses per model that are unavailable, invalid, or whose choice is not the "
-                  f"unique argmax; all splits of dataset {dataset} (ingested data, no audit run). Invalid "
-                  "responses are kept with valid = false and enter the audits as unavailable.")
+            if st.toggle("Chart of the response outcomes", key="overview_chart",
+                         help="Off by default: the first view stays quick to draw."):
+                fig, data = response_outcome_figure(models)
+                chart(fig, data, "native_response_outcomes",
+                      f"Native responses per model that are unavailable, invalid, or whose choice is not "
+                      f"the unique argmax; all splits of dataset {dataset} (ingested data, no audit run). "
+                      "Invalid responses are kept with valid = false and enter the audits as unavailable.")
             table(models, "models", "Per model: native and refusal responses, unavailable, invalid, and "
                                     "choices that are not the unique argmax of the released probabilities.")
-    with ql_tab:
+    elif section == sections[1]:
         corpus = da.query(path, "corpus_summary", (dataset,))
         if corpus.empty:
             st.info("No QuasiLeak corpus in this dataset.")
@@ -96,7 +99,7 @@ def render() -> None:
             detectors = da.query(path, "detector_summary", (dataset,))
             if not detectors.empty:
                 table(detectors, "detector_predictions", "Detector prediction lines ingested.")
-    with ingest_tab:
+    else:
         ingests = da.query(path, "recent_ingests", (dataset, 20))
         table(ingests, "recent_ingests", "The last 20 ingests (same file twice is stored once).")
         q = da.query(path, "quarantine_summary", (dataset,))

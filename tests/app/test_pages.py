@@ -19,6 +19,11 @@ def app(demo_warehouse, monkeypatch):
     return at
 
 
+def frames(at: AppTest) -> list:
+    """Every table on the page (interactive grids and static tables) as DataFrames."""
+    return [df.value for df in at.dataframe] + [t.value for t in at.table]
+
+
 def texts(at: AppTest) -> str:
     parts = [m.value for m in at.markdown] + [m.value for m in at.caption] + [str(m.value) for m in at.warning]
     parts += [h.value for h in at.title] + [h.value for h in at.subheader]
@@ -38,11 +43,11 @@ def test_overview_shows_the_demo(app):
     assert metrics["QuasiLeak documents"] == "5,000"
     assert "SIMULATED" in texts(at)
     assert at.sidebar.selectbox[0].value == "simulated-reference"
-    frames = [df.value for df in at.dataframe]
-    models = next(f for f in frames if "model" in f.columns and "native_responses" in f.columns)
+    tables = frames(at)
+    models = next(f for f in tables if "model" in f.columns and "native_responses" in f.columns)
     assert len(models) == 9 and models["native_responses"].sum() == 12960
     assert models["native_invalid"].sum() > 0
-    splits = next(f for f in frames if "domain" in f.columns and "train" in f.columns)
+    splits = next(f for f in tables if "domain" in f.columns and "train" in f.columns)
     assert splits[["train", "validation", "test"]].sum().tolist() == [864, 288, 288]
 
 
@@ -51,14 +56,14 @@ def test_data_page_quarantine(app):
     at.switch_page("pages/data.py").run()
     assert not at.exception, [e.value for e in at.exception]
     assert at.title[0].value == "Data"
-    frames = [df.value for df in at.dataframe]
-    rejects = next(f for f in frames if "raw_text" in f.columns)
+    tables = frames(at)
+    rejects = next(f for f in tables if "raw_text" in f.columns)
     assert len(rejects) == 7 and set(rejects["kind"]) == {"responses", "refusal"}
     assert "line is not valid UTF-8 (byte 72)" in rejects["reason"].tolist()
-    invalid = next(f for f in frames if "invalid_reason" in f.columns)
+    invalid = next(f for f in tables if "invalid_reason" in f.columns)
     assert len(invalid) == 9
     at.selectbox(key="quarantine_kind").select("refusal").run()
-    rejects = next(df.value for df in at.dataframe if "raw_text" in df.value.columns)
+    rejects = next(f for f in frames(at) if "raw_text" in f.columns)
     assert len(rejects) == 2
 
 
@@ -68,3 +73,16 @@ def test_no_warehouse_yet(tmp_path, monkeypatch):
     at = AppTest.from_file(APP, default_timeout=30).run()
     assert not at.exception
     assert any("qlb demo" in w.value for w in at.sidebar.warning)
+
+
+def test_overview_sections_and_chart(app):
+    at = app.run()
+    at.toggle(key="overview_chart").set_value(True).run()
+    assert not at.exception
+    assert len(at.get("plotly_chart")) == 1
+    at.segmented_control(key="overview_section").set_value("QuasiLeak corpus").run()
+    corpus = next(f for f in frames(at) if "hide_targets" in f.columns)
+    assert corpus["documents"].sum() == 5000 and corpus.set_index("split")["documents"]["test"] == 750
+    at.segmented_control(key="overview_section").set_value("Ingests and quarantine").run()
+    q = next(f for f in frames(at) if "rejected_lines" in f.columns)
+    assert q["rejected_lines"].sum() == 7
