@@ -16,7 +16,9 @@ def app(demo_warehouse, monkeypatch):
     monkeypatch.setenv("QLB_WAREHOUSE", str(demo_warehouse))
     monkeypatch.chdir(ROOT)
     at = AppTest.from_file(APP, default_timeout=60)
-    return at
+    yield at
+    from dashboard.data_access import release_readers
+    release_readers()   # AppTest shares this process: close the cached read-only handle
 
 
 def frames(at: AppTest) -> list:
