@@ -9,6 +9,7 @@ st.set_page_config(page_title="qlb - privacy-utility audits", page_icon=":materi
 PAGES = [
     st.Page("pages/overview.py", title="Overview", icon=":material/dashboard:", default=True, url_path="overview"),
     st.Page("pages/data.py", title="Data", icon=":material/upload_file:", url_path="data"),
+    st.Page("pages/refusal.py", title="Refusal audit", icon=":material/block:", url_path="refusal"),
 ]
 
 navigation = st.navigation(PAGES)

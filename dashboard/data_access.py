@@ -90,3 +90,20 @@ def ingest_upload(path: str, kind: str, file_path: str, dataset: str, model: str
                 return ingest_file(con, kind, file_path, dataset, model or None, display_name=display_name)
         finally:
             release_readers()
+
+
+def runs(path: str, dataset: str) -> pd.DataFrame:
+    """Audit runs of the dataset, newest first."""
+    return query(path, "runs", (dataset, "audit", "audit"))
+
+
+def run_audit_now(path: str, dataset: str, force: bool = True):
+    """Recompute the audits on demand through the engine (writes a new run)."""
+    from qlb.audit import run_audits
+    with _write_lock:
+        release_readers()
+        try:
+            with writer(path) as con:
+                return run_audits(con, dataset, force=force)
+        finally:
+            release_readers()

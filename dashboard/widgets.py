@@ -84,3 +84,11 @@ def chart(fig: go.Figure, data: pd.DataFrame, name: str, caption: str) -> None:
     cols[1].download_button("Chart data (CSV)", data.to_csv(index=False).encode(),
                             file_name=f"{name}.csv", mime="text/csv", key=f"dl_chart_{name}",
                             icon=":material/download:")
+
+
+def percent_columns(df: pd.DataFrame, columns: list[str], digits: int = 2) -> pd.DataFrame:
+    """A copy with rate columns shown as percentages; missing rates (None/NaN) shown as N/A."""
+    out = df.copy()
+    for c in columns:
+        out[c] = [("N/A" if v is None or pd.isna(v) else f"{100 * v:.{digits}f}%") for v in df[c]]
+    return out

@@ -64,6 +64,25 @@ def build_parser() -> argparse.ArgumentParser:
     ing.add_argument("--dry-run", action="store_true", help="validate and report only; write nothing")
     ing.add_argument("--json", action="store_true", help="print the ingest report as JSON on stdout")
     _warehouse_arg(ing)
+
+    aud = sub.add_parser("audit", help="run the audits the dataset's data allows and store them as a run",
+                         description="Run every audit the dataset's data allows (today: the refusal audit) "
+                                     "and store the results as one run in the warehouse. Says what it "
+                                     "skipped. An earlier run over the same data and parameters is "
+                                     "reused unless --force.")
+    aud.add_argument("--dataset", metavar="NAME", help="dataset (default: the only one, or simulated-reference)")
+    aud.add_argument("--models", nargs="+", metavar="MODEL", help="only these models")
+    aud.add_argument("--force", action="store_true", help="always compute a new run")
+    aud.add_argument("--json", action="store_true", help="print the run summary as JSON on stdout")
+    _warehouse_arg(aud)
+
+    ref = sub.add_parser("refusal", help="refusal audit straight from files (no warehouse)",
+                         description="Does selecting WITHHOLD protect the mechanism? Scores refusal "
+                                     "responses against their worlds (TUPLE.md section 2). Rejected lines "
+                                     "are reported on stderr as FILE:LINE: reason and skipped (exit 3).")
+    ref.add_argument("--worlds", required=True, type=Path, metavar="FILE")
+    ref.add_argument("--responses", required=True, type=Path, metavar="FILE")
+    ref.add_argument("--json", action="store_true", help="print the CONTRACT.md JSON on stdout (else a table)")
     return parser
 
 
@@ -84,7 +103,8 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     result = build_demo(path, args.seed, step)
     bar.close()
     summary = {"dataset": result.dataset_id, "simulated": True, "warehouse": str(path),
-               "exports": str(result.export_dir), "ingests": {}}
+               "exports": str(result.export_dir), "ingests": {},
+               "run_id": result.run.run_id if result.run else None}
     for kind, r in result.ingests.items():
         summary["ingests"][kind] = {"ingest_id": r.ingest_id, "already_ingested": r.duplicate,
                                     "accepted": len(r.report.accepted), "invalid": r.report.n_invalid,
@@ -99,6 +119,9 @@ def _cmd_demo(args: argparse.Namespace) -> int:
             print(f"  {kind:<10} {state}")
         print("Quarantined lines are planted on purpose to exercise the quarantine; "
               "see the Data page or `qlb ingest --dry-run`.")
+        if result.run is not None:
+            state = "reused" if result.run.reused else "stored"
+            print(f"audit run {result.run.run_id} {state}; skipped: " + ", ".join(result.run.skipped))
     return EXIT_OK
 
 
@@ -146,6 +169,67 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
     return EXIT_REJECTED if report.rejects else EXIT_OK
 
 
+def _cmd_refusal(args: argparse.Namespace) -> int:
+    from qlb import refusal
+    from warehouse.ingest import validate_file
+
+    for f in (args.worlds, args.responses):
+        if not f.is_file():
+            raise _UserError(f"{f}: no such file")
+    worlds_report = validate_file(None, "worlds", args.worlds, "stateless")
+    worlds = {w.world_id: w for _, w in worlds_report.accepted}
+    resp_report = validate_file(None, "refusal", args.responses, "stateless", worlds=worlds)
+    for report, path in ((worlds_report, args.worlds), (resp_report, args.responses)):
+        for r in report.rejects:
+            print(f"{path}:{r.line_no}: " + (f"{r.field}: " if r.field else "") + r.reason, file=sys.stderr)
+    frame = refusal.responses_frame([r for _, r in resp_report.accepted], worlds)
+    summary = refusal.summarize(refusal.score_responses(frame))
+    if args.json:
+        print(json.dumps(refusal.to_contract_json(summary), indent=2))
+    else:
+        print(refusal.format_table(summary))
+    return EXIT_REJECTED if worlds_report.rejects or resp_report.rejects else EXIT_OK
+
+
+def _resolve_dataset(con, name: str | None) -> str:
+    from qlb.demo import DEMO_DATASET
+    from warehouse import queries
+    ids = queries.fetch_df(con, "datasets")["dataset_id"].tolist()
+    if name:
+        if name not in ids:
+            raise _UserError(f"no dataset {name!r} in the warehouse (have: {', '.join(ids) or 'none'})")
+        return name
+    if len(ids) == 1:
+        return ids[0]
+    if DEMO_DATASET in ids:
+        return DEMO_DATASET
+    raise _UserError(f"several datasets; pick one with --dataset ({', '.join(ids) or 'none'})")
+
+
+def _cmd_audit(args: argparse.Namespace) -> int:
+    from qlb import refusal
+    from qlb.audit import run_audits
+    from warehouse.db import default_path, writer
+
+    path = args.warehouse or default_path()
+    if not Path(path).exists():
+        raise _UserError(f"{path}: no warehouse here yet (run `qlb demo` or `qlb ingest`)")
+    with writer(path) as con:
+        dataset = _resolve_dataset(con, args.dataset)
+        run = run_audits(con, dataset, args.models, force=args.force)
+    if args.json:
+        print(json.dumps(run.to_json(), indent=2))
+        return EXIT_OK
+    state = "reused (same data and parameters)" if run.reused else "stored"
+    print(f"run {run.run_id} for dataset {dataset!r}: {state}")
+    if run.refusal_summary is not None:
+        print("\nRefusal audit (all domains):")
+        print(refusal.format_table(run.refusal_summary))
+    for name, why in run.skipped.items():
+        print(f"skipped {name}: {why}")
+    return EXIT_OK
+
+
 class _UserError(Exception):
     pass
 
@@ -158,10 +242,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     from warehouse.db import WarehouseError
     from warehouse.ingest import IngestError
 
-    handlers = {"demo": _cmd_demo, "ingest": _cmd_ingest}
+    handlers = {"demo": _cmd_demo, "ingest": _cmd_ingest, "refusal": _cmd_refusal, "audit": _cmd_audit}
     try:
         return handlers[args.command](args)
-    except (_UserError, WarehouseError, IngestError) as exc:
+    except (_UserError, WarehouseError, IngestError, ValueError) as exc:
         print(f"qlb {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_FAILURE
     except KeyboardInterrupt:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from qlb.audit import AuditRun, run_audits
 from qlb.simulate import quasileak_sim, tuple_sim
 from warehouse.db import writer
 from warehouse.ingest import IngestResult, ingest_file
@@ -30,6 +31,7 @@ class DemoResult:
     dataset_id: str
     export_dir: Path
     ingests: dict[str, IngestResult] = field(default_factory=dict)
+    run: AuditRun | None = None
 
 
 def write_exports(export_dir: Path, seed: int, step: Step | None = None) -> dict[str, Path]:
@@ -73,10 +75,13 @@ def build_demo(warehouse_path: str | Path, seed: int = DEFAULT_SEED, step: Step 
     say = step or (lambda *_: None)
     with writer(warehouse_path) as con:
         kinds = list(paths)
+        total = len(kinds) + 1
         for i, kind in enumerate(kinds):
-            say(f"ingesting {paths[kind].name}", i, len(kinds))
+            say(f"ingesting {paths[kind].name}", i, total)
             result.ingests[kind] = ingest_file(
                 con, kind, paths[kind], dataset, simulated=True, description=DEMO_DESCRIPTION,
                 seed=seed, model_descriptions=tuple_sim.MODEL_DESCRIPTIONS)
-        say("done", len(kinds), len(kinds))
+        say("running the audits", len(kinds), total)
+        result.run = run_audits(con, dataset)
+        say("done", total, total)
     return result

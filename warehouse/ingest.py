@@ -475,10 +475,12 @@ def _make_kind(kind: str, con, dataset_id: str, model: str | None) -> _Kind:
 
 def validate_file(con: duckdb.DuckDBPyConnection | None, kind: str, path: str | Path, dataset_id: str,
                   model: str | None = None, progress: Progress | None = None,
-                  display_name: str | None = None, retry_of: int | None = None) -> ValidationReport:
+                  display_name: str | None = None, retry_of: int | None = None,
+                  worlds: dict[str, World] | None = None) -> ValidationReport:
     """Validate ``path`` as ``kind`` against the dataset's current contents; write nothing.
 
-    ``con`` may be a read-only handle (or None for a warehouse that does not exist yet)."""
+    ``con`` may be a read-only handle, or None for a warehouse that does not exist yet; the
+    stateless commands pass ``worlds`` (validated from a file) instead of a warehouse."""
     path = Path(path)
     if not path.is_file():
         raise IngestError(f"{path}: no such file")
@@ -488,6 +490,8 @@ def validate_file(con: duckdb.DuckDBPyConnection | None, kind: str, path: str | 
         raise IngestError(str(exc)) from exc
     k = _make_kind(kind, con, dataset_id, model)
     k.retry_of = retry_of
+    if worlds is not None and isinstance(k, _ResponsesBase):
+        k.context = {"worlds": {wid: k.world_key(w) for wid, w in worlds.items()}}
     report = ValidationReport(kind=kind, file_name=display_name or path.name, file_format=fmt,
                               sha256=file_sha256(path), dataset_id=dataset_id, model=model)
     reader = read_records(path, k.json_columns, fmt=fmt)

@@ -125,3 +125,44 @@ UNION ALL SELECT 'ql_groups', count(*) FROM ql_groups WHERE dataset_id = ?
 UNION ALL SELECT 'ql_predictions', count(*) FROM ql_predictions WHERE dataset_id = ?
 UNION ALL SELECT 'rejects', count(*) FROM rejects WHERE dataset_id = ?
 UNION ALL SELECT 'ingests', count(*) FROM ingests WHERE dataset_id = ?;
+
+-- name: refusal_audit_input
+SELECT r.model, r.world_id, w.domain, w.mechanism, r.status, r.choice, r.scores
+FROM refusal_responses r JOIN worlds w ON w.dataset_id = r.dataset_id AND w.world_id = r.world_id
+WHERE r.dataset_id = ?
+ORDER BY r.model, r.world_id;
+
+-- name: dataset_fingerprint_parts
+SELECT kind, sha256 FROM ingests WHERE dataset_id = ? ORDER BY kind, sha256;
+
+-- name: insert_run
+INSERT INTO runs (run_id, dataset_id, kind, parameters, dataset_fingerprint, code_version,
+                  test_used_for_selection, started_at, finished_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?);
+
+-- name: runs
+SELECT run_id, kind, parameters, dataset_fingerprint, code_version, test_used_for_selection,
+       started_at, finished_at
+FROM runs WHERE dataset_id = ? AND (? IS NULL OR kind = ?) ORDER BY started_at DESC, run_id DESC;
+
+-- name: latest_run_of_fingerprint
+SELECT run_id FROM runs WHERE dataset_id = ? AND kind = ? AND dataset_fingerprint = ? AND parameters = ?
+ORDER BY started_at DESC LIMIT 1;
+
+-- name: refusal_results
+SELECT model, domain, n, withheld, direct_correct, direct_incorrect, residual_unique_correct,
+       residual_unique_incorrect, residual_tied, residual_zero_mass, withhold_rate,
+       conditional_residual_recovery, overall_recovery, unavailable, unique_winner_coverage,
+       choice_not_argmax
+FROM refusal_results WHERE run_id = ? ORDER BY model, domain;
+
+-- name: refusal_outcomes_for_model
+SELECT o.world_id, o.domain, o.mechanism, o.choice, o.outcome, o.residual_winner, w.split
+FROM refusal_outcomes o JOIN worlds w ON w.dataset_id = o.dataset_id AND w.world_id = o.world_id
+WHERE o.run_id = ? AND o.model = ? AND (? IS NULL OR o.domain = ?) AND (? IS NULL OR o.outcome = ?)
+ORDER BY o.world_id LIMIT ?;
+
+-- name: refusal_response
+SELECT r.status, r.choice, r.scores, w.domain, w.mechanism, w.request, w.case_context
+FROM refusal_responses r JOIN worlds w ON w.dataset_id = r.dataset_id AND w.world_id = r.world_id
+WHERE r.dataset_id = ? AND r.model = ? AND r.world_id = ?;

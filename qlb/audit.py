@@ -1,0 +1,84 @@
+"""Running the audits a dataset's data allows and storing them as one run in the warehouse.
+
+Today: the refusal audit (issue 3). A dataset without refusal responses skips it, and says so.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import duckdb
+import pandas as pd
+
+from qlb import refusal
+from warehouse import queries
+from warehouse.results import dataset_fingerprint, now, store_run
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class AuditRun:
+    run_id: str
+    dataset_id: str
+    reused: bool
+    refusal_summary: pd.DataFrame | None = None
+    skipped: dict[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"run_id": self.run_id, "dataset": self.dataset_id,
+                               "test_used_for_selection": False, "reused_existing_run": self.reused}
+        if self.refusal_summary is not None:
+            out["refusal"] = refusal.to_contract_json(self.refusal_summary)
+        out["skipped"] = self.skipped
+        return out
+
+
+def load_refusal_input(con: duckdb.DuckDBPyConnection, dataset_id: str, models: Sequence[str] | None) -> pd.DataFrame:
+    frame = queries.fetch_df(con, "refusal_audit_input", [dataset_id])
+    if models:
+        frame = frame[frame["model"].isin(models)]
+    return frame
+
+
+def run_audits(con: duckdb.DuckDBPyConnection, dataset_id: str, models: Sequence[str] | None = None,
+               force: bool = False) -> AuditRun:
+    """Run every audit the dataset allows and store it as one run (read-write handle).
+
+    Without ``force``, an earlier run over exactly the same data and parameters is reused."""
+    if queries.fetch_df(con, "dataset_by_id", [dataset_id]).empty:
+        raise ValueError(f"no dataset {dataset_id!r} in the warehouse")
+    params = {"audits": ["refusal"], "models": sorted(models) if models else None}
+    fingerprint = dataset_fingerprint(con, dataset_id)
+    if not force:
+        earlier = queries.fetch_df(con, "latest_run_of_fingerprint",
+                                   [dataset_id, "audit", fingerprint, json.dumps(params, sort_keys=True)])
+        if not earlier.empty:
+            run_id = str(earlier["run_id"][0])
+            summary = queries.fetch_df(con, "refusal_results", [run_id])
+            run = AuditRun(run_id, dataset_id, True, summary if not summary.empty else None)
+            if summary.empty:
+                run.skipped["refusal"] = "no refusal responses in this dataset"
+            return run
+    started = now()
+    run_id = f"run-{started:%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
+    run = AuditRun(run_id, dataset_id, False)
+    tables: dict[str, pd.DataFrame] = {}
+    inputs = load_refusal_input(con, dataset_id, models)
+    if inputs.empty:
+        run.skipped["refusal"] = "no refusal responses in this dataset"
+    else:
+        scored = refusal.score_responses(inputs)
+        run.refusal_summary = refusal.summarize(scored)
+        tables["refusal_results"] = run.refusal_summary
+        tables["refusal_outcomes"] = scored.frame[["model", "world_id", "domain", "mechanism", "choice",
+                                                   "outcome", "residual_winner", "choice_not_argmax"]]
+    for name in ("decoding", "utility", "fronts", "defenses", "quasileak"):
+        run.skipped[name] = "not available in this version of qlb"
+    store_run(con, run_id=run_id, dataset_id=dataset_id, kind="audit", parameters=params,
+              fingerprint=fingerprint, started=started, tables=tables)
+    log.info("stored run %s for %s", run_id, dataset_id)
+    return run

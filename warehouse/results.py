@@ -1,0 +1,61 @@
+"""Storing audit runs and their results (writer side)."""
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pandas as pd
+
+from warehouse import queries
+from warehouse.ingest import _insert
+
+RESULT_TABLES = {"refusal": ("refusal_results", "refusal_outcomes")}
+
+
+def now() -> datetime:
+    return datetime.now(timezone.utc).replace(tzinfo=None)
+
+
+def dataset_fingerprint(con: duckdb.DuckDBPyConnection, dataset_id: str) -> str:
+    """sha256 over the (kind, file sha256) of every ingest of the dataset: changes when the data
+    changes, not when the same files are ingested again."""
+    parts = queries.fetch_df(con, "dataset_fingerprint_parts", [dataset_id])
+    h = hashlib.sha256()
+    for kind, sha in parts.itertuples(index=False):
+        h.update(f"{kind}:{sha}\n".encode())
+    return h.hexdigest()
+
+
+def code_version() -> str:
+    """qlb's version and, when run from a git checkout, the commit."""
+    from qlb import __version__
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                                cwd=Path(__file__).resolve().parent, timeout=5).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        commit = ""
+    return f"{__version__}+{commit}" if commit else __version__
+
+
+def store_run(con: duckdb.DuckDBPyConnection, *, run_id: str, dataset_id: str, kind: str,
+              parameters: dict[str, Any], fingerprint: str, started: datetime,
+              tables: dict[str, pd.DataFrame]) -> None:
+    """One run and its result tables in one transaction."""
+    con.begin()
+    try:
+        queries.execute(con, "insert_run", [run_id, dataset_id, kind, json.dumps(parameters, sort_keys=True),
+                                            fingerprint, code_version(), False, started, now()])
+        for table, frame in tables.items():
+            frame = frame.copy()
+            frame.insert(0, "dataset_id", dataset_id)
+            frame.insert(0, "run_id", run_id)
+            _insert(con, table, frame)
+        con.commit()
+    except Exception:
+        con.rollback()
+        raise
