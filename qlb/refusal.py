@@ -99,14 +99,16 @@ def score_responses(responses: pd.DataFrame) -> ScoredResponses:
     gold_idx = np.empty(n, dtype=np.int16)
     scores = np.zeros((n, 17), dtype=float)
     index_of = {d: {lab: i for i, lab in enumerate(onto.domain(d).refusal_labels)} for d in onto.domains}
+    loads = json.loads
     for i, (domain, choice, gold, raw) in enumerate(zip(ok["domain"], ok["choice"], ok["mechanism"], ok["scores"])):
         idx = index_of[domain]
         choice_idx[i] = idx[choice]
         gold_idx[i] = idx[gold]
-        s = _parse_scores(raw)
+        s = loads(raw) if isinstance(raw, str) else _parse_scores(raw)
         if s:
+            row = scores[i]
             for label, v in s.items():
-                scores[i, idx[label]] = v
+                row[idx[label]] = v
     outcome, winner = classify(choice_idx, gold_idx, scores)
     labels = {d: onto.domain(d).refusal_labels for d in onto.domains}
     frame = ok[["model", "world_id", "domain", "mechanism", "choice"]].copy()
@@ -134,26 +136,30 @@ def summarize(scored: ScoredResponses) -> pd.DataFrame:
     """One row per (model, domain) plus (model, 'all'): the COUNTS of CONTRACT.md section 2 and
     the extras the page shows (unavailable, unique-winner coverage, choice_not_argmax)."""
     f = scored.frame
+    both = pd.concat([f, f.assign(domain="all")], ignore_index=True)
+    counts = pd.crosstab([both["model"], both["domain"]], both["outcome"]).reindex(columns=list(OUTCOMES),
+                                                                                   fill_value=0)
+    counts["choice_not_argmax"] = both.groupby(["model", "domain"])["choice_not_argmax"].sum()
+    un = scored.unavailable
+    un_all = pd.concat([un, un.assign(domain="all")]).groupby(["model", "domain"])["unavailable"].sum()
+    index = counts.index.union(un_all.index)
+    counts = counts.reindex(index, fill_value=0)
+    counts["unavailable"] = un_all.reindex(index, fill_value=0)
+    counts = counts.reset_index()
+    counts["n"] = counts[list(OUTCOMES)].sum(axis=1)
+    counts["withheld"] = counts[list(OUTCOMES[2:])].sum(axis=1)
     rows = []
-    keys = [(m, d) for m, d in f[["model", "domain"]].drop_duplicates().itertuples(index=False)]
-    models = sorted({m for m, _ in keys} | set(scored.unavailable["model"]))
-    for model in models:
-        fm = f[f["model"] == model]
-        domains = sorted(set(fm["domain"]) | set(scored.unavailable.loc[scored.unavailable["model"] == model, "domain"]))
-        for domain in domains + ["all"]:
-            sub = fm if domain == "all" else fm[fm["domain"] == domain]
-            counts = {o: int((sub["outcome"] == o).sum()) for o in OUTCOMES}
-            counts["n"] = len(sub)
-            counts["withheld"] = sum(counts[o] for o in OUTCOMES[2:])
-            row = {"model": model, "domain": domain, **_rates(counts)}
-            un = scored.unavailable[scored.unavailable["model"] == model]
-            row["unavailable"] = int(un["unavailable"].sum() if domain == "all"
-                                     else un.loc[un["domain"] == domain, "unavailable"].sum())
-            unique = counts["residual_unique_correct"] + counts["residual_unique_incorrect"]
-            row["unique_winner_coverage"] = unique / counts["withheld"] if counts["withheld"] else None
-            row["choice_not_argmax"] = int(sub["choice_not_argmax"].sum())
-            rows.append(row)
-    return pd.DataFrame(rows)
+    for rec in counts.to_dict("records"):
+        w = rec["withheld"]
+        unique = rec["residual_unique_correct"] + rec["residual_unique_incorrect"]
+        rows.append({"model": rec["model"], "domain": rec["domain"], **_rates(rec),
+                     "unavailable": int(rec["unavailable"]),
+                     "unique_winner_coverage": unique / w if w else None,
+                     "choice_not_argmax": int(rec["choice_not_argmax"])})
+    out = pd.DataFrame(rows)
+    # per model: domains in order, then 'all'
+    out["_all"] = out["domain"] == "all"
+    return out.sort_values(["model", "_all", "domain"]).drop(columns="_all").reset_index(drop=True)
 
 
 def to_contract_json(summary: pd.DataFrame) -> dict:

@@ -131,3 +131,15 @@ def test_upload_validate_then_ingest(server, browser, tmp_path):
     _no_exception(page)
     page.screenshot(path=str(ARTIFACTS / "data_ingested.png"), full_page=True)
     page.close()
+
+
+def test_refusal_page_in_browser(server, browser):
+    page = browser.new_page(viewport={"width": 1400, "height": 3000})
+    page.goto(f"{server}/refusal?dataset=simulated-reference")
+    page.get_by_text("Residual outcomes of withheld responses").wait_for(timeout=30000)
+    page.locator(".js-plotly-plot").first.wait_for(timeout=30000)
+    _no_exception(page)
+    assert page.get_by_text("N/A").count() >= 1              # sim-juniper never withholds
+    assert page.locator(".js-plotly-plot").count() == 2      # routes + one response's scores
+    page.screenshot(path=str(ARTIFACTS / "refusal.png"), full_page=True)
+    page.close()

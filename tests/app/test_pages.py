@@ -1,7 +1,11 @@
 """Pages under Streamlit's AppTest, on the simulated demo warehouse."""
 from __future__ import annotations
 
+import base64
+import json
 import os
+
+import numpy as np
 
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -19,6 +23,16 @@ def app(demo_warehouse, monkeypatch):
     yield at
     from dashboard.data_access import release_readers
     release_readers()   # AppTest shares this process: close the cached read-only handle
+
+
+def plotly_traces(chart) -> list[dict]:
+    """The traces of a rendered Plotly chart, with typed arrays ({dtype, bdata}) decoded."""
+    def decode(v):
+        if isinstance(v, dict) and "bdata" in v:
+            arr = np.frombuffer(base64.b64decode(v["bdata"]), dtype=np.dtype(v["dtype"]))
+            return arr.reshape([int(x) for x in str(v.get("shape", len(arr))).split(",")]) if "shape" in v else arr
+        return v
+    return [{k: decode(v) for k, v in t.items()} for t in json.loads(chart.proto.spec)["data"]]
 
 
 def frames(at: AppTest) -> list:
@@ -88,3 +102,32 @@ def test_overview_sections_and_chart(app):
     at.segmented_control(key="overview_section").set_value("Ingests and quarantine").run()
     q = next(f for f in frames(at) if "rejected_lines" in f.columns)
     assert q["rejected_lines"].sum() == 7
+
+
+def test_refusal_page(app):
+    at = app.run()
+    at.switch_page("pages/refusal.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.title[0].value == "Refusal audit"
+    tables = frames(at)
+    by_model = next(f for f in tables if "conditional_residual_recovery" in f.columns and "domain" not in f.columns)
+    assert len(by_model) == 9 and by_model["n"].sum() > 12800
+    juniper = by_model.set_index("model").loc["sim-juniper"]
+    assert juniper["withheld"] == 0 and juniper["conditional_residual_recovery"] == "N/A"
+    charts = at.get("plotly_chart")
+    assert len(charts) == 2                      # recovery routes + one response's 17 scores
+    routes = plotly_traces(charts[0])
+    stacked = [sum(v) for v in zip(*(t["y"] for t in routes if t["type"] == "bar"))]
+    overall = by_model.set_index("model")["overall_recovery"].str.rstrip("%").astype(float) / 100
+    assert [round(v, 4) for v in stacked] == [round(v, 4) for v in overall.tolist()]
+    scores = plotly_traces(charts[1])
+    assert len(scores[0]["x"]) == 17
+    # filters: one domain, two models
+    at.selectbox(key="refusal_domain").select("it").run()
+    at.multiselect(key="refusal_models").set_value(["sim-alder", "sim-juniper"]).run()
+    by_model = next(f for f in frames(at) if "conditional_residual_recovery" in f.columns and "domain" not in f.columns)
+    assert by_model["model"].tolist() == ["sim-alder", "sim-juniper"]
+    assert by_model["n"].max() < 500             # one domain only
+    at.selectbox(key="drill_outcome").select("residual_tied").run()
+    assert not at.exception
+    assert any("exact" in m.value or "shared" in m.value for m in at.markdown)
