@@ -14,6 +14,8 @@ import duckdb
 import pandas as pd
 
 from qlb import refusal
+from qlb.quasileak import METRIC_KEYS
+from qlb.quasileak_run import load_corpus, load_predictions, score_tables, scoring_split
 from warehouse import queries
 from warehouse.results import dataset_fingerprint, now, store_run
 
@@ -26,6 +28,7 @@ class AuditRun:
     dataset_id: str
     reused: bool
     refusal_summary: pd.DataFrame | None = None
+    ql_scores: pd.DataFrame | None = None
     skipped: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
@@ -33,6 +36,8 @@ class AuditRun:
                                "test_used_for_selection": False, "reused_existing_run": self.reused}
         if self.refusal_summary is not None:
             out["refusal"] = refusal.to_contract_json(self.refusal_summary)
+        if self.ql_scores is not None:
+            out["quasileak"] = quasileak_json(self.ql_scores)
         out["skipped"] = self.skipped
         return out
 
@@ -51,7 +56,8 @@ def run_audits(con: duckdb.DuckDBPyConnection, dataset_id: str, models: Sequence
     Without ``force``, an earlier run over exactly the same data and parameters is reused."""
     if queries.fetch_df(con, "dataset_by_id", [dataset_id]).empty:
         raise ValueError(f"no dataset {dataset_id!r} in the warehouse")
-    params = {"audits": ["refusal"], "models": sorted(models) if models else None}
+    params = {"audits": ["refusal", "quasileak"], "models": sorted(models) if models else None,
+              "quasileak_split": "test", "n_boot": 2000, "seed": 20261011}
     fingerprint = dataset_fingerprint(con, dataset_id)
     if not force:
         earlier = queries.fetch_df(con, "latest_run_of_fingerprint",
@@ -59,9 +65,13 @@ def run_audits(con: duckdb.DuckDBPyConnection, dataset_id: str, models: Sequence
         if not earlier.empty:
             run_id = str(earlier["run_id"][0])
             summary = queries.fetch_df(con, "refusal_results", [run_id])
-            run = AuditRun(run_id, dataset_id, True, summary if not summary.empty else None)
+            ql = queries.fetch_df(con, "ql_scores", [run_id])
+            run = AuditRun(run_id, dataset_id, True, summary if not summary.empty else None,
+                           ql if not ql.empty else None)
             if summary.empty:
                 run.skipped["refusal"] = "no refusal responses in this dataset"
+            if ql.empty:
+                run.skipped["quasileak"] = "no QuasiLeak corpus with detector predictions in this dataset"
             return run
     started = now()
     run_id = f"run-{started:%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
@@ -76,9 +86,43 @@ def run_audits(con: duckdb.DuckDBPyConnection, dataset_id: str, models: Sequence
         tables["refusal_results"] = run.refusal_summary
         tables["refusal_outcomes"] = scored.frame[["model", "world_id", "domain", "mechanism", "choice",
                                                    "outcome", "residual_winner", "choice_not_argmax"]]
-    for name in ("decoding", "utility", "fronts", "defenses", "quasileak"):
+    corpus = load_corpus(con, dataset_id)
+    predictions = load_predictions(con, dataset_id) if corpus else {}
+    if not corpus:
+        run.skipped["quasileak"] = "no QuasiLeak corpus in this dataset"
+    elif not predictions:
+        run.skipped["quasileak"] = "the corpus has no detector predictions (run `qlb quasileak run` or ingest some)"
+    else:
+        split = scoring_split(corpus, params["quasileak_split"])
+        run.ql_scores = score_tables(corpus, predictions, split, params["n_boot"], params["seed"])
+        tables["ql_scores"] = run.ql_scores
+    for name in ("decoding", "utility", "fronts", "defenses"):
         run.skipped[name] = "not available in this version of qlb"
     store_run(con, run_id=run_id, dataset_id=dataset_id, kind="audit", parameters=params,
               fingerprint=fingerprint, started=started, tables=tables)
     log.info("stored run %s for %s", run_id, dataset_id)
     return run
+
+
+def quasileak_json(scores: pd.DataFrame) -> dict:
+    """ql_scores rows -> the ``qlb quasileak score`` JSON shape (CONTRACT.md section 2)."""
+    out: dict[str, Any] = {"detectors": {}}
+    for det, sub in scores.groupby("detector", sort=True):
+        entry: dict[str, Any] = {"all": {}, "by_arity": {}, "by_attribute": {}}
+        for kind, key in (("all", None), ("arity", "by_arity"), ("attribute", "by_attribute")):
+            part = sub[sub["slice_kind"] == kind]
+            for name, rows in part.groupby("slice", sort=True):
+                metrics = {m: _value(v, m) for m, v in zip(rows["metric"], rows["value"])}
+                metrics = {k: metrics.get(k) for k in METRIC_KEYS}
+                if key is None:
+                    entry["all"] = metrics
+                else:
+                    entry[key][name] = metrics
+        out["detectors"][det] = entry
+    return out
+
+
+def _value(v: Any, metric: str) -> Any:
+    if v is None or pd.isna(v):
+        return None
+    return int(v) if metric in ("targets", "predicted_groups") else float(v)

@@ -83,6 +83,33 @@ def build_parser() -> argparse.ArgumentParser:
     ref.add_argument("--worlds", required=True, type=Path, metavar="FILE")
     ref.add_argument("--responses", required=True, type=Path, metavar="FILE")
     ref.add_argument("--json", action="store_true", help="print the CONTRACT.md JSON on stdout (else a table)")
+
+    ql = sub.add_parser("quasileak", help="QuasiLeak detector scoring and runs",
+                        description="Score privacy detectors on policy-conditioned quasi-evidence group "
+                                    "recovery (QUASILEAK.md).")
+    qsub = ql.add_subparsers(dest="ql_command", metavar="SUBCOMMAND", parser_class=_Parser)
+    qsub.required = True
+    qs = qsub.add_parser("score", help="score predictions against a corpus, straight from files",
+                         description="Group-aware, policy-conditioned scores of every detector in the "
+                                     "predictions file. Rejected lines are reported on stderr as "
+                                     "FILE:LINE: reason and skipped (exit 3).")
+    qs.add_argument("--corpus", required=True, type=Path, metavar="FILE")
+    qs.add_argument("--predictions", required=True, type=Path, metavar="FILE")
+    qs.add_argument("--split", default=None, help="score one split only (default: every document)")
+    qs.add_argument("--json", action="store_true", help="print the CONTRACT.md JSON on stdout (else a table)")
+    qr = qsub.add_parser("run", help="run a detector on a stored corpus and store predictions and scores",
+                         description="Run a built-in detector (or an OpenAI-compatible chat endpoint with "
+                                     "--detector chat) on the dataset's corpus, store its predictions, then "
+                                     "score every detector into a new audit run.")
+    qr.add_argument("--detector", required=True, metavar="NAME",
+                    help="pattern-pii, lexicon-cues, sim-det-strong, sim-det-local, sim-det-binder, or chat")
+    qr.add_argument("--split", default="test", help="corpus split to run on (default test; 'all' for every document)")
+    qr.add_argument("--dataset", metavar="NAME")
+    qr.add_argument("--base-url", help="chat endpoint base URL, e.g. http://127.0.0.1:8080/v1")
+    qr.add_argument("--endpoint-model", help="model name the endpoint serves")
+    qr.add_argument("--api-key-env", default="QLB_API_KEY", help="environment variable holding the API key")
+    qr.add_argument("--timeout", type=float, default=60.0, help="seconds per request (default 60)")
+    _warehouse_arg(qr)
     return parser
 
 
@@ -230,6 +257,79 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _cmd_quasileak(args: argparse.Namespace) -> int:
+    return _cmd_ql_score(args) if args.ql_command == "score" else _cmd_ql_run(args)
+
+
+def _cmd_ql_score(args: argparse.Namespace) -> int:
+    from qlb import quasileak
+    from warehouse.ingest import validate_file
+
+    for f in (args.corpus, args.predictions):
+        if not f.is_file():
+            raise _UserError(f"{f}: no such file")
+    corpus_report = validate_file(None, "corpus", args.corpus, "stateless")
+    docs = [d for _, d in corpus_report.accepted]
+    pred_report = validate_file(None, "predictions", args.predictions, "stateless",
+                                documents={d.doc_id: len(d.text) for d in docs})
+    for report, path in ((corpus_report, args.corpus), (pred_report, args.predictions)):
+        for r in report.rejects:
+            print(f"{path}:{r.line_no}: " + (f"{r.field}: " if r.field else "") + r.reason, file=sys.stderr)
+    corpus = quasileak.documents_from_records(docs)
+    ids = [d for d, doc in corpus.items() if args.split is None or doc["split"] == args.split]
+    preds = quasileak.predictions_from_records(p for _, p in pred_report.accepted)
+    out = {"detectors": {det: quasileak.detector_report(quasileak.score_detector(corpus, p, ids))
+                         for det, p in sorted(preds.items())}}
+    if args.json:
+        print(json.dumps(out, indent=2))
+    else:
+        print(f"{'detector':<22}{'targets':>8}{'complete R':>12}{'graded R':>10}{'strict P':>10}{'complete F1':>13}")
+        for det, rep in out["detectors"].items():
+            a = rep["all"]
+            f = lambda v: "N/A" if v is None else f"{v:.3f}"  # noqa: E731
+            print(f"{det:<22}{a['targets']:>8}{f(a['complete_recall']):>12}{f(a['graded_recall']):>10}"
+                  f"{f(a['strict_precision']):>10}{f(a['complete_f1']):>13}")
+    return EXIT_REJECTED if corpus_report.rejects or pred_report.rejects else EXIT_OK
+
+
+def _cmd_ql_run(args: argparse.Namespace) -> int:
+    import os
+
+    from qlb.audit import run_audits
+    from qlb.detectors import ChatEndpointDetector, builtin_detectors
+    from qlb.quasileak_run import run_detector
+    from warehouse.db import default_path, writer
+
+    if args.detector == "chat":
+        if not args.base_url or not args.endpoint_model:
+            raise _UserError("--detector chat needs --base-url and --endpoint-model")
+        detector = ChatEndpointDetector(args.base_url, args.endpoint_model, os.environ.get(args.api_key_env),
+                                        timeout=args.timeout)
+    else:
+        known = builtin_detectors()
+        if args.detector not in known:
+            raise _UserError(f"unknown detector {args.detector!r}; expected one of {', '.join(known)} or chat")
+        detector = known[args.detector]
+    path = args.warehouse or default_path()
+    if not Path(path).exists():
+        raise _UserError(f"{path}: no warehouse here yet (run `qlb demo` or ingest a corpus)")
+    bar = _progress(detector.name, None)
+
+    def progress(done: int, total: int) -> None:
+        bar.total = total
+        bar.n = done
+        bar.refresh()
+
+    with writer(path) as con:
+        dataset = _resolve_dataset(con, args.dataset)
+        stats = run_detector(con, dataset, detector, None if args.split == "all" else args.split, progress)
+        run = run_audits(con, dataset)
+    bar.close()
+    print(f"{detector.name}: {stats['documents']} documents, {stats['failures']} failures; "
+          f"scores stored in run {run.run_id}")
+    return EXIT_OK
+
+
 class _UserError(Exception):
     pass
 
@@ -242,7 +342,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from warehouse.db import WarehouseError
     from warehouse.ingest import IngestError
 
-    handlers = {"demo": _cmd_demo, "ingest": _cmd_ingest, "refusal": _cmd_refusal, "audit": _cmd_audit}
+    handlers = {"demo": _cmd_demo, "ingest": _cmd_ingest, "refusal": _cmd_refusal, "audit": _cmd_audit,
+                "quasileak": _cmd_quasileak}
     try:
         return handlers[args.command](args)
     except (_UserError, WarehouseError, IngestError, ValueError) as exc:

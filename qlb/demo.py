@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Callable
 
 from qlb.audit import AuditRun, run_audits
+from qlb.detectors import builtin_detectors
+from qlb.quasileak_run import run_detector
 from qlb.simulate import quasileak_sim, tuple_sim
 from warehouse.db import writer
 from warehouse.ingest import IngestResult, ingest_file
@@ -81,6 +83,9 @@ def build_demo(warehouse_path: str | Path, seed: int = DEFAULT_SEED, step: Step 
             result.ingests[kind] = ingest_file(
                 con, kind, paths[kind], dataset, simulated=True, description=DEMO_DESCRIPTION,
                 seed=seed, model_descriptions=tuple_sim.MODEL_DESCRIPTIONS)
+        say("running the built-in detectors on the QuasiLeak test split", len(kinds), total)
+        for detector in builtin_detectors().values():
+            run_detector(con, dataset, detector, split="test")
         say("running the audits", len(kinds), total)
         result.run = run_audits(con, dataset)
         say("done", total, total)

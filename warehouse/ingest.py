@@ -476,7 +476,8 @@ def _make_kind(kind: str, con, dataset_id: str, model: str | None) -> _Kind:
 def validate_file(con: duckdb.DuckDBPyConnection | None, kind: str, path: str | Path, dataset_id: str,
                   model: str | None = None, progress: Progress | None = None,
                   display_name: str | None = None, retry_of: int | None = None,
-                  worlds: dict[str, World] | None = None) -> ValidationReport:
+                  worlds: dict[str, World] | None = None,
+                  documents: dict[str, int] | None = None) -> ValidationReport:
     """Validate ``path`` as ``kind`` against the dataset's current contents; write nothing.
 
     ``con`` may be a read-only handle, or None for a warehouse that does not exist yet; the
@@ -492,6 +493,8 @@ def validate_file(con: duckdb.DuckDBPyConnection | None, kind: str, path: str | 
     k.retry_of = retry_of
     if worlds is not None and isinstance(k, _ResponsesBase):
         k.context = {"worlds": {wid: k.world_key(w) for wid, w in worlds.items()}}
+    if documents is not None and isinstance(k, _Predictions):
+        k.context = {"documents": dict(documents)}
     report = ValidationReport(kind=kind, file_name=display_name or path.name, file_format=fmt,
                               sha256=file_sha256(path), dataset_id=dataset_id, model=model)
     reader = read_records(path, k.json_columns, fmt=fmt)

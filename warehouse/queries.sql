@@ -166,3 +166,47 @@ ORDER BY o.world_id LIMIT ?;
 SELECT r.status, r.choice, r.scores, w.domain, w.mechanism, w.request, w.case_context
 FROM refusal_responses r JOIN worlds w ON w.dataset_id = r.dataset_id AND w.world_id = r.world_id
 WHERE r.dataset_id = ? AND r.model = ? AND r.world_id = ?;
+
+-- name: ql_corpus
+SELECT doc_id, split, context_id, text, policy FROM ql_documents WHERE dataset_id = ? ORDER BY doc_id;
+
+-- name: ql_gold_groups
+SELECT doc_id, group_index, attribute, cues FROM ql_groups WHERE dataset_id = ? ORDER BY doc_id, group_index;
+
+-- name: ql_prediction_rows
+SELECT detector, doc_id, groups, failure FROM ql_predictions WHERE dataset_id = ? ORDER BY detector, doc_id;
+
+-- name: ql_delete_detector_predictions
+DELETE FROM ql_predictions WHERE dataset_id = ? AND detector = ? AND doc_id IN (SELECT unnest(?));
+
+-- name: ql_upsert_detector
+INSERT INTO ql_detectors (dataset_id, detector, simulated, description) VALUES (?, ?, ?, ?)
+ON CONFLICT (dataset_id, detector) DO UPDATE SET simulated = excluded.simulated, description = excluded.description;
+
+-- name: ql_scores
+SELECT s.detector, s.split, s.slice_kind, s.slice, s.metric, s.value, s.ci_low, s.ci_high,
+       coalesce(d.simulated, false) AS simulated
+FROM ql_scores s LEFT JOIN ql_detectors d ON d.dataset_id = s.dataset_id AND d.detector = s.detector
+WHERE s.run_id = ? ORDER BY s.detector, s.slice_kind, s.slice, s.metric;
+
+-- name: ql_runs
+SELECT DISTINCT r.run_id, r.started_at FROM runs r JOIN ql_scores s ON s.run_id = r.run_id
+WHERE r.dataset_id = ? ORDER BY r.started_at DESC, r.run_id DESC;
+
+-- name: ql_document
+SELECT doc_id, split, context_id, recipient, purpose, text, profile, policy FROM ql_documents
+WHERE dataset_id = ? AND doc_id = ?;
+
+-- name: ql_document_groups
+SELECT group_index, attribute, policy_label, arity, cues, cue_distance FROM ql_groups
+WHERE dataset_id = ? AND doc_id = ? ORDER BY group_index;
+
+-- name: ql_document_prediction
+SELECT groups, failure FROM ql_predictions WHERE dataset_id = ? AND detector = ? AND doc_id = ?;
+
+-- name: ql_doc_ids
+SELECT doc_id FROM ql_documents WHERE dataset_id = ? AND (? IS NULL OR split = ?) ORDER BY doc_id LIMIT ?;
+
+-- name: predictions_fingerprint
+SELECT coalesce(md5(string_agg(detector || '|' || doc_id || '|' || groups, '\n' ORDER BY detector, doc_id)), '')
+FROM ql_predictions WHERE dataset_id = ?;

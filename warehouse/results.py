@@ -14,7 +14,6 @@ import pandas as pd
 from warehouse import queries
 from warehouse.ingest import _insert
 
-RESULT_TABLES = {"refusal": ("refusal_results", "refusal_outcomes")}
 
 
 def now() -> datetime:
@@ -28,6 +27,8 @@ def dataset_fingerprint(con: duckdb.DuckDBPyConnection, dataset_id: str) -> str:
     h = hashlib.sha256()
     for kind, sha in parts.itertuples(index=False):
         h.update(f"{kind}:{sha}\n".encode())
+    # detector runs store predictions without an ingest: include them too
+    h.update(str(queries.fetch_df(con, "predictions_fingerprint", [dataset_id]).iloc[0, 0]).encode())
     return h.hexdigest()
 
 
