@@ -107,3 +107,7 @@ def run_audit_now(path: str, dataset: str, force: bool = True):
                 return run_audits(con, dataset, force=force)
         finally:
             release_readers()
+
+
+def quasileak_runs(path: str, dataset: str) -> pd.DataFrame:
+    return query(path, "ql_runs", (dataset,))

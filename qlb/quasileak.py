@@ -355,3 +355,33 @@ def leaderboard(per_detector: Mapping[str, Sequence[DocumentScore]], n_boot: int
             row[f"{k}_ci_low"], row[f"{k}_ci_high"] = ci[k].ci_low, ci[k].ci_high
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def explain_targets(policy: Mapping[str, str], gold: Sequence[Group], predicted: Sequence[Group]) -> list[dict]:
+    """For the document viewer: each target's credit and why, in words."""
+    rows = []
+    for gi, (attr, cues) in enumerate(gold):
+        if policy.get(attr) != "hide":
+            continue
+        k = len(cues)
+        best_p, best = -1, (0, 0.0)
+        for p, (pattr, pcues) in enumerate(predicted):
+            if pattr == attr:
+                m = match_cues(pcues, cues)
+                if m > best:
+                    best_p, best = p, m
+        wrong = [(p, pattr) for p, (pattr, pcues) in enumerate(predicted)
+                 if pattr != attr and match_cues(pcues, cues)[0] == k]
+        credit = best[0] / k
+        if credit == 1:
+            why = f"complete: predicted group {best_p + 1} ({attr}) matches all {k} cues"
+        elif best[0] > 0:
+            why = f"partial: predicted group {best_p + 1} ({attr}) matches {best[0]} of {k} cues"
+        else:
+            why = f"missed: no predicted {attr} group matches any of its {k} cues"
+        if credit < 1 and wrong:
+            p, pattr = wrong[0]
+            why += f"; binding error: predicted group {p + 1} covers it completely but says {pattr}"
+        rows.append({"gold group": gi + 1, "attribute": attr, "arity": k, "credit": credit,
+                     "complete": credit == 1, "binding error": credit < 1 and bool(wrong), "why": why})
+    return rows
