@@ -40,6 +40,7 @@ def server(demo_warehouse, tmp_path_factory):
     assert Path(CHROMIUM).exists(), f"{CHROMIUM} missing: install Debian's chromium (bash scripts/test.sh does)"
     wh = tmp_path_factory.mktemp("browser") / "qlb.duckdb"
     shutil.copy(demo_warehouse, wh)
+    _add_html_corpus(wh, tmp_path_factory.mktemp("html"))
     port = _free_port()
     env = {**os.environ, "QLB_WAREHOUSE": str(wh)}
     proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
@@ -71,6 +72,30 @@ def browser():
         b = p.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
         yield b
         b.close()
+
+
+HOSTILE = '<script>window.__pwned = 1</script><b>bold?</b>'
+
+
+def _add_html_corpus(wh: Path, folder: Path) -> None:
+    """A dataset whose document text carries markup, scored by a simulated detector."""
+    from qlb.audit import run_audits
+    from qlb.detectors import SIMULATED_DETECTORS
+    from qlb.quasileak_run import run_detector
+    from warehouse.db import writer
+    from warehouse.ingest import ingest_file
+
+    text = f"Hello {HOSTILE} I keep a juice box by the bed and the fridge stays cold."
+    cues = [[text.index(c), text.index(c) + len(c)] for c in ("a juice box by the bed", "the fridge stays cold")]
+    policy = {a: "keep" for a in ("age", "gender", "nationality", "education", "occupation", "income",
+                                  "relationship")} | {"health": "hide"}
+    doc = {"doc_id": "h1", "split": "test", "context_id": "c1", "text": text, "profile": {"health": "x"},
+           "policy": policy, "groups": [{"attribute": "health", "cues": cues}]}
+    (folder / "c.jsonl").write_text(json.dumps(doc) + "\n")
+    with writer(wh) as con:
+        ingest_file(con, "corpus", folder / "c.jsonl", "html-check")
+        run_detector(con, "html-check", SIMULATED_DETECTORS[0], split="test")
+        run_audits(con, "html-check")
 
 
 def _no_exception(page) -> None:
@@ -142,4 +167,22 @@ def test_refusal_page_in_browser(server, browser):
     assert page.get_by_text("N/A").count() >= 1              # sim-juniper never withholds
     assert page.locator(".js-plotly-plot").count() == 2      # routes + one response's scores
     page.screenshot(path=str(ARTIFACTS / "refusal.png"), full_page=True)
+    page.close()
+
+
+def test_quasileak_page_and_escaped_viewer(server, browser):
+    page = browser.new_page(viewport={"width": 1400, "height": 3000})
+    page.goto(f"{server}/quasileak?dataset=simulated-reference")
+    page.get_by_text("Document viewer").wait_for(timeout=30000)
+    page.locator(".js-plotly-plot").first.wait_for(timeout=30000)
+    _no_exception(page)
+    assert page.get_by_text("sim-det-strong").count() >= 1
+    page.screenshot(path=str(ARTIFACTS / "quasileak.png"), full_page=True)
+    page.goto(f"{server}/quasileak?dataset=html-check")
+    page.get_by_text("Document viewer").wait_for(timeout=30000)
+    page.get_by_text(HOSTILE).first.wait_for(timeout=30000)      # shown as text
+    _no_exception(page)
+    assert page.evaluate("() => window.__pwned === undefined")
+    assert page.locator("b", has_text="bold?").count() == 0
+    page.screenshot(path=str(ARTIFACTS / "quasileak_escaped.png"), full_page=True)
     page.close()

@@ -131,3 +131,24 @@ def test_refusal_page(app):
     at.selectbox(key="drill_outcome").select("residual_tied").run()
     assert not at.exception
     assert any("exact" in m.value or "shared" in m.value for m in at.markdown)
+
+
+def test_quasileak_page(app):
+    at = app.run()
+    at.switch_page("pages/quasileak.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    board = next(f for f in frames(at) if "complete recall" in f.columns)
+    assert set(board["detector"]) == {"pattern-pii", "lexicon-cues", "sim-det-strong", "sim-det-local",
+                                      "sim-det-binder"}
+    assert board["detector"].iloc[0] == "sim-det-strong"            # sorted by complete F1
+    assert (board.set_index("detector")["simulated"]["sim-det-local"] == "SIMULATED")
+    assert board["targets"].nunique() == 1 and board["targets"].iloc[0] > 900
+    f1 = plotly_traces(at.get("plotly_chart")[0])
+    assert len(f1[0]["x"]) == 5
+    at.selectbox(key="ql_breakdown_kind").select("attribute").run()
+    by_attr = plotly_traces(at.get("plotly_chart")[1])
+    assert len(by_attr) == 5 and len(by_attr[0]["x"]) == 8        # 5 detectors x 8 attributes
+    at.selectbox(key="ql_view_detector").select("lexicon-cues").run()
+    assert not at.exception
+    body = [m.value for m in at.markdown if "white-space:pre-wrap" in m.value]
+    assert len(body) == 1 and "border-bottom" in body[0]
