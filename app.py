@@ -10,6 +10,7 @@ PAGES = [
     st.Page("pages/overview.py", title="Overview", icon=":material/dashboard:", default=True, url_path="overview"),
     st.Page("pages/data.py", title="Data", icon=":material/upload_file:", url_path="data"),
     st.Page("pages/refusal.py", title="Refusal audit", icon=":material/block:", url_path="refusal"),
+    st.Page("pages/recovery.py", title="Release-view recovery", icon=":material/key:", url_path="recovery"),
     st.Page("pages/quasileak.py", title="QuasiLeak detectors", icon=":material/find_in_page:", url_path="quasileak"),
 ]
 

@@ -111,3 +111,18 @@ def run_audit_now(path: str, dataset: str, force: bool = True):
 
 def quasileak_runs(path: str, dataset: str) -> pd.DataFrame:
     return query(path, "ql_runs", (dataset,))
+
+
+def decoding_runs(path: str, dataset: str) -> pd.DataFrame:
+    return query(path, "decoding_runs", (dataset,))
+
+
+@st.cache_data(ttl=300, max_entries=16, show_spinner=False)
+def decoding_frame(path: str, dataset: str, model: str) -> pd.DataFrame:
+    """The worlds with one model's release, as the decoding audit reads them (for recomputes)."""
+    from qlb.decoding_run import decoding_frame as build
+    cur = _reader(path).cursor()
+    try:
+        return build(cur, dataset, model)
+    finally:
+        cur.close()

@@ -8,13 +8,15 @@ import json
 import logging
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import duckdb
 import pandas as pd
 
 from qlb import refusal
+from qlb.decoding_run import decoding_frame, prediction_rows, recovery_json, recovery_tables, run_decoding, selection_rows
 from qlb.quasileak import METRIC_KEYS
+from qlb.release_views import VIEWS
 from qlb.quasileak_run import load_corpus, load_predictions, score_tables, scoring_split
 from warehouse import queries
 from warehouse.results import dataset_fingerprint, now, store_run
@@ -29,11 +31,16 @@ class AuditRun:
     reused: bool
     refusal_summary: pd.DataFrame | None = None
     ql_scores: pd.DataFrame | None = None
+    recovery: pd.DataFrame | None = None
+    differences: pd.DataFrame | None = None
+    selections: pd.DataFrame | None = None
     skipped: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"run_id": self.run_id, "dataset": self.dataset_id,
                                "test_used_for_selection": False, "reused_existing_run": self.reused}
+        if self.recovery is not None:
+            out["recovery"] = recovery_json(self.recovery)
         if self.refusal_summary is not None:
             out["refusal"] = refusal.to_contract_json(self.refusal_summary)
         if self.ql_scores is not None:
@@ -50,14 +57,22 @@ def load_refusal_input(con: duckdb.DuckDBPyConnection, dataset_id: str, models: 
 
 
 def run_audits(con: duckdb.DuckDBPyConnection, dataset_id: str, models: Sequence[str] | None = None,
-               force: bool = False) -> AuditRun:
+               force: bool = False, decode: bool = True, views: Sequence[str] = VIEWS, jobs: int = 1,
+               families: set[str] | None = None, progress: Callable[[str, int, int], None] | None = None) -> AuditRun:
     """Run every audit the dataset allows and store it as one run (read-write handle).
 
-    Without ``force``, an earlier run over exactly the same data and parameters is reused."""
+    Without ``force``, an earlier run over exactly the same data and parameters is reused.
+    ``decode=False`` skips the (slow) decoding audit; ``families`` restricts the decoder library
+    (default: all five families, as specified)."""
     if queries.fetch_df(con, "dataset_by_id", [dataset_id]).empty:
         raise ValueError(f"no dataset {dataset_id!r} in the warehouse")
-    params = {"audits": ["refusal", "quasileak"], "models": sorted(models) if models else None,
-              "quasileak_split": "test", "n_boot": 2000, "seed": 20261011}
+    unknown = [v for v in views if v not in VIEWS]
+    if unknown:
+        raise ValueError(f"unknown view(s) {', '.join(unknown)}; expected {', '.join(VIEWS)}")
+    params = {"audits": ["refusal", "quasileak"] + (["decoding"] if decode else []),
+              "models": sorted(models) if models else None, "quasileak_split": "test", "n_boot": 2000,
+              "seed": 20261011, "views": list(views) if decode else None,
+              "families": sorted(families) if (decode and families) else None}
     fingerprint = dataset_fingerprint(con, dataset_id)
     if not force:
         earlier = queries.fetch_df(con, "latest_run_of_fingerprint",
@@ -66,8 +81,9 @@ def run_audits(con: duckdb.DuckDBPyConnection, dataset_id: str, models: Sequence
             run_id = str(earlier["run_id"][0])
             summary = queries.fetch_df(con, "refusal_results", [run_id])
             ql = queries.fetch_df(con, "ql_scores", [run_id])
+            rec = queries.fetch_df(con, "recovery_results", [run_id])
             run = AuditRun(run_id, dataset_id, True, summary if not summary.empty else None,
-                           ql if not ql.empty else None)
+                           ql if not ql.empty else None, rec if not rec.empty else None)
             if summary.empty:
                 run.skipped["refusal"] = "no refusal responses in this dataset"
             if ql.empty:
@@ -96,7 +112,22 @@ def run_audits(con: duckdb.DuckDBPyConnection, dataset_id: str, models: Sequence
         split = scoring_split(corpus, params["quasileak_split"])
         run.ql_scores = score_tables(corpus, predictions, split, params["n_boot"], params["seed"])
         tables["ql_scores"] = run.ql_scores
-    for name in ("decoding", "utility", "fronts", "defenses"):
+    all_models = queries.fetch_df(con, "models_with_responses", [dataset_id])["model"].tolist()
+    chosen = [m for m in all_models if not models or m in models]
+    if not decode:
+        run.skipped["decoding"] = "not requested (decode=False)"
+    elif not chosen:
+        run.skipped["decoding"] = "no native responses in this dataset"
+    else:
+        frames = {m: decoding_frame(con, dataset_id, m) for m in chosen}
+        step = (lambda done, total: progress("decoding", done, total)) if progress else None
+        results = run_decoding(frames, views, jobs, families, step)
+        preds = prediction_rows(results)
+        run.recovery, run.differences = recovery_tables(preds, params["n_boot"], params["seed"])
+        run.selections = selection_rows(results)
+        tables.update({"decoder_predictions": preds, "decoder_selections": run.selections,
+                       "recovery_results": run.recovery, "recovery_differences": run.differences})
+    for name in ("utility", "fronts", "defenses"):
         run.skipped[name] = "not available in this version of qlb"
     store_run(con, run_id=run_id, dataset_id=dataset_id, kind="audit", parameters=params,
               fingerprint=fingerprint, started=started, tables=tables)

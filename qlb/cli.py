@@ -50,6 +50,8 @@ def build_parser() -> argparse.ArgumentParser:
     _warehouse_arg(demo)
     demo.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"simulation seed (default {DEFAULT_SEED})")
     demo.add_argument("--json", action="store_true", help="print a JSON summary on stdout")
+    demo.add_argument("--jobs", type=int, default=2, help="parallel decoding jobs (default 2)")
+    demo.add_argument("--no-decoding", action="store_true", help="skip the decoding audit (minutes of work)")
 
     ing = sub.add_parser("ingest", help="validate and load one file into the warehouse",
                          description="Validate FILE (JSON Lines, CSV or Parquet) as KIND and store it in "
@@ -73,6 +75,9 @@ def build_parser() -> argparse.ArgumentParser:
     aud.add_argument("--dataset", metavar="NAME", help="dataset (default: the only one, or simulated-reference)")
     aud.add_argument("--models", nargs="+", metavar="MODEL", help="only these models")
     aud.add_argument("--force", action="store_true", help="always compute a new run")
+    aud.add_argument("--views", nargs="+", metavar="VIEW", help="release views to decode (default: all five)")
+    aud.add_argument("--jobs", type=int, default=1, help="parallel decoding jobs (joblib; default 1)")
+    aud.add_argument("--no-decoding", action="store_true", help="skip the decoding audit")
     aud.add_argument("--json", action="store_true", help="print the run summary as JSON on stdout")
     _warehouse_arg(aud)
 
@@ -127,7 +132,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         bar.refresh()
 
     bar.unit = "step"
-    result = build_demo(path, args.seed, step)
+    result = build_demo(path, args.seed, step, decode=not args.no_decoding, jobs=args.jobs)
     bar.close()
     summary = {"dataset": result.dataset_id, "simulated": True, "warehouse": str(path),
                "exports": str(result.export_dir), "ingests": {},
@@ -241,9 +246,19 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     path = args.warehouse or default_path()
     if not Path(path).exists():
         raise _UserError(f"{path}: no warehouse here yet (run `qlb demo` or `qlb ingest`)")
+    from qlb.release_views import VIEWS
+    bar = _progress("audit", None)
+
+    def progress(label: str, done: int, total: int) -> None:
+        bar.set_description(label)
+        bar.total, bar.n = total, done
+        bar.refresh()
+
     with writer(path) as con:
         dataset = _resolve_dataset(con, args.dataset)
-        run = run_audits(con, dataset, args.models, force=args.force)
+        run = run_audits(con, dataset, args.models, force=args.force, decode=not args.no_decoding,
+                         views=args.views or VIEWS, jobs=args.jobs, progress=progress)
+    bar.close()
     if args.json:
         print(json.dumps(run.to_json(), indent=2))
         return EXIT_OK
@@ -252,6 +267,10 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     if run.refusal_summary is not None:
         print("\nRefusal audit (all domains):")
         print(refusal.format_table(run.refusal_summary))
+    if run.recovery is not None:
+        pooled = run.recovery[run.recovery["scope"] == "pooled"].pivot(index="model", columns="view", values="accuracy")
+        print("\nSecret recovery on the test split (pooled accuracy):")
+        print(pooled.map(lambda v: f"{100 * v:.1f}%").to_string())
     for name, why in run.skipped.items():
         print(f"skipped {name}: {why}")
     return EXIT_OK

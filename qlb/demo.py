@@ -65,8 +65,10 @@ def write_exports(export_dir: Path, seed: int, step: Step | None = None) -> dict
     return paths
 
 
-def build_demo(warehouse_path: str | Path, seed: int = DEFAULT_SEED, step: Step | None = None) -> DemoResult:
-    """Simulate, export and ingest the reference datasets into ``warehouse_path``.
+def build_demo(warehouse_path: str | Path, seed: int = DEFAULT_SEED, step: Step | None = None,
+               decode: bool = True, jobs: int = 2) -> DemoResult:
+    """Simulate, export and ingest the reference datasets into ``warehouse_path``, then run the
+    detectors and every audit (``decode=False`` skips the slow decoding audit).
 
     Idempotent: the same seed gives byte-identical exports, so a rerun ingests nothing new."""
     warehouse_path = Path(warehouse_path)
@@ -87,6 +89,10 @@ def build_demo(warehouse_path: str | Path, seed: int = DEFAULT_SEED, step: Step 
         for detector in builtin_detectors().values():
             run_detector(con, dataset, detector, split="test")
         say("running the audits", len(kinds), total)
-        result.run = run_audits(con, dataset)
+
+        def decoding_step(label: str, done: int, total_tasks: int) -> None:
+            say(f"decoding (model, domain) {done}/{total_tasks}", done, total_tasks)
+
+        result.run = run_audits(con, dataset, decode=decode, jobs=jobs, progress=decoding_step)
         say("done", total, total)
     return result

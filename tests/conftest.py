@@ -66,8 +66,21 @@ def worlds_file(tmp_path) -> Path:
 
 @pytest.fixture(scope="session")
 def demo_warehouse(tmp_path_factory) -> Path:
-    """The full simulated default (about 10 s), built once per test session."""
+    """The simulated default (about 15 s) without the decoding audit, built once per session."""
     from qlb.demo import build_demo
     path = tmp_path_factory.mktemp("demo") / "qlb.duckdb"
-    build_demo(path)
+    build_demo(path, decode=False)
+    return path
+
+
+@pytest.fixture(scope="session")
+def decoded_warehouse(demo_warehouse, tmp_path_factory) -> Path:
+    """The demo plus a small decoding audit: two models, the fast decoder families."""
+    import shutil
+    from qlb.audit import run_audits
+    path = tmp_path_factory.mktemp("decoded") / "qlb.duckdb"
+    shutil.copy(demo_warehouse, path)
+    with writer(path) as con:
+        run_audits(con, "simulated-reference", models=["sim-alder", "sim-dogwood"], force=True,
+                   families={"prior", "logistic", "template"}, jobs=2)
     return path

@@ -210,3 +210,39 @@ SELECT doc_id FROM ql_documents WHERE dataset_id = ? AND (? IS NULL OR split = ?
 -- name: predictions_fingerprint
 SELECT coalesce(md5(string_agg(detector || '|' || doc_id || '|' || groups, '\n' ORDER BY detector, doc_id)), '')
 FROM ql_predictions WHERE dataset_id = ?;
+
+-- name: decoding_input
+-- Every planned world with this model's response; no response, unavailable or invalid all enter
+-- as unavailable (no prediction field released).
+SELECT w.world_id, w.pair_id, w.domain, w.split, w.coarse, w.mechanism, w.hypothesis_0, w.hypothesis_1,
+       w.recipient_role, w.candidate_order, w.request, w.intake_channel, w.operating_window, w.case_context,
+       CASE WHEN r.status = 'ok' AND r.valid THEN 'ok' ELSE 'unavailable' END AS status,
+       CASE WHEN r.status = 'ok' AND r.valid THEN r.choice END AS choice,
+       CASE WHEN r.status = 'ok' AND r.valid THEN r.probabilities END AS probabilities,
+       CASE WHEN r.status = 'ok' AND r.valid THEN r.confidence END AS confidence
+FROM worlds w LEFT JOIN responses r ON r.dataset_id = w.dataset_id AND r.world_id = w.world_id AND r.model = ?
+WHERE w.dataset_id = ?
+ORDER BY w.world_id;
+
+-- name: models_with_responses
+SELECT DISTINCT model FROM responses WHERE dataset_id = ? ORDER BY model;
+
+-- name: recovery_results
+SELECT model, view, scope, accuracy, ci_low, ci_high, log_loss, n FROM recovery_results
+WHERE run_id = ? ORDER BY model, view, scope;
+
+-- name: recovery_differences
+SELECT model, view_a, view_b, difference, ci_low, ci_high, n FROM recovery_differences
+WHERE run_id = ? ORDER BY model, view_a, view_b;
+
+-- name: decoder_selections
+SELECT model, domain, view, candidate, candidate_view, val_accuracy, val_log_loss, n_candidates
+FROM decoder_selections WHERE run_id = ? ORDER BY model, domain, view;
+
+-- name: decoder_predictions_for
+SELECT world_id, domain, pair_id, p_s1, correct, log_loss, candidate FROM decoder_predictions
+WHERE run_id = ? AND model = ? AND view = ? AND defense = 'none' ORDER BY world_id LIMIT ?;
+
+-- name: decoding_runs
+SELECT DISTINCT r.run_id, r.started_at FROM runs r JOIN recovery_results x ON x.run_id = r.run_id
+WHERE r.dataset_id = ? ORDER BY r.started_at DESC, r.run_id DESC;

@@ -1,0 +1,145 @@
+"""Release-view recovery: how often can an attacker tell the two registered mechanisms apart from
+each release view? (TUPLE.md sections 3-4; paper Figure 4, Tables 23-24)."""
+from __future__ import annotations
+
+import time
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from dashboard import data_access as da
+from dashboard.routing import page_entry
+from dashboard.widgets import chart, current_dataset, percent_columns, simulated_banner, table
+from qlb.decoding_run import prediction_rows, recovery_tables, run_decoding
+from qlb.release_views import VIEWS
+
+# One colour per release view (Okabe-Ito, colour-blind safe), kept across pages.
+VIEW_COLOURS = {"no_output": "#999999", "choice": "#56B4E9", "choice_confidence": "#009E73",
+                "full_probabilities": "#E69F00", "full_native": "#D55E00"}
+FAMILIES = ("prior", "logistic", "forest", "shared_scorer", "template")
+
+
+def recovery_figure(pooled: pd.DataFrame) -> go.Figure:
+    fig = go.Figure()
+    for view in VIEWS:
+        d = pooled[pooled["view"] == view]
+        if d.empty:
+            continue
+        fig.add_trace(go.Scatter(
+            name=view, x=d["model"], y=d["accuracy"], mode="markers", marker=dict(color=VIEW_COLOURS[view], size=10),
+            error_y=dict(type="data", symmetric=False, array=d["ci_high"] - d["accuracy"],
+                         arrayminus=d["accuracy"] - d["ci_low"]),
+            customdata=d[["ci_low", "ci_high", "n"]],
+            hovertemplate="%{x} · " + view + "<br>recovery %{y:.1%} [%{customdata[0]:.1%}, %{customdata[1]:.1%}]"
+                          "<br>n = %{customdata[2]}<extra></extra>"))
+    fig.add_hline(y=0.5, line_dash="dash", line_color="#555555", annotation_text="50%: guessing between two",
+                  annotation_position="bottom left")
+    fig.update_layout(height=420, margin=dict(l=10, r=10, t=30, b=10), scattermode="group",
+                      yaxis=dict(title="secret recovery (test)", tickformat=".0%", range=[0.3, 1.02]),
+                      legend=dict(orientation="h", y=1.12))
+    return fig
+
+
+def render() -> None:
+    st.title("Release-view recovery")
+    path, dataset, simulated = current_dataset()
+    if dataset is None:
+        st.info("No dataset yet: run `qlb demo` or load data on the Data page.")
+        return
+    simulated_banner(simulated)
+    st.caption("For each test world the attacker knows the public request, the authorized class T and the two "
+               "registered mechanisms, and sees one release view of the model's response; it must say which "
+               "mechanism is the true one. 50% is guessing. Decoders are fitted on train (4-fold grouped by pair), "
+               "selected on validation, frozen, then scored once on test. Intervals: 95% pair-clustered "
+               "bootstrap, 2,000 resamples.")
+    runs = da.decoding_runs(path, dataset)
+    if runs.empty:
+        st.info("No decoding audit in this dataset yet: run `qlb audit --jobs 2` (a few minutes for nine models).")
+        return
+    run_id = st.selectbox("Run", runs["run_id"].tolist(), key="recovery_run", help="Newest first.")
+    rec = da.query(path, "recovery_results", (run_id,))
+    models = sorted(rec["model"].unique())
+    chosen = st.multiselect("Models", models, default=models, key="recovery_models")
+    rec = rec[rec["model"].isin(chosen)]
+    pooled = rec[rec["scope"] == "pooled"]
+
+    st.subheader("Recovery per release view")
+    chart(recovery_figure(pooled), pooled, "recovery_by_view",
+          f"Paper Figure 4: pooled test recovery (288 worlds per model in the reference design) per model and "
+          f"release view with 95% pair-clustered intervals; dashed line: 50%. Run {run_id}.")
+    wide = pooled.pivot(index="model", columns="view", values="accuracy").reindex(columns=list(VIEWS)).reset_index()
+    table(percent_columns(wide, [v for v in VIEWS if v in wide.columns], 1), "recovery_pooled",
+          f"Pooled test recovery; run {run_id}.")
+
+    st.subheader("Paired differences between views")
+    diff = da.query(path, "recovery_differences", (run_id,))
+    diff = diff[diff["model"].isin(chosen)].copy()
+    diff["difference (points)"] = [f"{100 * d:+.1f} [{100 * lo:+.1f}, {100 * hi:+.1f}]"
+                                   for d, lo, hi in zip(diff["difference"], diff["ci_low"], diff["ci_high"])]
+    diff["comparison"] = diff["view_a"] + " − " + diff["view_b"]
+    table(diff[["model", "comparison", "difference (points)", "n"]], "recovery_differences",
+          f"Paper Table 23: view A minus view B on the same test worlds, same pair resamples. Run {run_id}.")
+
+    st.subheader("By domain")
+    dom = rec[~rec["scope"].isin(["pooled"])]
+    dom_wide = dom.pivot_table(index=["model", "view"], columns="scope", values="accuracy").reset_index()
+    dom_wide.columns.name = None
+    cols = [c for c in dom_wide.columns if c not in ("model", "view")]
+    table(percent_columns(dom_wide, cols, 1), "recovery_by_domain",
+          f"Paper Table 24: test recovery per domain and the domain macro-average. Run {run_id}.")
+
+    st.subheader("Selected decoders")
+    sel = da.query(path, "decoder_selections", (run_id,))
+    sel = sel[sel["model"].isin(chosen)]
+    table(sel, "decoder_selections", "The validation-selected candidate per (model, domain, view), frozen before "
+                                     "the test split was scored (test_used_for_selection = false).")
+    predictions_browser(path, run_id, chosen or models)
+    recompute_panel(path, dataset, pooled, chosen or models)
+
+
+def predictions_browser(path: str, run_id: str, models: list[str]) -> None:
+    st.subheader("Per-world predictions")
+    c1, c2 = st.columns(2)
+    model = c1.selectbox("Model", models, key="pred_model")
+    view = c2.selectbox("View", list(VIEWS), index=4, key="pred_view")
+    preds = da.query(path, "decoder_predictions_for", (run_id, model, view, 2000))
+    table(preds, "decoder_predictions", f"P(s1) per test world for {model} / {view}; s1 is the second of the "
+                                        "sorted hypotheses. Run " + run_id + ".")
+
+
+def recompute_panel(path: str, dataset: str, pooled: pd.DataFrame, models: list[str]) -> None:
+    with st.expander("Recompute one model and view"):
+        st.caption("Reruns the decoding protocol on demand (all three domains), without storing it. The "
+                   "forest and shared-scorer families are the slow ones.")
+        c1, c2 = st.columns(2)
+        model = c1.selectbox("Model", models, key="rc_model")
+        view = c2.selectbox("View", list(VIEWS), index=1, key="rc_view")
+        families = st.multiselect("Decoder families", FAMILIES, default=["prior", "logistic", "template"],
+                                  key="rc_families")
+        c3, c4 = st.columns(2)
+        n_boot = c3.number_input("Bootstrap resamples", 200, 5000, 2000, step=100, key="rc_boot")
+        seed = c4.number_input("Seed", 0, 2**31 - 1, 20261011, key="rc_seed")
+        if st.button("Recompute", key="rc_go", disabled=not families):
+            bar = st.progress(0.0, text="decoding ...")
+            t0 = time.perf_counter()
+            frame = da.decoding_frame(path, dataset, model)
+            results = run_decoding({model: frame}, views=[view], families=set(families),
+                                   progress=lambda done, total: bar.progress(done / total, text=f"domain {done}/{total}"))
+            rec, _ = recovery_tables(prediction_rows(results), int(n_boot), int(seed))
+            new = rec[rec["scope"] == "pooled"].iloc[0]
+            stored = pooled[(pooled["model"] == model) & (pooled["view"] == view)]
+            bar.progress(1.0, text=f"done in {time.perf_counter() - t0:.1f} s")
+            rows = [{"result": "recomputed", "families": ", ".join(families), "recovery": new["accuracy"],
+                     "ci_low": new["ci_low"], "ci_high": new["ci_high"]}]
+            if not stored.empty:
+                s = stored.iloc[0]
+                rows.append({"result": "stored run", "families": "all five", "recovery": s["accuracy"],
+                             "ci_low": s["ci_low"], "ci_high": s["ci_high"]})
+            st.session_state["rc_result"] = pd.DataFrame(rows)
+        if "rc_result" in st.session_state:
+            table(percent_columns(st.session_state["rc_result"], ["recovery", "ci_low", "ci_high"], 1),
+                  "recovery_recompute", "The recomputed result beside the stored one.")
+
+
+page_entry(render)

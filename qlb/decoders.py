@@ -1,0 +1,269 @@
+"""The attacker's decoder library (TUPLE.md section 4), as scikit-learn-style estimators.
+
+Each decoder takes a DataFrame of worlds with their (view-restricted) release and returns
+P(S = s1) with ``predict_proba(X)[:, 1]``, where s1 is the second of the sorted hypotheses.
+Parameters are stored verbatim in ``__init__``; learned state ends in an underscore; encoders
+are fitted inside ``fit`` on training rows only, so ``sklearn.base.clone`` gives a fresh copy.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from scipy import sparse
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.ensemble import RandomForestClassifier
+from sklearn.linear_model import LogisticRegression
+from sklearn.preprocessing import StandardScaler
+
+from qlb.release_views import (
+    Vectorizer, condition_dicts, merge, public_dicts, quadratic, release_dicts,
+)
+
+
+def _pair_keys(X: pd.DataFrame) -> list[str]:
+    return [f"H={a}|{b}" for a, b in zip(X["hypothesis_0"], X["hypothesis_1"])]
+
+
+def _as_proba(p1: np.ndarray) -> np.ndarray:
+    p1 = np.clip(np.asarray(p1, dtype=float), 0.0, 1.0)
+    return np.column_stack([1 - p1, p1])
+
+
+class _Decoder(ClassifierMixin, BaseEstimator):
+    classes_ = np.array([0, 1])
+
+    def predict(self, X: pd.DataFrame) -> np.ndarray:
+        """s1 (1) when P(s1) > 0.5, else s0: an exact tie names s0, so a pair whose two worlds
+        look identical gets one world right and one wrong."""
+        return (self.predict_proba(X)[:, 1] > 0.5).astype(int)
+
+
+class EmpiricalPrior(_Decoder):
+    """P(S = s1 | T, H) from the training frequencies (overall rate for unseen (T, H))."""
+
+    def __init__(self, classes: tuple[str, ...] = ()):
+        self.classes = classes
+
+    def fit(self, X: pd.DataFrame, y: np.ndarray) -> "EmpiricalPrior":
+        y = np.asarray(y, dtype=float)
+        keys = [f"{t}|{k}" for t, k in zip(X["coarse"], _pair_keys(X))]
+        frame = pd.DataFrame({"k": keys, "y": y})
+        self.rates_ = frame.groupby("k")["y"].mean().to_dict()
+        self.overall_ = float(y.mean()) if len(y) else 0.5
+        return self
+
+    def predict_proba(self, X: pd.DataFrame) -> np.ndarray:
+        keys = [f"{t}|{k}" for t, k in zip(X["coarse"], _pair_keys(X))]
+        return _as_proba([self.rates_.get(k, self.overall_) for k in keys])
+
+
+class _FeatureDecoder(_Decoder):
+    """Shared plumbing: build feature dicts, vectorize on train, optionally standardize."""
+
+    standardize = True
+
+    def _dicts(self, X: pd.DataFrame) -> list[dict]:
+        raise NotImplementedError
+
+    def _fit_features(self, X: pd.DataFrame) -> np.ndarray:
+        self.vectorizer_ = Vectorizer()
+        Z = self.vectorizer_.fit_transform(self._dicts(X))
+        if self.standardize:
+            self.scaler_ = StandardScaler().fit(Z)
+            Z = self.scaler_.transform(Z)
+        return Z
+
+    def _features(self, X: pd.DataFrame) -> np.ndarray:
+        Z = self.vectorizer_.transform(self._dicts(X))
+        return self.scaler_.transform(Z) if self.standardize else Z
+
+
+class LogisticDecoder(_FeatureDecoder):
+    """Standardized logistic regression on public, conditioning and release features; the
+    quadratic variant adds numeric squares and products and release x hypothesis-pair terms."""
+
+    def __init__(self, C: float = 1.0, quadratic: bool = False, classes: tuple[str, ...] = (),
+                 random_state: int = 0):
+        self.C = C
+        self.quadratic = quadratic
+        self.classes = classes
+        self.random_state = random_state
+
+    def _dicts(self, X):
+        rel = release_dicts(X, self.classes, "raw")
+        if self.quadratic:
+            rel = quadratic(rel, _pair_keys(X))
+        return merge(public_dicts(X), condition_dicts(X), rel)
+
+    def fit(self, X, y):
+        Z = self._fit_features(X)
+        y = np.asarray(y)
+        self.constant_ = float(y[0]) if len(set(y)) < 2 else None
+        if self.constant_ is None:
+            self.model_ = LogisticRegression(C=self.C, max_iter=3000, random_state=self.random_state).fit(Z, y)
+        return self
+
+    def predict_proba(self, X):
+        if self.constant_ is not None:
+            return _as_proba(np.full(len(X), self.constant_))
+        return self.model_.predict_proba(self._features(X))
+
+
+class ForestDecoder(_FeatureDecoder):
+    """Random forest (100 trees) on unstandardized public, conditioning and release features."""
+
+    standardize = False
+
+    def __init__(self, max_depth: int | None = None, min_samples_leaf: int = 1, classes: tuple[str, ...] = (),
+                 n_estimators: int = 100, random_state: int = 0):
+        self.max_depth = max_depth
+        self.min_samples_leaf = min_samples_leaf
+        self.classes = classes
+        self.n_estimators = n_estimators
+        self.random_state = random_state
+
+    def _dicts(self, X):
+        return merge(public_dicts(X), condition_dicts(X), release_dicts(X, self.classes, "raw"))
+
+    def fit(self, X, y):
+        Z = self._fit_features(X)
+        self.model_ = RandomForestClassifier(n_estimators=self.n_estimators, max_depth=self.max_depth,
+                                             min_samples_leaf=self.min_samples_leaf,
+                                             random_state=self.random_state, n_jobs=1).fit(Z, np.asarray(y))
+        return self
+
+    def predict_proba(self, X):
+        p = self.model_.predict_proba(self._features(X))
+        if p.shape[1] == 1:   # one class seen in training
+            return _as_proba(np.full(len(X), float(self.model_.classes_[0])))
+        return p
+
+
+class SharedScorerDecoder(_FeatureDecoder):
+    """Shared mechanism scorer: u_s(z) = w_s.z + b_s per mechanism, parameters reused across
+    hypothesis pairs, fitted with a pairwise logistic loss on u_s1 - u_s0 (L2, strength C)."""
+
+    def __init__(self, C: float = 1.0, representation: str = "raw", classes: tuple[str, ...] = (),
+                 mechanisms: tuple[str, ...] = (), random_state: int = 0):
+        self.C = C
+        self.representation = representation
+        self.classes = classes
+        self.mechanisms = mechanisms
+        self.random_state = random_state
+
+    def _dicts(self, X):
+        return merge(public_dicts(X), release_dicts(X, self.classes, self.representation))
+
+    def _pairwise(self, Z: np.ndarray, X: pd.DataFrame) -> sparse.csr_matrix:
+        """Row r has +[z, 1] in the block of s1 and -[z, 1] in the block of s0 (sparse: two
+        blocks per row), so a logistic fit learns u_s1 - u_s0."""
+        index = {m: i for i, m in enumerate(self.mechanisms)}
+        n, d = Z.shape[0], Z.shape[1] + 1
+        Zb = np.hstack([Z, np.ones((n, 1))])
+        i1 = np.array([index[s] for s in X["hypothesis_1"]])
+        i0 = np.array([index[s] for s in X["hypothesis_0"]])
+        rows = np.repeat(np.arange(n), 2 * d)
+        cols = np.concatenate([i1[:, None] * d + np.arange(d), i0[:, None] * d + np.arange(d)], axis=1).ravel()
+        vals = np.concatenate([Zb, -Zb], axis=1).ravel()
+        return sparse.csr_matrix((vals, (rows, cols)), shape=(n, len(self.mechanisms) * d))
+
+    def fit(self, X, y):
+        Z = self._fit_features(X)
+        y = np.asarray(y)
+        self.constant_ = float(y[0]) if len(set(y)) < 2 else None
+        if self.constant_ is None:
+            self.model_ = LogisticRegression(C=self.C, fit_intercept=False, max_iter=3000,
+                                             random_state=self.random_state).fit(self._pairwise(Z, X), y)
+        return self
+
+    def predict_proba(self, X):
+        if self.constant_ is not None:
+            return _as_proba(np.full(len(X), self.constant_))
+        return self.model_.predict_proba(self._pairwise(self._features(X), X))
+
+
+class TemplateDecoder(_FeatureDecoder):
+    """Shrinkage template decoder: a Gaussian per mechanism over T and release features (no public
+    text), covariance shared within the coarse class; means shrunk toward the class mean with
+    strength ``shrink``; 'full' covariance keeps 25% of the off-diagonal (75% diagonal
+    shrinkage); all add 0.05 I. P(s1) from the log-likelihood difference of the two hypotheses."""
+
+    def __init__(self, covariance: str = "diag", shrink: float = 0.0, representation: str = "raw",
+                 classes: tuple[str, ...] = ()):
+        self.covariance = covariance
+        self.shrink = shrink
+        self.representation = representation
+        self.classes = classes
+
+    def _dicts(self, X):
+        return merge([{f"T={t}": 1.0} for t in X["coarse"]], release_dicts(X, self.classes, self.representation))
+
+    def fit(self, X, y):
+        Z = self._fit_features(X)
+        y = np.asarray(y)
+        mech = np.where(y == 1, X["hypothesis_1"].to_numpy(), X["hypothesis_0"].to_numpy())
+        coarse = X["coarse"].to_numpy()
+        self.means_, self.precisions_, self.logdets_ = {}, {}, {}
+        self.mech_class_ = {}
+        dim = Z.shape[1]
+        for c in np.unique(coarse):
+            rows = coarse == c
+            class_mean = Z[rows].mean(axis=0)
+            resid = []
+            for m in np.unique(mech[rows]):
+                mrows = rows & (mech == m)
+                n = mrows.sum()
+                mu = (Z[mrows].sum(axis=0) + self.shrink * class_mean) / (n + self.shrink)
+                self.means_[m] = mu
+                self.mech_class_[m] = c
+                resid.append(Z[mrows] - mu)
+            R = np.vstack(resid)
+            S = (R.T @ R) / max(len(R) - 1, 1)
+            if self.covariance == "diag":
+                S = np.diag(np.diag(S))
+            else:
+                S = 0.25 * S + 0.75 * np.diag(np.diag(S))
+            S = S + 0.05 * np.eye(dim)
+            sign, logdet = np.linalg.slogdet(S)
+            self.precisions_[c] = np.linalg.inv(S)
+            self.logdets_[c] = logdet
+        return self
+
+    def _loglik(self, z: np.ndarray, m: str, c: str) -> float:
+        mu = self.means_.get(m)
+        if mu is None:
+            return 0.0
+        diff = z - mu
+        return -0.5 * float(diff @ self.precisions_[c] @ diff)
+
+    def predict_proba(self, X):
+        Z = self._features(X)
+        out = np.empty(len(X))
+        for i, (z, c, s0, s1) in enumerate(zip(Z, X["coarse"], X["hypothesis_0"], X["hypothesis_1"])):
+            if c not in self.precisions_ or (s0 not in self.means_ and s1 not in self.means_):
+                out[i] = 0.5
+                continue
+            delta = self._loglik(z, s1, c) - self._loglik(z, s0, c)
+            out[i] = 1.0 / (1.0 + np.exp(-np.clip(delta, -50, 50)))
+        return _as_proba(out)
+
+
+def base_library(view: str, classes: tuple[str, ...], mechanisms: tuple[str, ...]) -> list[tuple[str, str, BaseEstimator]]:
+    """(family, config name, estimator) in the fixed library order: 15 configurations for the
+    first three views, 27 for the probability views."""
+    from qlb.release_views import PROBABILITY_VIEWS
+    reps = ("raw", "logratio", "residual") if view in PROBABILITY_VIEWS else ("raw",)
+    lib: list[tuple[str, str, BaseEstimator]] = [("prior", "prior", EmpiricalPrior(classes))]
+    for q in (False, True):
+        for C in (0.1, 1.0):
+            lib.append(("logistic", f"logistic C={C} {'quadratic' if q else 'linear'}",
+                        LogisticDecoder(C, q, classes)))
+    for depth, leaf in ((None, 1), (None, 5), (6, 1), (6, 5)):
+        lib.append(("forest", f"forest depth={depth} leaf={leaf}", ForestDecoder(depth, leaf, classes)))
+    for rep in reps:
+        for C in (0.1, 1.0, 10.0):
+            lib.append(("shared_scorer", f"shared scorer {rep} C={C}", SharedScorerDecoder(C, rep, classes, mechanisms)))
+    for rep in reps:
+        for cov, shrink in (("diag", 0.0), ("diag", 2.0), ("full", 2.0)):
+            lib.append(("template", f"template {rep} {cov} shrink={shrink:g}", TemplateDecoder(cov, shrink, rep, classes)))
+    return lib

@@ -1,0 +1,134 @@
+"""The decoding audit over a dataset: every (model, domain, view), in parallel, with
+pair-clustered bootstrap intervals and paired view differences (TUPLE.md section 4)."""
+from __future__ import annotations
+
+import json
+import logging
+from typing import Callable, Sequence
+
+import duckdb
+import numpy as np
+import pandas as pd
+from joblib import Parallel, delayed
+
+from qlb.bootstrap import N_BOOT, SEED, resample_counts
+from qlb.decoding import DomainDecoding, correct, decode_domain, log_loss_per_world
+from qlb.release_views import VIEWS
+from warehouse import queries
+
+log = logging.getLogger(__name__)
+
+DIFFERENCES: tuple[tuple[str, str], ...] = (
+    ("full_native", "choice"), ("choice_confidence", "choice"), ("full_probabilities", "choice"),
+    ("full_native", "full_probabilities"), ("full_native", "choice_confidence"), ("choice", "no_output"),
+    ("full_native", "no_output"),
+)
+
+
+def decoding_frame(con: duckdb.DuckDBPyConnection, dataset_id: str, model: str) -> pd.DataFrame:
+    """All planned worlds with this model's release (invalid or missing -> unavailable)."""
+    f = queries.fetch_df(con, "decoding_input", [model, dataset_id])
+    f["candidate_order"] = f["candidate_order"].apply(list)
+    f["probabilities"] = [json.loads(p) if isinstance(p, str) else None for p in f["probabilities"]]
+    f["choice"] = f["choice"].astype(object).where(f["choice"].notna(), None)
+    f["confidence"] = f["confidence"].astype(float)
+    return f
+
+
+def _decode_task(model: str, domain: str, frame: pd.DataFrame, views: tuple[str, ...],
+                 families: set[str] | None) -> DomainDecoding:
+    return decode_domain(model, domain, frame, views, families)
+
+
+def run_decoding(frames: dict[str, pd.DataFrame], views: Sequence[str] = VIEWS, jobs: int = 1,
+                 families: set[str] | None = None, progress: Callable[[int, int], None] | None = None
+                 ) -> list[DomainDecoding]:
+    """Decode every (model, domain) of ``frames`` (model -> worlds with that model's release)."""
+    tasks = [(m, d, f[f["domain"] == d]) for m, f in frames.items() for d in sorted(f["domain"].unique())]
+    results: list[DomainDecoding] = []
+    runner = Parallel(n_jobs=jobs, return_as="generator", backend="loky" if jobs != 1 else "sequential")
+    for i, res in enumerate(runner(delayed(_decode_task)(m, d, f, tuple(views), families) for m, d, f in tasks),
+                            start=1):
+        results.append(res)
+        if progress:
+            progress(i, len(tasks))
+    return results
+
+
+def prediction_rows(results: list[DomainDecoding]) -> pd.DataFrame:
+    rows = []
+    for r in results:
+        for view, sel in r.selections.items():
+            ok = correct(r.test_y, sel.test_p)
+            ll = log_loss_per_world(r.test_y, sel.test_p)
+            for wid, pid, p, c, l in zip(r.test_world_ids, r.test_pair_ids, sel.test_p, ok, ll):
+                rows.append((r.model, view, "none", wid, r.domain, pid, float(p), bool(c), float(l),
+                             f"{sel.candidate} [{sel.candidate_view}]"))
+    return pd.DataFrame(rows, columns=["model", "view", "defense", "world_id", "domain", "pair_id", "p_s1",
+                                       "correct", "log_loss", "candidate"])
+
+
+def selection_rows(results: list[DomainDecoding]) -> pd.DataFrame:
+    return pd.DataFrame([(r.model, r.domain, v, s.candidate, s.candidate_view, s.val_accuracy, s.val_log_loss,
+                          s.n_candidates) for r in results for v, s in r.selections.items()],
+                        columns=["model", "domain", "view", "candidate", "candidate_view", "val_accuracy",
+                                 "val_log_loss", "n_candidates"])
+
+
+def recovery_tables(predictions: pd.DataFrame, n_boot: int = N_BOOT, seed: int = SEED
+                    ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Recovery per (model, view): pooled, domain macro-average and per domain, with pair-clustered
+    percentile intervals; paired differences between views on the same worlds, same resamples."""
+    rec_rows, diff_rows = [], []
+    alpha = 0.025
+    for model, sub in predictions.groupby("model", sort=True):
+        pairs = sorted(sub["pair_id"].unique())
+        pindex = {p: i for i, p in enumerate(pairs)}
+        W = resample_counts(len(pairs), n_boot, seed)                     # shared by every view
+        pair_domain = sub.drop_duplicates("pair_id").set_index("pair_id")["domain"]
+        domains = sorted(sub["domain"].unique())
+        dom_mask = {d: np.array([pair_domain[p] == d for p in pairs], dtype=float) for d in domains}
+        per_view_pairs: dict[str, np.ndarray] = {}
+        sizes = None
+        for view, v in sub.groupby("view", sort=False):
+            idx = v["pair_id"].map(pindex).to_numpy()
+            sums = np.bincount(idx, weights=v["correct"].to_numpy(float), minlength=len(pairs))
+            sizes = np.bincount(idx, minlength=len(pairs)).astype(float)
+            per_view_pairs[view] = sums
+            boot_pooled = (W @ sums) / (W @ sizes)
+            # per domain: the same resamples restricted to the domain's pairs
+            boot_dom = {d: (W @ (sums * m)) / np.maximum(W @ (sizes * m), 1) for d, m in dom_mask.items()}
+            boot_macro = np.mean([boot_dom[d] for d in domains], axis=0)
+            est_dom = {d: float((sums * m).sum() / (sizes * m).sum()) for d, m in dom_mask.items()}
+            ll = v.groupby("domain")["log_loss"].mean()
+            for scope, est, boot, n, lloss in (
+                ("pooled", float(sums.sum() / sizes.sum()), boot_pooled, len(v), float(v["log_loss"].mean())),
+                ("macro", float(np.mean(list(est_dom.values()))), boot_macro, len(v), float(ll.mean())),
+                *[(d, est_dom[d], boot_dom[d], int((v["domain"] == d).sum()), float(ll[d])) for d in domains],
+            ):
+                lo, hi = np.quantile(boot, [alpha, 1 - alpha])
+                rec_rows.append((model, view, scope, est, float(lo), float(hi), lloss, n))
+        for a, b in DIFFERENCES:
+            if a in per_view_pairs and b in per_view_pairs:
+                d = per_view_pairs[a] - per_view_pairs[b]
+                boot = (W @ d) / (W @ sizes)
+                lo, hi = np.quantile(boot, [alpha, 1 - alpha])
+                diff_rows.append((model, a, b, float(d.sum() / sizes.sum()), float(lo), float(hi), int(sizes.sum())))
+    rec = pd.DataFrame(rec_rows, columns=["model", "view", "scope", "accuracy", "ci_low", "ci_high", "log_loss", "n"])
+    diff = pd.DataFrame(diff_rows, columns=["model", "view_a", "view_b", "difference", "ci_low", "ci_high", "n"])
+    return rec, diff
+
+
+def recovery_json(rec: pd.DataFrame) -> dict:
+    """``recovery`` of ``qlb audit --json`` (CONTRACT.md section 2)."""
+    out: dict = {}
+    for (model, view), sub in rec.groupby(["model", "view"], sort=True):
+        s = sub.set_index("scope")
+        pooled = s.loc["pooled"]
+        out.setdefault(model, {})[view] = {
+            "accuracy": float(pooled["accuracy"]), "ci_low": float(pooled["ci_low"]),
+            "ci_high": float(pooled["ci_high"]), "log_loss": float(pooled["log_loss"]), "n": int(pooled["n"]),
+            "by_domain": {d: {"accuracy": float(s.loc[d, "accuracy"]), "n": int(s.loc[d, "n"])}
+                          for d in s.index if d not in ("pooled", "macro")},
+        }
+    return out

@@ -1,0 +1,157 @@
+"""Release views (TUPLE.md section 3) and the attacker's feature encoders (section 4).
+
+Every view is derived from the one saved native response, without new calls; every view keeps
+the status signal. Invalid responses enter as ``unavailable`` (no prediction field released).
+"""
+from __future__ import annotations
+
+import math
+import re
+from typing import Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+from sklearn.feature_extraction import DictVectorizer
+
+VIEWS: tuple[str, ...] = ("no_output", "choice", "choice_confidence", "full_probabilities", "full_native")
+VIEW_FIELDS: dict[str, frozenset[str]] = {
+    "no_output": frozenset(),
+    "choice": frozenset({"choice"}),
+    "choice_confidence": frozenset({"choice", "confidence"}),
+    "full_probabilities": frozenset({"choice", "probabilities"}),
+    "full_native": frozenset({"choice", "probabilities", "confidence"}),
+}
+# Nested subviews a view may fall back to in selection (TUPLE.md section 3), largest first.
+SUBVIEWS: dict[str, tuple[str, ...]] = {
+    "no_output": (),
+    "choice": ("no_output",),
+    "choice_confidence": ("choice", "no_output"),
+    "full_probabilities": ("choice", "no_output"),
+    "full_native": ("full_probabilities", "choice_confidence", "choice", "no_output"),
+}
+PROBABILITY_VIEWS = ("full_probabilities", "full_native")
+REPRESENTATIONS = ("raw", "logratio", "residual")
+TOKEN = re.compile(r"[a-z0-9]+")
+CLIP = 1e-6
+
+
+def apply_view(frame: pd.DataFrame, view: str) -> pd.DataFrame:
+    """The release a recipient of ``view`` sees: fields outside the view are withheld (missing)."""
+    fields = VIEW_FIELDS[view]
+    out = frame.copy()
+    if "choice" not in fields:
+        out["choice"] = None
+    if "confidence" not in fields:
+        out["confidence"] = np.nan
+    if "probabilities" not in fields:
+        out["probabilities"] = None
+    return out
+
+
+def public_dicts(frame: pd.DataFrame) -> list[dict[str, float]]:
+    """Field-prefixed raw unigram counts of request and case context, categorical public fields,
+    candidate identity at each position. (Precomputed once per frame by ``with_public_features``.)"""
+    if "_public" in frame.columns:
+        return list(frame["_public"])
+    out = []
+    for req, ctx, role, chan, win, order in zip(frame["request"], frame["case_context"], frame["recipient_role"],
+                                                frame["intake_channel"], frame["operating_window"],
+                                                frame["candidate_order"]):
+        d: dict[str, float] = {}
+        for prefix, text in (("req", req), ("ctx", ctx)):
+            for tok in TOKEN.findall(str(text).lower()):
+                key = f"{prefix}:{tok}"
+                d[key] = d.get(key, 0.0) + 1.0
+        d[f"role={role}"] = 1.0
+        d[f"channel={chan}"] = 1.0
+        d[f"window={win}"] = 1.0
+        for i, c in enumerate(order):
+            d[f"pos{i}={c}"] = 1.0
+        out.append(d)
+    return out
+
+
+def with_public_features(frame: pd.DataFrame) -> pd.DataFrame:
+    """The frame with its public feature dicts computed once (they never depend on the view)."""
+    out = frame.copy()
+    out["_public"] = public_dicts(frame)
+    return out
+
+
+def condition_dicts(frame: pd.DataFrame) -> list[dict[str, float]]:
+    """Authorized class T and the sorted hypothesis identities."""
+    return [{f"T={t}": 1.0, f"H={h0}|{h1}": 1.0, f"h0={h0}": 1.0, f"h1={h1}": 1.0}
+            for t, h0, h1 in zip(frame["coarse"], frame["hypothesis_0"], frame["hypothesis_1"])]
+
+
+def release_dicts(frame: pd.DataFrame, classes: Sequence[str], representation: str = "raw") -> list[dict[str, float]]:
+    """Release-field features: status, selected label, availability indicators, observed numbers;
+    log-ratio and residual representations add their transforms (never modifying the response)."""
+    ref = classes[0]
+    out = []
+    for status, choice, conf, probs, t in zip(frame["status"], frame["choice"], frame["confidence"],
+                                               frame["probabilities"], frame["coarse"]):
+        d: dict[str, float] = {"status_ok": 1.0 if status == "ok" else 0.0}
+        if isinstance(choice, str):
+            d[f"choice={choice}"] = 1.0
+            d["choice_is_T"] = 1.0 if choice == t else 0.0
+        if conf is not None and not (isinstance(conf, float) and math.isnan(conf)):
+            d["has_confidence"] = 1.0
+            d["confidence"] = float(conf)
+        if isinstance(probs, dict):
+            d["has_probabilities"] = 1.0
+            for c in classes:
+                if c in probs:
+                    d[f"has_p={c}"] = 1.0
+                    d[f"p={c}"] = float(probs[c])
+            if representation == "logratio" and ref in probs:
+                for c in classes[1:]:
+                    if c in probs:
+                        d[f"lr={c}"] = math.log(max(probs[c], CLIP) / max(probs[ref], CLIP))
+            if representation == "residual" and t in probs:
+                mass = max(0.0, 1.0 - float(probs[t]))
+                d["resid_mass"] = mass
+                d["resid_observed"] = 1.0
+                d["resid_zero"] = 1.0 if mass <= 0 else 0.0
+                if mass > 0:
+                    for c in classes:
+                        if c != t and c in probs:
+                            d[f"prop={c}"] = float(probs[c]) / mass
+        out.append(d)
+    return out
+
+
+NUMERIC_PREFIXES = ("confidence", "p=", "lr=", "resid_mass", "prop=")
+
+
+def quadratic(dicts: list[dict[str, float]], pair_keys: Iterable[str]) -> list[dict[str, float]]:
+    """Squares and pairwise products of the numeric release features, and every release feature
+    crossed with the hypothesis pair."""
+    out = []
+    for d, pair in zip(dicts, pair_keys):
+        q = dict(d)
+        nums = sorted(k for k in d if k.startswith(NUMERIC_PREFIXES))
+        for i, a in enumerate(nums):
+            for b in nums[i:]:
+                q[f"{a}*{b}"] = d[a] * d[b]
+        for k, v in d.items():
+            q[f"{pair}:{k}"] = v
+        out.append(q)
+    return out
+
+
+def merge(*parts: list[dict[str, float]]) -> list[dict[str, float]]:
+    return [{k: v for p in row for k, v in p.items()} for row in zip(*parts)]
+
+
+class Vectorizer:
+    """DictVectorizer fitted on training rows only; unseen keys are ignored at transform."""
+
+    def __init__(self) -> None:
+        self.vec = DictVectorizer(sparse=False)
+
+    def fit_transform(self, dicts: list[dict]) -> np.ndarray:
+        return self.vec.fit_transform(dicts)
+
+    def transform(self, dicts: list[dict]) -> np.ndarray:
+        return self.vec.transform(dicts)
