@@ -1,10 +1,12 @@
-"""Make sure every page runs through the router (app.py).
+"""The router (page config, shared sidebar, st.navigation) and the guarantee that every page
+runs through it.
 
-Streamlit still knows the legacy "pages/ folder" mode: on a server's very first script run,
-before app.py has ever called st.navigation, a request for /data executes pages/data.py on its
-own (no sidebar, no dataset, wrong navigation). Pages call ``page_entry(render)``: when the
-run did not come through app.py, it switches Streamlit to st.navigation mode and reruns, so
-the same URL is served by the router.
+Streamlit still knows the legacy "pages/ folder" mode: on a server's very first script run
+(and on every AppTest run), before app.py has called st.navigation, a request for a page can
+execute pages/<page>.py on its own: no sidebar, no dataset, the wrong navigation. Pages end with
+``page_entry(render)``: when the run did not come through the router, the router is run right
+there, in the same script run (so widget events such as a button click are kept), and it
+serves the page the URL names.
 """
 from __future__ import annotations
 
@@ -15,22 +17,37 @@ import streamlit as st
 
 _state = threading.local()
 
+PAGES = [
+    ("pages/overview.py", "Overview", ":material/dashboard:", "overview"),
+    ("pages/data.py", "Data", ":material/upload_file:", "data"),
+    ("pages/refusal.py", "Refusal audit", ":material/block:", "refusal"),
+    ("pages/recovery.py", "Release-view recovery", ":material/key:", "recovery"),
+    ("pages/quasileak.py", "QuasiLeak detectors", ":material/find_in_page:", "quasileak"),
+]
 
-def mark_routed() -> None:
-    """Called by app.py just before it runs the selected page."""
+
+def run_router() -> None:
+    """What app.py does: page config, the navigation over every page, the shared sidebar, then
+    the selected page."""
+    from dashboard.widgets import dataset_sidebar
+
+    st.set_page_config(page_title="qlb - privacy-utility audits", page_icon=":material/shield:", layout="wide")
+    pages = [st.Page(path, title=title, icon=icon, url_path=url, default=(i == 0))
+             for i, (path, title, icon, url) in enumerate(PAGES)]
+    navigation = st.navigation(pages)
+    dataset_sidebar()
     _state.routed = True
+    navigation.run()
 
 
 def page_entry(render: Callable[[], None]) -> None:
     if getattr(_state, "routed", False):
-        try:
-            render()
-        finally:
-            _state.routed = False
+        _state.routed = False
+        render()
         return
     try:
         from streamlit.runtime.pages_manager import PagesManager
         PagesManager.uses_pages_directory = False
     except ImportError:  # a future Streamlit without the legacy mode: nothing to undo
         pass
-    st.rerun()
+    run_router()

@@ -43,7 +43,8 @@ def dataset_sidebar() -> None:
             st.session_state["dataset_picker"] = wanted if wanted in ids else ids[0]
         choice = st.selectbox("Dataset", ids, key="dataset_picker",
                               help="Every page shows this dataset. The choice is kept in the page URL.")
-        st.query_params["dataset"] = choice
+        if st.query_params.get("dataset") != choice:
+            st.query_params["dataset"] = choice
         simulated = bool(ds.loc[ds["dataset_id"] == choice, "simulated"].iloc[0])
         st.session_state["dataset"] = choice
         st.session_state["dataset_simulated"] = simulated

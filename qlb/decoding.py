@@ -86,8 +86,7 @@ def fit_view(train: pd.DataFrame, y: np.ndarray, val: pd.DataFrame, test: pd.Dat
     tr, va, te = (apply_view(f, view) for f in (train, val, test))
     lib = [(fam, name, est) for fam, name, est in base_library(view, classes, mechanisms)
            if families is None or fam in families]
-    groups = train["pair_id"].to_numpy()
-    splits = list(GroupKFold(n_splits=folds).split(tr, y, groups))
+    splits = grouped_folds(train, folds)
     oof = np.zeros((len(tr), len(lib)))
     pv = np.zeros((len(va), len(lib)))
     pt = np.zeros((len(te), len(lib)))
@@ -99,6 +98,12 @@ def fit_view(train: pd.DataFrame, y: np.ndarray, val: pd.DataFrame, test: pd.Dat
         pv[:, k] = m.predict_proba(va)[:, 1]
         pt[:, k] = m.predict_proba(te)[:, 1]
     return ViewFit(view, [n for _, n, _ in lib], [f for f, _, _ in lib], oof, pv, pt)
+
+
+def grouped_folds(train: pd.DataFrame, folds: int = FOLDS) -> list[tuple[np.ndarray, np.ndarray]]:
+    """4-fold cross-fitting splits of the training worlds, grouped by pair (a pair never
+    straddles folds)."""
+    return list(GroupKFold(n_splits=folds).split(train, groups=train["pair_id"].to_numpy()))
 
 
 def _logit(p: np.ndarray) -> np.ndarray:

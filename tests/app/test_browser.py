@@ -34,12 +34,12 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def server(demo_warehouse, tmp_path_factory):
+def server(decoded_warehouse, tmp_path_factory):
     if os.environ.get("QLB_SKIP_BROWSER") == "1":
         pytest.skip("QLB_SKIP_BROWSER=1")
     assert Path(CHROMIUM).exists(), f"{CHROMIUM} missing: install Debian's chromium (bash scripts/test.sh does)"
     wh = tmp_path_factory.mktemp("browser") / "qlb.duckdb"
-    shutil.copy(demo_warehouse, wh)
+    shutil.copy(decoded_warehouse, wh)
     _add_html_corpus(wh, tmp_path_factory.mktemp("html"))
     port = _free_port()
     env = {**os.environ, "QLB_WAREHOUSE": str(wh)}
@@ -185,4 +185,15 @@ def test_quasileak_page_and_escaped_viewer(server, browser):
     assert page.evaluate("() => window.__pwned === undefined")
     assert page.locator("b", has_text="bold?").count() == 0
     page.screenshot(path=str(ARTIFACTS / "quasileak_escaped.png"), full_page=True)
+    page.close()
+
+
+def test_recovery_page_in_browser(server, browser):
+    page = browser.new_page(viewport={"width": 1400, "height": 3000})
+    page.goto(f"{server}/recovery?dataset=simulated-reference")
+    page.get_by_text("Paired differences between views").wait_for(timeout=30000)
+    page.locator(".js-plotly-plot").first.wait_for(timeout=30000)
+    _no_exception(page)
+    assert page.get_by_text("50.0%").count() >= 2          # no_output is exactly 50% for both models
+    page.screenshot(path=str(ARTIFACTS / "recovery.png"), full_page=True)
     page.close()

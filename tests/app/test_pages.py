@@ -152,3 +152,31 @@ def test_quasileak_page(app):
     assert not at.exception
     body = [m.value for m in at.markdown if "white-space:pre-wrap" in m.value]
     assert len(body) == 1 and "border-bottom" in body[0]
+
+
+def test_recovery_page(decoded_warehouse, monkeypatch):
+    monkeypatch.setenv("QLB_WAREHOUSE", str(decoded_warehouse))
+    monkeypatch.chdir(ROOT)
+    at = AppTest.from_file(APP, default_timeout=120).run()
+    at.switch_page("pages/recovery.py").run()
+    try:
+        assert not at.exception, [e.value for e in at.exception]
+        pooled = next(f for f in frames(at) if "full_native" in f.columns and "model" in f.columns
+                      and "view" not in f.columns)
+        assert pooled["model"].tolist() == ["sim-alder", "sim-dogwood"]
+        assert (pooled["no_output"] == "50.0%").all()
+        fig = plotly_traces(at.get("plotly_chart")[0])
+        assert [t["name"] for t in fig] == ["no_output", "choice", "choice_confidence", "full_probabilities",
+                                            "full_native"]
+        assert all(len(t["x"]) == 2 for t in fig)
+        sel = next(f for f in frames(at) if "candidate_view" in f.columns)
+        assert len(sel) == 2 * 3 * 5 and (sel["val_accuracy"] >= 0).all()
+        # recompute one (model, view) on demand with the fast families
+        at.selectbox(key="rc_view").select("no_output").run()
+        at.button(key="rc_go").click().run()
+        assert not at.exception, [e.value for e in at.exception]
+        rc = next(f for f in frames(at) if "result" in f.columns)
+        assert rc.set_index("result").loc["recomputed", "recovery"] == "50.0%"
+    finally:
+        from dashboard.data_access import release_readers
+        release_readers()
