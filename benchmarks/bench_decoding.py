@@ -1,0 +1,59 @@
+"""Budgets (issue 4):
+- the whole decoding audit of the demo (9 models x 3 domains x 5 views) <= 5 minutes with --jobs 2;
+- one (model, view) recompute from the page <= 15 s;
+- all bootstrap intervals and paired differences for the demo <= 2 s.
+
+Builds the demo without decoding, then times `run_audits(decode=True, jobs=2)` into the
+warehouse, the intervals alone on its stored predictions, and a page-style recompute of one
+(model, view) with the page's default families and with all five."""
+from __future__ import annotations
+
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from qlb.audit import run_audits
+from qlb.decoding_run import decoding_frame, prediction_rows, recovery_tables, run_decoding
+from qlb.demo import DEMO_DATASET, build_demo
+from warehouse import queries
+from warehouse.db import writer
+
+
+def main() -> int:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "qlb.duckdb"
+        build_demo(path, decode=False)
+        with writer(path) as con:
+            t0 = time.perf_counter()
+            run = run_audits(con, DEMO_DATASET, force=True, jobs=2,
+                             progress=lambda label, done, total: print(f"  {label} {done}/{total} "
+                                                                       f"({time.perf_counter() - t0:.0f} s)", flush=True))
+            audit_s = time.perf_counter() - t0
+            preds = queries.fetch_df(con, "decoder_predictions_for", [run.run_id, "sim-alder", "full_native", 10**6])
+            all_preds = con.execute("SELECT model, view, defense, world_id, domain, pair_id, p_s1, correct, log_loss, "
+                                    "candidate FROM decoder_predictions WHERE run_id = ?", [run.run_id]).df()
+            frame = decoding_frame(con, DEMO_DATASET, "sim-alder")
+        t1 = time.perf_counter()
+        recovery_tables(all_preds)
+        boot_s = time.perf_counter() - t1
+        t2 = time.perf_counter()
+        run_decoding({"sim-alder": frame}, views=["choice"], families={"prior", "logistic", "template"})
+        rc_fast = time.perf_counter() - t2
+        t3 = time.perf_counter()
+        run_decoding({"sim-alder": frame}, views=["choice"])
+        rc_full = time.perf_counter() - t3
+    pooled = run.recovery[run.recovery["scope"] == "pooled"].pivot(index="model", columns="view", values="accuracy")
+    print((100 * pooled).round(1).to_string())
+    print(f"decoding audit, {pooled.shape[0]} models x 3 domains x {pooled.shape[1]} views, --jobs 2: "
+          f"{audit_s:.0f} s (budget 300 s: {'PASS' if audit_s <= 300 else 'FAIL'})")
+    print(f"bootstrap intervals and paired differences ({len(all_preds):,} predictions, 2,000 resamples): "
+          f"{boot_s:.2f} s (budget 2 s: {'PASS' if boot_s <= 2 else 'FAIL'})")
+    print(f"one (model, view) recompute, view 'choice' (+ its no_output subview), 3 domains: page default "
+          f"families {rc_fast:.1f} s, all five families {rc_full:.1f} s (budget 15 s: "
+          f"{'PASS' if rc_fast <= 15 else 'FAIL'} / {'PASS' if rc_full <= 15 else 'FAIL'})")
+    return 0 if (audit_s <= 300 and boot_s <= 2 and rc_fast <= 15) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
