@@ -72,7 +72,7 @@ def _render_time(browser, url: str, full: bool = True) -> float:
 def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         wh = Path(tmp) / "qlb.duckdb"
-        build_demo(wh)
+        build_demo(wh, decode=False)
         (Path(tmp) / "baseline.py").write_text(BASELINE_APP)
         proc, url = _serve(ROOT / "app.py", ROOT, {**os.environ, "QLB_WAREHOUSE": str(wh)})
         base_proc, base_url = _serve(Path(tmp) / "baseline.py", Path(tmp), dict(os.environ))

@@ -40,7 +40,7 @@ def plain_loop(frame) -> dict[str, float]:
 def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "qlb.duckdb"
-        build_demo(path)
+        build_demo(path, decode=False)
         con = duckdb.connect(str(path), read_only=True)
         frame = queries.fetch_df(con, "refusal_audit_input", ["simulated-reference"])
         con.close()
