@@ -55,6 +55,19 @@ def dataset_sidebar() -> None:
             st.badge("user data", icon=":material/database:", color="blue")
 
 
+def audit_page_start(title: str, intro: str) -> tuple[str, str] | None:
+    """Title, the SIMULATED banner where it applies and the page's one-paragraph explanation;
+    (warehouse path, dataset), or None (with a hint) when there is no dataset yet."""
+    st.title(title)
+    path, dataset, simulated = current_dataset()
+    if dataset is None:
+        st.info("No dataset yet: run `qlb demo`, or load your own exports on the Data page.")
+        return None
+    simulated_banner(simulated)
+    st.caption(intro)
+    return path, dataset
+
+
 def simulated_banner(simulated: bool) -> None:
     if simulated:
         st.warning(SIMULATED_NOTE, icon=":material/science:")

@@ -11,7 +11,7 @@ import streamlit as st
 from dashboard import data_access as da
 from dashboard.highlight import ATTRIBUTE_COLOURS, document_html, legend_html, policy_chips
 from dashboard.routing import page_entry
-from dashboard.widgets import chart, current_dataset, simulated_banner, table
+from dashboard.widgets import audit_page_start, chart, table
 from qlb.quasileak import HEADLINE, METRIC_KEYS, explain_targets
 
 LEADERBOARD_METRICS = ("complete_recall", "graded_recall", "strict_precision", "lenient_precision", "complete_f1",
@@ -79,16 +79,13 @@ def breakdown_figure(data: pd.DataFrame, metric: str, kind: str) -> go.Figure:
 
 
 def render() -> None:
-    st.title("QuasiLeak detectors")
-    path, dataset, simulated = current_dataset()
-    if dataset is None:
-        st.info("No dataset yet: run `qlb demo` or load a corpus on the Data page.")
-        return
-    simulated_banner(simulated)
-    st.caption("Detectors must recover complete groups of individually weak cues, bind each group to the "
+    start = audit_page_start("QuasiLeak detectors", "Detectors must recover complete groups of individually weak cues, bind each group to the "
                "attribute it reveals, and report only attributes the policy labels hide. A predicted cue "
                "matches a gold cue at character IoU >= 0.5; intervals are 95% document-clustered bootstrap "
                "(2,000 resamples).")
+    if start is None:
+        return
+    path, dataset = start
     runs = da.quasileak_runs(path, dataset)
     c1, c2 = st.columns([3, 1])
     if c2.button("Recompute now", key="ql_recompute", help="Rescore every detector's stored predictions "

@@ -10,7 +10,7 @@ import streamlit as st
 
 from dashboard import data_access as da
 from dashboard.routing import page_entry
-from dashboard.widgets import chart, current_dataset, percent_columns, simulated_banner, table
+from dashboard.widgets import audit_page_start, chart, percent_columns, table
 from qlb.decoding_run import prediction_rows, recovery_tables, run_decoding
 from qlb.release_views import VIEWS
 
@@ -42,17 +42,14 @@ def recovery_figure(pooled: pd.DataFrame) -> go.Figure:
 
 
 def render() -> None:
-    st.title("Release-view recovery")
-    path, dataset, simulated = current_dataset()
-    if dataset is None:
-        st.info("No dataset yet: run `qlb demo` or load data on the Data page.")
-        return
-    simulated_banner(simulated)
-    st.caption("For each test world the attacker knows the public request, the authorized class T and the two "
+    start = audit_page_start("Release-view recovery", "For each test world the attacker knows the public request, the authorized class T and the two "
                "registered mechanisms, and sees one release view of the model's response; it must say which "
                "mechanism is the true one. 50% is guessing. Decoders are fitted on train (4-fold grouped by pair), "
                "selected on validation, frozen, then scored once on test. Intervals: 95% pair-clustered "
                "bootstrap, 2,000 resamples.")
+    if start is None:
+        return
+    path, dataset = start
     runs = da.decoding_runs(path, dataset)
     if runs.empty:
         st.info("No decoding audit in this dataset yet: run `qlb audit --jobs 2` (a few minutes for nine models).")

@@ -10,7 +10,7 @@ import streamlit as st
 
 from dashboard import data_access as da
 from dashboard.routing import page_entry
-from dashboard.widgets import chart, current_dataset, percent_columns, simulated_banner, table
+from dashboard.widgets import audit_page_start, chart, percent_columns, table
 from qlb.refusal import OUTCOMES, UNIFORM_REFERENCE, recovery_routes, world_scores
 
 ROUTE_COLOURS = {"direct_share": "#0072B2", "residual_share": "#E69F00"}
@@ -72,15 +72,12 @@ def run_panel(path: str, dataset: str) -> str | None:
 
 
 def render() -> None:
-    st.title("Refusal audit")
-    path, dataset, simulated = current_dataset()
-    if dataset is None:
-        st.info("No dataset yet: run `qlb demo` or load data on the Data page.")
-        return
-    simulated_banner(simulated)
-    st.caption("Does selecting WITHHOLD protect the fine-grained mechanism? For each withheld response the "
+    start = audit_page_start("Refusal audit", "Does selecting WITHHOLD protect the fine-grained mechanism? For each withheld response the "
                "16 residual mechanism scores are ranked; recovery needs positive mass and a unique maximum on "
                "the gold mechanism. All splits (this is a descriptive audit, not held-out decoding).")
+    if start is None:
+        return
+    path, dataset = start
     run_id = run_panel(path, dataset)
     if run_id is None:
         return
