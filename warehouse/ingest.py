@@ -13,8 +13,9 @@ import json
 import logging
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 import duckdb
 import pandas as pd
@@ -291,6 +292,10 @@ class _ResponsesBase(_Kind):
         return (r.model, r.world_id)
 
     def check(self, r) -> str | None:
+        k = (r.model, r.world_id)
+        if k not in self.seen:                 # the common case, without building a message
+            self.seen[k] = None
+            return None
         return self.claim(r, f"response for model {r.model!r} and world {r.world_id!r}")
 
     def models(self, accepted) -> list[str]:
@@ -431,40 +436,48 @@ _KIND_CLASSES: dict[str, type[_Kind]] = {
 
 
 # ------------------------------------------------------------------------------------ driving
-def _validate_records(kind: _Kind, records: Iterable[Record], report: ValidationReport,
-                      progress: Progress | None) -> None:
-    # Bulk loads allocate many small objects that all stay alive; the cyclic collector would
-    # rescan them again and again (it more than doubled ingest time), so pause it here.
-    gc_was_enabled = gc.isenabled()
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Bulk loads allocate many small objects that all stay alive; the cyclic collector would
+    rescan them again and again (it more than doubled ingest time), so it pauses meanwhile."""
+    was_enabled = gc.isenabled()
     gc.disable()
     try:
-        _validate_loop(kind, records, report, progress)
+        yield
     finally:
-        if gc_was_enabled:
+        if was_enabled:
             gc.enable()
+
+
+def _validate_records(kind: _Kind, records: Iterable[Record], report: ValidationReport,
+                      progress: Progress | None) -> None:
+    with _collector_paused():
+        _validate_loop(kind, records, report, progress)
 
 
 def _validate_loop(kind: _Kind, records: Iterable[Record], report: ValidationReport,
                    progress: Progress | None) -> None:
+    validate, check = kind.validate, kind.check          # hot loop: bound once
+    accept, reject = report.accepted.append, report.rejects.append
     for i, rec in enumerate(records, start=1):
         if rec.error is not None:
-            report.rejects.append(Reject(rec.line_no, None, rec.error, rec.raw))
+            reject(Reject(rec.line_no, None, rec.error, rec.raw))
         else:
             try:
-                obj = kind.validate(rec)
+                obj = validate(rec)
             except ValidationError as exc:
                 fld, reason = describe_error(exc)
-                report.rejects.append(Reject(rec.line_no, fld, reason, rec.raw))
+                reject(Reject(rec.line_no, fld, reason, rec.raw))
             except _RecordRejected as exc:
-                report.rejects.append(Reject(rec.line_no, exc.field, exc.reason, rec.raw))
+                reject(Reject(rec.line_no, exc.field, exc.reason, rec.raw))
             else:
-                reason = kind.check(obj)
+                reason = check(obj)
                 if reason is None:
-                    report.accepted.append((rec.line_no, obj))
+                    accept((rec.line_no, obj))
                 elif reason is ALREADY_STORED:
                     report.already_stored += 1
                 else:
-                    report.rejects.append(Reject(rec.line_no, None, reason, rec.raw))
+                    reject(Reject(rec.line_no, None, reason, rec.raw))
         if progress is not None and i % 2000 == 0:
             progress(i)
 
@@ -531,6 +544,15 @@ def ingest_file(con: duckdb.DuckDBPyConnection, kind: str, path: str | Path, dat
     started = datetime.now(timezone.utc).replace(tzinfo=None)
     report = validate_file(con, kind, path, dataset_id, model, progress, display_name, retry_of=retry_of)
     k: _Kind = report._kind  # type: ignore[attr-defined]
+    with _collector_paused():
+        return _store(con, k, report, kind, dataset_id, model, sha, retry_of, started, simulated, description,
+                      seed, model_descriptions)
+
+
+def _store(con, k: "_Kind", report: ValidationReport, kind: str, dataset_id: str, model: str | None, sha: str,
+           retry_of: int | None, started: datetime, simulated: bool, description: str | None, seed: int | None,
+           model_descriptions: dict[str, str] | None) -> IngestResult:
+    """Write one validated file in one transaction (rolled back on any exception)."""
     con.begin()
     try:
         if queries.fetch_df(con, "dataset_by_id", [dataset_id]).empty:
@@ -562,8 +584,8 @@ def ingest_file(con: duckdb.DuckDBPyConnection, kind: str, path: str | Path, dat
     except Exception:
         con.rollback()
         raise
-    log.info("ingested %s %s: %d accepted (%d invalid), %d rejected", kind, path,
-             len(report.accepted), report.n_invalid, len(report.rejects))
+    log.info("ingested %s %s: %d accepted, %d rejected", kind, report.file_name, len(report.accepted),
+             len(report.rejects))
     return IngestResult(ingest_id, False, report)
 
 
