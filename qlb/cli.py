@@ -124,8 +124,12 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
     path = args.warehouse or default_path()
     bar = _progress("demo", None)
+    last_label = [""]
 
     def step(label: str, done: int, total: int) -> None:
+        if bar.disable and label != last_label[0]:      # not a terminal: one line per stage
+            print(f"qlb demo: {label}", file=sys.stderr, flush=True)
+            last_label[0] = label
         bar.set_description(label)
         bar.total = total
         bar.n = done
