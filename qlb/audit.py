@@ -121,12 +121,13 @@ def run_audits(con: duckdb.DuckDBPyConnection, dataset_id: str, models: Sequence
     else:
         frames = {m: decoding_frame(con, dataset_id, m) for m in chosen}
         step = (lambda done, total: progress("decoding", done, total)) if progress else None
-        results = run_decoding(frames, views, jobs, families, step)
-        preds = prediction_rows(results)
-        run.recovery, run.differences = recovery_tables(preds, params["n_boot"], params["seed"])
-        run.selections = selection_rows(results)
-        tables.update({"decoder_predictions": preds, "decoder_selections": run.selections,
-                       "recovery_results": run.recovery, "recovery_differences": run.differences})
+        results = run_decoding(frames, views, jobs, families, step, skipped=run.skipped)
+        if results:
+            preds = prediction_rows(results)
+            run.recovery, run.differences = recovery_tables(preds, params["n_boot"], params["seed"])
+            run.selections = selection_rows(results)
+            tables.update({"decoder_predictions": preds, "decoder_selections": run.selections,
+                           "recovery_results": run.recovery, "recovery_differences": run.differences})
     for name in ("utility", "fronts", "defenses"):
         run.skipped[name] = "not available in this version of qlb"
     store_run(con, run_id=run_id, dataset_id=dataset_id, kind="audit", parameters=params,

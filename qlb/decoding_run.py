@@ -12,7 +12,7 @@ import pandas as pd
 from joblib import Parallel, delayed
 
 from qlb.bootstrap import N_BOOT, SEED, resample_counts
-from qlb.decoding import DomainDecoding, correct, decode_domain, log_loss_per_world
+from qlb.decoding import FOLDS, DomainDecoding, correct, decode_domain, log_loss_per_world
 from qlb.release_views import VIEWS
 from warehouse import queries
 
@@ -40,11 +40,32 @@ def _decode_task(model: str, domain: str, frame: pd.DataFrame, views: tuple[str,
     return decode_domain(model, domain, frame, views, families)
 
 
+def decodable(frame: pd.DataFrame) -> str | None:
+    """Why one (model, domain) cannot be decoded (too few training pairs for 4 grouped folds, an
+    empty validation or test split), or None."""
+    train_pairs = frame.loc[frame["split"] == "train", "pair_id"].nunique()
+    if train_pairs < FOLDS:
+        return f"{train_pairs} training pairs; 4-fold grouped cross-fitting needs at least {FOLDS}"
+    for split in ("validation", "test"):
+        if not (frame["split"] == split).any():
+            return f"no {split} worlds"
+    return None
+
+
 def run_decoding(frames: dict[str, pd.DataFrame], views: Sequence[str] = VIEWS, jobs: int = 1,
-                 families: set[str] | None = None, progress: Callable[[int, int], None] | None = None
-                 ) -> list[DomainDecoding]:
-    """Decode every (model, domain) of ``frames`` (model -> worlds with that model's release)."""
-    tasks = [(m, d, f[f["domain"] == d]) for m, f in frames.items() for d in sorted(f["domain"].unique())]
+                 families: set[str] | None = None, progress: Callable[[int, int], None] | None = None,
+                 skipped: dict[str, str] | None = None) -> list[DomainDecoding]:
+    """Decode every (model, domain) of ``frames`` (model -> worlds with that model's release).
+    Domains that cannot be decoded are left out and named in ``skipped``."""
+    tasks = []
+    for m, f in frames.items():
+        for d in sorted(f["domain"].unique()):
+            sub = f[f["domain"] == d]
+            why = decodable(sub)
+            if why is None:
+                tasks.append((m, d, sub))
+            elif skipped is not None:
+                skipped[f"decoding {m}/{d}"] = why
     results: list[DomainDecoding] = []
     runner = Parallel(n_jobs=jobs, return_as="generator", backend="loky" if jobs != 1 else "sequential")
     for i, res in enumerate(runner(delayed(_decode_task)(m, d, f, tuple(views), families) for m, d, f in tasks),
@@ -56,6 +77,7 @@ def run_decoding(frames: dict[str, pd.DataFrame], views: Sequence[str] = VIEWS, 
 
 
 def prediction_rows(results: list[DomainDecoding]) -> pd.DataFrame:
+    """Per test world of every decoded (model, domain, view): P(s1), correct, log loss, candidate."""
     rows = []
     for r in results:
         for view, sel in r.selections.items():

@@ -91,3 +91,18 @@ def test_demo_twice_changes_nothing(demo_warehouse, capsys):
     assert con.execute("SELECT count(*) FROM rejects").fetchone()[0] == 7
     assert con.execute("SELECT count(*) FROM ingests").fetchone()[0] == 4
     con.close()
+
+
+def test_audit_on_a_tiny_dataset_says_what_it_skipped(tmp_path, worlds_file, capsys):
+    wh = str(tmp_path / "w.duckdb")
+    assert main(["ingest", "worlds", str(worlds_file), "--dataset", "tiny", "--warehouse", wh]) == 0
+    resp = write_lines(tmp_path / "r.jsonl", [native("m", w) for w in ("w1", "w2", "w3", "w4")])
+    assert main(["ingest", "responses", str(resp), "--dataset", "tiny", "--warehouse", wh]) == 0
+    capsys.readouterr()
+    assert main(["audit", "--dataset", "tiny", "--warehouse", wh, "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["test_used_for_selection"] is False
+    assert "no refusal responses" in doc["skipped"]["refusal"]
+    assert "training pairs" in doc["skipped"]["decoding m/delivery"]
+    assert "no QuasiLeak corpus" in doc["skipped"]["quasileak"]
+    assert "recovery" not in doc
