@@ -14,9 +14,8 @@ import time
 from pathlib import Path
 
 from qlb.audit import run_audits
-from qlb.decoding_run import decoding_frame, prediction_rows, recovery_tables, run_decoding
+from qlb.decoding_run import decoding_frame, recovery_tables, run_decoding
 from qlb.demo import DEMO_DATASET, build_demo
-from warehouse import queries
 from warehouse.db import writer
 
 
@@ -30,7 +29,6 @@ def main() -> int:
                              progress=lambda label, done, total: print(f"  {label} {done}/{total} "
                                                                        f"({time.perf_counter() - t0:.0f} s)", flush=True))
             audit_s = time.perf_counter() - t0
-            preds = queries.fetch_df(con, "decoder_predictions_for", [run.run_id, "sim-alder", "full_native", 10**6])
             all_preds = con.execute("SELECT model, view, defense, world_id, domain, pair_id, p_s1, correct, log_loss, "
                                     "candidate FROM decoder_predictions WHERE run_id = ?", [run.run_id]).df()
             frame = decoding_frame(con, DEMO_DATASET, "sim-alder")

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import os
 import threading
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 import duckdb
 import pandas as pd
@@ -80,16 +82,24 @@ def validate_upload(path: str, kind: str, file_path: str, dataset: str, model: s
             cur.close()
 
 
-def ingest_upload(path: str, kind: str, file_path: str, dataset: str, model: str | None,
-                  display_name: str) -> IngestResult:
-    """Ingest an uploaded file through the same ingest API as ``qlb ingest`` (one transaction)."""
+@contextmanager
+def _writing(path: str) -> Iterator[duckdb.DuckDBPyConnection]:
+    """The read-write handle for one write from the app: one writer at a time, with the cached
+    read-only handle released before (DuckDB refuses both in one process) and caches after."""
     with _write_lock:
         release_readers()
         try:
             with writer(path) as con:
-                return ingest_file(con, kind, file_path, dataset, model or None, display_name=display_name)
+                yield con
         finally:
             release_readers()
+
+
+def ingest_upload(path: str, kind: str, file_path: str, dataset: str, model: str | None,
+                  display_name: str) -> IngestResult:
+    """Ingest an uploaded file through the same ingest API as ``qlb ingest`` (one transaction)."""
+    with _writing(path) as con:
+        return ingest_file(con, kind, file_path, dataset, model or None, display_name=display_name)
 
 
 def runs(path: str, dataset: str) -> pd.DataFrame:
@@ -100,13 +110,8 @@ def runs(path: str, dataset: str) -> pd.DataFrame:
 def run_audit_now(path: str, dataset: str, force: bool = True):
     """Recompute the audits on demand through the engine (writes a new run)."""
     from qlb.audit import run_audits
-    with _write_lock:
-        release_readers()
-        try:
-            with writer(path) as con:
-                return run_audits(con, dataset, force=force)
-        finally:
-            release_readers()
+    with _writing(path) as con:
+        return run_audits(con, dataset, force=force)
 
 
 def quasileak_runs(path: str, dataset: str) -> pd.DataFrame:

@@ -3,7 +3,6 @@ then ingest it; browse the quarantine."""
 from __future__ import annotations
 
 import hashlib
-import os
 import tempfile
 from pathlib import Path
 

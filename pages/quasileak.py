@@ -19,6 +19,14 @@ LEADERBOARD_METRICS = ("complete_recall", "graded_recall", "strict_precision", "
 DETECTOR_PALETTE = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#999999"]
 
 
+INTRO = (
+    "Detectors must recover complete groups of individually weak cues, bind each group to the "
+    "attribute it reveals, and report only attributes the policy labels hide. A predicted cue "
+    "matches a gold cue at character IoU >= 0.5; intervals are 95% document-clustered bootstrap "
+    "(2,000 resamples)."
+)
+
+
 def _fmt(v, lo=None, hi=None) -> str:
     if v is None or pd.isna(v):
         return "N/A"
@@ -79,10 +87,7 @@ def breakdown_figure(data: pd.DataFrame, metric: str, kind: str) -> go.Figure:
 
 
 def render() -> None:
-    start = audit_page_start("QuasiLeak detectors", "Detectors must recover complete groups of individually weak cues, bind each group to the "
-               "attribute it reveals, and report only attributes the policy labels hide. A predicted cue "
-               "matches a gold cue at character IoU >= 0.5; intervals are 95% document-clustered bootstrap "
-               "(2,000 resamples).")
+    start = audit_page_start("QuasiLeak detectors", INTRO)
     if start is None:
         return
     path, dataset = start

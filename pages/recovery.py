@@ -20,6 +20,15 @@ VIEW_COLOURS = {"no_output": "#999999", "choice": "#56B4E9", "choice_confidence"
 FAMILIES = ("prior", "logistic", "forest", "shared_scorer", "template")
 
 
+INTRO = (
+    "For each test world the attacker knows the public request, the authorized class T and the "
+    "two registered mechanisms, and sees one release view of the model's response; it must say "
+    "which mechanism is the true one. 50% is guessing. Decoders are fitted on train (4-fold "
+    "grouped by pair), selected on validation, frozen, then scored once on test. Intervals: 95% "
+    "pair-clustered bootstrap, 2,000 resamples."
+)
+
+
 def recovery_figure(pooled: pd.DataFrame) -> go.Figure:
     fig = go.Figure()
     for view in VIEWS:
@@ -42,11 +51,7 @@ def recovery_figure(pooled: pd.DataFrame) -> go.Figure:
 
 
 def render() -> None:
-    start = audit_page_start("Release-view recovery", "For each test world the attacker knows the public request, the authorized class T and the two "
-               "registered mechanisms, and sees one release view of the model's response; it must say which "
-               "mechanism is the true one. 50% is guessing. Decoders are fitted on train (4-fold grouped by pair), "
-               "selected on validation, frozen, then scored once on test. Intervals: 95% pair-clustered "
-               "bootstrap, 2,000 resamples.")
+    start = audit_page_start("Release-view recovery", INTRO)
     if start is None:
         return
     path, dataset = start

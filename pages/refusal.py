@@ -24,6 +24,13 @@ OUTCOME_WORDS = {
 }
 
 
+INTRO = (
+    "Does selecting WITHHOLD protect the fine-grained mechanism? For each withheld response the "
+    "16 residual mechanism scores are ranked; recovery needs positive mass and a unique maximum "
+    "on the gold mechanism. All splits (this is a descriptive audit, not held-out decoding)."
+)
+
+
 def routes_figure(routes: pd.DataFrame) -> go.Figure:
     fig = go.Figure()
     for col, name in (("direct_share", "direct correct / n"), ("residual_share", "residual unique correct / n")):
@@ -72,9 +79,7 @@ def run_panel(path: str, dataset: str) -> str | None:
 
 
 def render() -> None:
-    start = audit_page_start("Refusal audit", "Does selecting WITHHOLD protect the fine-grained mechanism? For each withheld response the "
-               "16 residual mechanism scores are ranked; recovery needs positive mass and a unique maximum on "
-               "the gold mechanism. All splits (this is a descriptive audit, not held-out decoding).")
+    start = audit_page_start("Refusal audit", INTRO)
     if start is None:
         return
     path, dataset = start

@@ -163,12 +163,13 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 def _cmd_ingest(args: argparse.Namespace) -> int:
     from warehouse.db import default_path, open_reader, writer
-    from warehouse.ingest import ingest_file, total_lines, validate_file
+    from qlb.records import count_lines
+    from warehouse.ingest import ingest_file, validate_file
 
     path = args.warehouse or default_path()
     if not args.file.is_file():
         raise _UserError(f"{args.file}: no such file")
-    bar = _progress(args.file.name, total_lines(args.file))
+    bar = _progress(args.file.name, count_lines(args.file))
 
     def progress(n: int) -> None:
         bar.update(n - bar.n)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Callable, Sequence
+from typing import Callable
 
 import duckdb
 import pandas as pd

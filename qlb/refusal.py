@@ -24,7 +24,7 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
-from qlb.ontology import WITHHOLD, load_ontology
+from qlb.ontology import load_ontology
 
 UNIFORM_REFERENCE = 1.0 / 16.0
 

@@ -7,7 +7,6 @@ import subprocess
 import sys
 
 import duckdb
-import pytest
 
 from qlb.cli import main
 from tests.conftest import ROOT, native, write_lines

@@ -23,7 +23,7 @@ import pyarrow as pa
 from pydantic import BaseModel, ValidationError
 from pydantic_core import to_json
 
-from qlb.records import Record, count_lines, detect_format, file_sha256, read_records
+from qlb.records import Record, detect_format, file_sha256, read_records
 from qlb.schemas import (
     PAIR_SHARED_FIELDS, NativeResponse, QLDocument, QLPrediction, RefusalResponse, World,
 )
@@ -63,6 +63,7 @@ class ValidationReport:
     accepted: list[tuple[int, BaseModel]] = field(default_factory=list)
     rejects: list[Reject] = field(default_factory=list)
     already_stored: int = 0   # lines a retry of the same file skipped (stored by its first ingest)
+    validator: "_Kind | None" = field(default=None, repr=False, compare=False)  # writes the accepted rows
 
     @property
     def n_lines(self) -> int:
@@ -514,7 +515,7 @@ def validate_file(con: duckdb.DuckDBPyConnection | None, kind: str, path: str | 
                               sha256=file_sha256(path), dataset_id=dataset_id, model=model)
     reader = read_records(path, k.json_columns, fmt=fmt)
     _validate_records(k, reader, report, progress)
-    report._kind = k  # type: ignore[attr-defined]
+    report.validator = k
     return report
 
 
@@ -543,7 +544,7 @@ def ingest_file(con: duckdb.DuckDBPyConnection, kind: str, path: str | Path, dat
         retry_of = int(earlier["ingest_id"][0])
     started = datetime.now(timezone.utc).replace(tzinfo=None)
     report = validate_file(con, kind, path, dataset_id, model, progress, display_name, retry_of=retry_of)
-    k: _Kind = report._kind  # type: ignore[attr-defined]
+    k = report.validator
     with _collector_paused():
         return _store(con, k, report, kind, dataset_id, model, sha, retry_of, started, simulated, description,
                       seed, model_descriptions)
@@ -588,6 +589,3 @@ def _store(con, k: "_Kind", report: ValidationReport, kind: str, dataset_id: str
              len(report.rejects))
     return IngestResult(ingest_id, False, report)
 
-
-def total_lines(path: str | Path) -> int:
-    return count_lines(path)
