@@ -107,11 +107,12 @@ def runs(path: str, dataset: str) -> pd.DataFrame:
     return query(path, "runs", (dataset, "audit", "audit"))
 
 
-def run_audit_now(path: str, dataset: str, force: bool = True):
-    """Recompute the audits on demand through the engine (writes a new run)."""
+def run_audit_now(path: str, dataset: str):
+    """Recompute the refusal audit and the QuasiLeak scores on demand through the engine (a new
+    run). The decoding audit takes minutes and has its own per-(model, view) recompute panel."""
     from qlb.audit import run_audits
     with _writing(path) as con:
-        return run_audits(con, dataset, force=force)
+        return run_audits(con, dataset, force=True, decode=False)
 
 
 def quasileak_runs(path: str, dataset: str) -> pd.DataFrame:

@@ -179,3 +179,28 @@ def test_recovery_page(decoded_warehouse, monkeypatch):
     finally:
         from dashboard.data_access import release_readers
         release_readers()
+
+
+def test_refusal_recompute_now_stores_a_quick_new_run(demo_warehouse, tmp_path, monkeypatch):
+    import shutil
+
+    import duckdb
+    wh = tmp_path / "qlb.duckdb"
+    shutil.copy(demo_warehouse, wh)           # this test writes a run: keep the shared demo as it is
+    monkeypatch.setenv("QLB_WAREHOUSE", str(wh))
+    monkeypatch.chdir(ROOT)
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    at.switch_page("pages/refusal.py").run()
+    before = at.selectbox(key="refusal_run").options
+    at.button[0].click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    after = at.selectbox(key="refusal_run").options
+    assert len(after) == len(before) + 1
+    from dashboard.data_access import release_readers
+    release_readers()
+    con = duckdb.connect(str(wh), read_only=True)
+    try:   # the page's recompute never starts the minutes-long decoding audit
+        params = con.execute("SELECT parameters FROM runs ORDER BY started_at DESC LIMIT 1").fetchone()[0]
+    finally:
+        con.close()
+    assert '"decoding"' not in params
