@@ -112,7 +112,7 @@ def run_audit_now(path: str, dataset: str):
     run). The decoding audit takes minutes and has its own per-(model, view) recompute panel."""
     from qlb.audit import run_audits
     with _writing(path) as con:
-        return run_audits(con, dataset, force=True, decode=False)
+        return run_audits(con, dataset, force=True, decode=False, utility=False)
 
 
 def quasileak_runs(path: str, dataset: str) -> pd.DataFrame:

@@ -1,6 +1,8 @@
 """Running the audits a dataset's data allows and storing them as one run in the warehouse.
 
-Today: the refusal audit (issue 3). A dataset without refusal responses skips it, and says so.
+Refusal (issue 3), QuasiLeak detector scores (issue 7), secret inference decoding (issue 4),
+downstream utility and privacy-utility fronts (issue 5). Whatever the data does not allow is
+skipped and named in ``skipped``.
 """
 from __future__ import annotations
 
@@ -18,6 +20,8 @@ from qlb.decoding_run import decoding_frame, prediction_rows, recovery_json, rec
 from qlb.quasileak import METRIC_KEYS
 from qlb.release_views import VIEWS
 from qlb.quasileak_run import load_corpus, load_predictions, score_tables, scoring_split
+from qlb.fronts import front_points
+from qlb.utility import action_rows, policy_rows, result_tables, run_utility, utility_json
 from warehouse import queries
 from warehouse.results import dataset_fingerprint, now, store_run
 
@@ -34,6 +38,9 @@ class AuditRun:
     recovery: pd.DataFrame | None = None
     differences: pd.DataFrame | None = None
     selections: pd.DataFrame | None = None
+    utility: pd.DataFrame | None = None
+    utility_differences: pd.DataFrame | None = None
+    fronts: pd.DataFrame | None = None
     skipped: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
@@ -41,6 +48,8 @@ class AuditRun:
                                "test_used_for_selection": False, "reused_existing_run": self.reused}
         if self.recovery is not None:
             out["recovery"] = recovery_json(self.recovery)
+        if self.utility is not None:
+            out["utility"] = utility_json(self.utility)
         if self.refusal_summary is not None:
             out["refusal"] = refusal.to_contract_json(self.refusal_summary)
         if self.ql_scores is not None:
@@ -58,18 +67,20 @@ def load_refusal_input(con: duckdb.DuckDBPyConnection, dataset_id: str, models: 
 
 def run_audits(con: duckdb.DuckDBPyConnection, dataset_id: str, models: Sequence[str] | None = None,
                force: bool = False, decode: bool = True, views: Sequence[str] = VIEWS, jobs: int = 1,
-               families: set[str] | None = None, progress: Callable[[str, int, int], None] | None = None) -> AuditRun:
+               families: set[str] | None = None, progress: Callable[[str, int, int], None] | None = None,
+               utility: bool = True) -> AuditRun:
     """Run every audit the dataset allows and store it as one run (read-write handle).
 
     Without ``force``, an earlier run over exactly the same data and parameters is reused.
-    ``decode=False`` skips the (slow) decoding audit; ``families`` restricts the decoder library
-    (default: all five families, as specified)."""
+    ``decode=False`` skips the (slow) decoding audit (and so the fronts); ``utility=False`` the
+    downstream utility; ``families`` restricts the decoder library (default: all five families,
+    as specified)."""
     if queries.fetch_df(con, "dataset_by_id", [dataset_id]).empty:
         raise ValueError(f"no dataset {dataset_id!r} in the warehouse")
     unknown = [v for v in views if v not in VIEWS]
     if unknown:
         raise ValueError(f"unknown view(s) {', '.join(unknown)}; expected {', '.join(VIEWS)}")
-    params = {"audits": ["refusal", "quasileak"] + (["decoding"] if decode else []),
+    params = {"audits": ["refusal", "quasileak"] + (["decoding"] if decode else []) + (["utility"] if utility else []),
               "models": sorted(models) if models else None, "quasileak_split": "test", "n_boot": 2000,
               "seed": 20261011, "views": list(views) if decode else None,
               "families": sorted(families) if (decode and families) else None}
@@ -82,8 +93,10 @@ def run_audits(con: duckdb.DuckDBPyConnection, dataset_id: str, models: Sequence
             summary = queries.fetch_df(con, "refusal_results", [run_id])
             ql = queries.fetch_df(con, "ql_scores", [run_id])
             rec = queries.fetch_df(con, "recovery_results", [run_id])
+            util = queries.fetch_df(con, "utility_results", [run_id])
             run = AuditRun(run_id, dataset_id, True, summary if not summary.empty else None,
-                           ql if not ql.empty else None, rec if not rec.empty else None)
+                           ql if not ql.empty else None, rec if not rec.empty else None,
+                           utility=util if not util.empty else None)
             if summary.empty:
                 run.skipped["refusal"] = "no refusal responses in this dataset"
             if ql.empty:
@@ -114,12 +127,12 @@ def run_audits(con: duckdb.DuckDBPyConnection, dataset_id: str, models: Sequence
         tables["ql_scores"] = run.ql_scores
     all_models = queries.fetch_df(con, "models_with_responses", [dataset_id])["model"].tolist()
     chosen = [m for m in all_models if not models or m in models]
+    frames = {m: decoding_frame(con, dataset_id, m) for m in chosen} if (decode or utility) else {}
     if not decode:
         run.skipped["decoding"] = "not requested (decode=False)"
     elif not chosen:
         run.skipped["decoding"] = "no native responses in this dataset"
     else:
-        frames = {m: decoding_frame(con, dataset_id, m) for m in chosen}
         step = (lambda done, total: progress("decoding", done, total)) if progress else None
         results = run_decoding(frames, views, jobs, families, step, skipped=run.skipped)
         if results:
@@ -128,8 +141,25 @@ def run_audits(con: duckdb.DuckDBPyConnection, dataset_id: str, models: Sequence
             run.selections = selection_rows(results)
             tables.update({"decoder_predictions": preds, "decoder_selections": run.selections,
                            "recovery_results": run.recovery, "recovery_differences": run.differences})
-    for name in ("utility", "fronts", "defenses"):
-        run.skipped[name] = "not available in this version of qlb"
+    if not utility:
+        run.skipped["utility"] = "not requested (utility=False)"
+    elif not chosen:
+        run.skipped["utility"] = "no native responses in this dataset"
+    else:
+        step = (lambda done, total: progress("utility", done, total)) if progress else None
+        results_u = run_utility(frames, views, jobs, step, skipped=run.skipped)
+        if results_u:
+            actions = action_rows(results_u)
+            run.utility, run.utility_differences = result_tables(actions, params["n_boot"], params["seed"])
+            policies, recipients = policy_rows(results_u)
+            tables.update({"policy_actions": actions, "utility_policies": policies, "recipient_models": recipients,
+                           "utility_results": run.utility, "utility_differences": run.utility_differences})
+    if run.recovery is not None and run.utility is not None:
+        run.fronts = front_points(run.recovery, run.utility)
+        tables["front_points"] = run.fronts
+    else:
+        run.skipped["fronts"] = "needs both the decoding audit and the utility audit in the same run"
+    run.skipped["defenses"] = "not available in this version of qlb"
     store_run(con, run_id=run_id, dataset_id=dataset_id, kind="audit", parameters=params,
               fingerprint=fingerprint, started=started, tables=tables)
     log.info("stored run %s for %s", run_id, dataset_id)

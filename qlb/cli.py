@@ -68,7 +68,8 @@ def build_parser() -> argparse.ArgumentParser:
     _warehouse_arg(ing)
 
     aud = sub.add_parser("audit", help="run the audits the dataset's data allows and store them as a run",
-                         description="Run every audit the dataset's data allows (today: the refusal audit) "
+                         description="Run every audit the dataset's data allows (refusal, QuasiLeak scores, "
+                                     "secret inference decoding, downstream utility, privacy-utility fronts) "
                                      "and store the results as one run in the warehouse. Says what it "
                                      "skipped. An earlier run over the same data and parameters is "
                                      "reused unless --force.")
@@ -77,7 +78,8 @@ def build_parser() -> argparse.ArgumentParser:
     aud.add_argument("--force", action="store_true", help="always compute a new run")
     aud.add_argument("--views", nargs="+", metavar="VIEW", help="release views to decode (default: all five)")
     aud.add_argument("--jobs", type=int, default=1, help="parallel decoding jobs (joblib; default 1)")
-    aud.add_argument("--no-decoding", action="store_true", help="skip the decoding audit")
+    aud.add_argument("--no-decoding", action="store_true", help="skip the decoding audit (and the fronts)")
+    aud.add_argument("--no-utility", action="store_true", help="skip the downstream utility audit (and the fronts)")
     aud.add_argument("--json", action="store_true", help="print the run summary as JSON on stdout")
     _warehouse_arg(aud)
 
@@ -262,7 +264,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     with writer(path) as con:
         dataset = _resolve_dataset(con, args.dataset)
         run = run_audits(con, dataset, args.models, force=args.force, decode=not args.no_decoding,
-                         views=args.views or VIEWS, jobs=args.jobs, progress=progress)
+                         views=args.views or VIEWS, jobs=args.jobs, progress=progress, utility=not args.no_utility)
     bar.close()
     if args.json:
         print(json.dumps(run.to_json(), indent=2))
@@ -276,6 +278,11 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         pooled = run.recovery[run.recovery["scope"] == "pooled"].pivot(index="model", columns="view", values="accuracy")
         print("\nSecret recovery on the test split (pooled accuracy):")
         print(pooled.map(lambda v: f"{100 * v:.1f}%").to_string())
+    if run.utility is not None:
+        u = run.utility[(run.utility["scope"] == "pooled") & (run.utility["profile"] == "authored")]
+        table = u.pivot_table(index=["model", "view"], columns="task", values="mean_cost")
+        print("\nDownstream mean cost on the test split (authored profile):")
+        print(table.map(lambda v: f"{v:.3f}").to_string())
     for name, why in run.skipped.items():
         print(f"skipped {name}: {why}")
     return EXIT_OK
@@ -347,7 +354,7 @@ def _cmd_ql_run(args: argparse.Namespace) -> int:
     with writer(path) as con:
         dataset = _resolve_dataset(con, args.dataset)
         stats = run_detector(con, dataset, detector, None if args.split == "all" else args.split, progress)
-        run = run_audits(con, dataset)
+        run = run_audits(con, dataset, decode=False, utility=False)
     bar.close()
     print(f"{detector.name}: {stats['documents']} documents, {stats['failures']} failures; "
           f"scores stored in run {run.run_id}")

@@ -91,7 +91,7 @@ def build_demo(warehouse_path: str | Path, seed: int = DEFAULT_SEED, step: Step 
         say("running the audits", len(kinds), total)
 
         def decoding_step(label: str, done: int, total_tasks: int) -> None:
-            say(f"decoding (model, domain) {done}/{total_tasks}", done, total_tasks)
+            say(f"{label} (model, domain) {done}/{total_tasks}", done, total_tasks)
 
         result.run = run_audits(con, dataset, decode=decode, jobs=jobs, progress=decoding_step)
         say("done", total, total)

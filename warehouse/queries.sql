@@ -246,3 +246,30 @@ WHERE run_id = ? AND model = ? AND view = ? AND defense = 'none' ORDER BY world_
 -- name: decoding_runs
 SELECT DISTINCT r.run_id, r.started_at FROM runs r JOIN recovery_results x ON x.run_id = r.run_id
 WHERE r.dataset_id = ? ORDER BY r.started_at DESC, r.run_id DESC;
+
+-- name: utility_runs
+SELECT DISTINCT r.run_id, r.started_at FROM runs r JOIN utility_results u ON u.run_id = r.run_id
+WHERE r.dataset_id = ? ORDER BY r.started_at DESC, r.run_id DESC;
+
+-- name: utility_results
+SELECT model, view, task, profile, scope, mean_cost, ci_low, ci_high, oracle_cost, coverage, routed_error,
+       clarification_rate, fallback_rate, n
+FROM utility_results WHERE run_id = ? ORDER BY model, view, task, profile, scope;
+
+-- name: utility_differences
+SELECT model, view_a, view_b, task, profile, difference, ci_low, ci_high, noninferior, n
+FROM utility_differences WHERE run_id = ? ORDER BY model, view_a, task, profile;
+
+-- name: utility_policies
+SELECT model, domain, view, task, profile, policy, review_factor, val_cost, n_candidates
+FROM utility_policies WHERE run_id = ? ORDER BY model, domain, view, task, profile;
+
+-- name: front_points
+SELECT task, profile, model, view, recovery, recovery_ci_low, recovery_ci_high, mean_cost, cost_ci_low,
+       cost_ci_high, nondominated_models, nondominated_all
+FROM front_points WHERE run_id = ? ORDER BY task, profile, model, view;
+
+-- name: policy_actions_for
+SELECT world_id, domain, pair_id, available, plan, check_name, check_answer, final_action, cost, oracle_cost, policy
+FROM policy_actions WHERE run_id = ? AND model = ? AND view = ? AND task = ? AND profile = ?
+ORDER BY world_id LIMIT ?;

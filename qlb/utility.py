@@ -1,0 +1,263 @@
+"""Downstream utility over a dataset (TUPLE.md section 5): for every (model, domain, view) fit the
+recipient candidates on train, select candidate (and, for selective routing, the review factor)
+by validation mean cost under each (task, profile), freeze, then replay on test.
+
+Results: per-world actions, mean cost with pair-clustered intervals (pooled and per domain),
+automatic coverage and routed error (selective), clarification frequency, the oracle-T bound,
+paired (view - full native) differences with the non-inferiority mark at delta = 0.1.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+from joblib import Parallel, delayed
+
+from qlb.bootstrap import N_BOOT, SEED, resample_counts
+from qlb.costs import PROFILES, CostProfile, DomainCosts, domain_costs
+from qlb.ontology import load_ontology
+from qlb.recipients import Recipient, candidate_ranks, features, fit_candidates
+from qlb.release_views import VIEWS, apply_view
+from qlb.workflows import FACTORS, TASKS, Outcome, action_labels, oracle_cost, run_task
+
+DELTA = 0.1
+REFERENCE_VIEW = "full_native"
+
+
+@dataclass
+class Selected:
+    """The frozen policy of one (model, domain, view, task, profile) and its test outcome."""
+
+    model: str
+    domain: str
+    view: str
+    task: str
+    profile: str
+    recipient: Recipient
+    factor: float | None
+    val_cost: float
+    n_candidates: int
+    outcome: Outcome
+    costs: DomainCosts
+
+
+@dataclass
+class DomainUtility:
+    model: str
+    domain: str
+    test: pd.DataFrame                               # test worlds (world_id, pair_id, coarse, ...)
+    t: np.ndarray
+    available: np.ndarray
+    selected: list[Selected] = field(default_factory=list)
+
+
+@dataclass
+class Split:
+    frame: pd.DataFrame
+    rank: np.ndarray
+    available: np.ndarray
+    t: np.ndarray
+
+
+def _split(frame: pd.DataFrame, classes: Sequence[str]) -> Split:
+    idx = {c: i for i, c in enumerate(classes)}
+    return Split(frame, candidate_ranks(frame, classes), (frame["status"] == "ok").to_numpy(),
+                 frame["coarse"].map(idx).to_numpy())
+
+
+def profile_costs(domain: str, profiles: Iterable[CostProfile | str], **overrides) -> dict[str, DomainCosts]:
+    out = {}
+    for p in profiles:
+        prof = CostProfile.named(p) if isinstance(p, str) else p
+        out[prof.name] = domain_costs(domain, prof, **overrides)
+    return out
+
+
+def select_policy(candidates: list[tuple[Recipient, np.ndarray]], val: Split, task: str,
+                  costs: DomainCosts) -> tuple[Recipient, float | None, float]:
+    """Lowest validation mean cost; ties go to the earlier candidate (fixed order), then to the
+    review factor closest to 1.0, then the smaller factor."""
+    best: tuple[float, int, float, float] | None = None
+    chosen: tuple[Recipient, float | None, float] | None = None
+    factors = sorted(FACTORS, key=lambda f: (abs(f - 1.0), f)) if task == "selective" else [None]
+    for order, (rec, q_val) in enumerate(candidates):
+        for f_rank, f in enumerate(factors):
+            cost = run_task(task, q_val, val.rank, val.available, val.t, costs, f or 1.0).cost.mean()
+            key = (round(float(cost), 12), order, f_rank, 0.0)
+            if best is None or key < best:
+                best, chosen = key, (rec, f, float(cost))
+    assert chosen is not None
+    return chosen
+
+
+def utility_domain(model: str, domain: str, frame: pd.DataFrame, views: Sequence[str] = VIEWS,
+                   profiles: Sequence[CostProfile | str] = PROFILES, tasks: Sequence[str] = TASKS,
+                   **overrides) -> DomainUtility:
+    """Fit, select and replay every (view, task, profile) of one (model, domain)."""
+    classes = load_ontology().domain(domain).classes
+    costs = profile_costs(domain, profiles, **overrides)
+    val_f = frame[frame["split"] == "validation"]
+    test_f = frame[frame["split"] == "test"]
+    val, test = _split(val_f, classes), _split(test_f, classes)
+    result = DomainUtility(model, domain, test_f[["world_id", "pair_id", "domain", "coarse"]].reset_index(drop=True),
+                           test.t, test.available)
+    for view in views:
+        recipients = fit_candidates(frame, view, classes)
+        val_rel, test_rel = apply_view(val_f, view), apply_view(test_f, view)
+        val_dicts, test_dicts = features(val_rel, classes), features(test_rel, classes)
+        q_val = [(r, r.q(val_rel, val_dicts)) for r in recipients]
+        q_test = {r.name: r.q(test_rel, test_dicts) for r in recipients}
+        for task in tasks:
+            for pname, c in costs.items():
+                rec, factor, vcost = select_policy(q_val, val, task, c)
+                out = run_task(task, q_test[rec.name], test.rank, test.available, test.t, c, factor or 1.0)
+                result.selected.append(Selected(model, domain, view, task, pname, rec, factor, vcost,
+                                                len(recipients), out, c))
+    return result
+
+
+def run_utility(frames: dict[str, pd.DataFrame], views: Sequence[str] = VIEWS, jobs: int = 1,
+                progress: Callable[[int, int], None] | None = None, skipped: dict[str, str] | None = None,
+                profiles: Sequence[CostProfile | str] = PROFILES, **overrides) -> list[DomainUtility]:
+    """Every (model, domain) of ``frames`` (model -> that model's worlds, as for decoding)."""
+    tasks = []
+    for m, f in frames.items():
+        for d in sorted(f["domain"].unique()):
+            sub = f[f["domain"] == d]
+            missing = [s for s in ("train", "validation", "test") if not (sub["split"] == s).any()]
+            if missing:
+                if skipped is not None:
+                    skipped[f"utility {m}/{d}"] = f"no {' or '.join(missing)} worlds"
+                continue
+            tasks.append((m, d, sub))
+    runner = Parallel(n_jobs=jobs, return_as="generator", backend="loky" if jobs != 1 else "sequential")
+    results = []
+    for i, res in enumerate(runner(delayed(utility_domain)(m, d, f, tuple(views), tuple(profiles), TASKS,
+                                                           **overrides) for m, d, f in tasks), start=1):
+        results.append(res)
+        if progress:
+            progress(i, len(tasks))
+    return results
+
+
+# ---------------------------------------------------------------- tables
+
+def action_rows(results: list[DomainUtility]) -> pd.DataFrame:
+    """policy_actions: one row per test world x (model, view, task, profile)."""
+    ont = load_ontology()
+    parts = []
+    for r in results:
+        dom = ont.domain(r.domain)
+        check_of = {cls: name for name, cls in dom.checks.items()}
+        classes = dom.classes
+        for s in r.selected:
+            o = s.outcome
+            final = o.final_route(r.t)
+            routed = o.available & (final >= 0) & (final < len(classes))
+            labels = action_labels(o, classes, dict(dom.checks))
+            check = [check_of[classes[f]] if c else None for f, c in zip(o.first, o.checked)]
+            answer = [bool(y == t) if c else None for y, t, c in zip(o.route_yes, r.t, o.checked)]
+            parts.append(pd.DataFrame({
+                "model": s.model, "view": s.view, "task": s.task, "profile": s.profile,
+                "world_id": r.test["world_id"], "domain": r.domain, "pair_id": r.test["pair_id"],
+                "available": o.available, "plan": labels, "check_name": check, "check_answer": answer,
+                "final_action": [_final_label(f, classes, s.task) for f in final],
+                "routed": routed, "route_correct": np.where(routed, final == r.t, False),
+                "cost": o.cost, "oracle_cost": oracle_cost(s.task, o.available, r.t, s.costs),
+                "policy": s.recipient.name,
+            }))
+    if not parts:
+        return pd.DataFrame()
+    return pd.concat(parts, ignore_index=True)
+
+
+def _final_label(f: int, classes: tuple[str, ...], task: str) -> str:
+    if f == -2:
+        return "trusted review (fallback)"
+    if f == -1:
+        return "trusted review"
+    if f == len(classes):
+        return "general inspection"
+    return f"route {classes[f]}"
+
+
+def policy_rows(results: list[DomainUtility]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """utility_policies (the frozen selection per (model, domain, view, task, profile)) and
+    recipient_models (each selected recipient, serialized once)."""
+    rows, models = [], {}
+    for r in results:
+        for s in r.selected:
+            rows.append((s.model, s.domain, s.view, s.task, s.profile, s.recipient.name, s.factor, s.val_cost,
+                         s.n_candidates))
+            models[(s.model, s.domain, s.view, s.recipient.name)] = s.recipient.to_json()
+    pol = pd.DataFrame(rows, columns=["model", "domain", "view", "task", "profile", "policy", "review_factor",
+                                      "val_cost", "n_candidates"])
+    rec = pd.DataFrame([(*k, v) for k, v in models.items()], columns=["model", "domain", "view", "policy", "spec"])
+    return pol, rec
+
+
+def result_tables(actions: pd.DataFrame, n_boot: int = N_BOOT, seed: int = SEED,
+                  reference: str = REFERENCE_VIEW) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """utility_results (pooled and per domain, pair-clustered intervals) and utility_differences
+    (each view minus ``reference`` on the same worlds and resamples, non-inferiority at DELTA)."""
+    res_rows, diff_rows = [], []
+    alpha = 0.025
+    for model, sub in actions.groupby("model", sort=True):
+        pairs = sorted(sub["pair_id"].unique())
+        pindex = {p: i for i, p in enumerate(pairs)}
+        W = resample_counts(len(pairs), n_boot, seed)
+        pair_domain = sub.drop_duplicates("pair_id").set_index("pair_id")["domain"]
+        domains = sorted(sub["domain"].unique())
+        dom_mask = {d: np.array([pair_domain[p] == d for p in pairs], dtype=float) for d in domains}
+        pair_costs: dict[tuple[str, str, str], tuple[np.ndarray, np.ndarray]] = {}
+        for (view, task, profile), v in sub.groupby(["view", "task", "profile"], sort=True):
+            idx = v["pair_id"].map(pindex).to_numpy()
+            sums = np.bincount(idx, weights=v["cost"].to_numpy(float), minlength=len(pairs))
+            sizes = np.bincount(idx, minlength=len(pairs)).astype(float)
+            pair_costs[(view, task, profile)] = (sums, sizes)
+            boot = (W @ sums) / (W @ sizes)
+            routed = v["routed"].to_numpy(bool)
+            right = v["route_correct"].to_numpy(bool)
+            checked = v["check_name"].notna().to_numpy()
+            for scope, mask, b, pm in (("pooled", np.ones(len(v), bool), boot, None),
+                                       *[(d, (v["domain"] == d).to_numpy(), None, dom_mask[d]) for d in domains]):
+                if pm is not None:
+                    b = (W @ (sums * pm)) / np.maximum(W @ (sizes * pm), 1)
+                part = v[mask]
+                lo, hi = np.quantile(b, [alpha, 1 - alpha])
+                n_routed = int(routed[mask].sum())
+                res_rows.append((
+                    model, view, task, profile, scope, float(part["cost"].mean()), float(lo), float(hi),
+                    float(part["oracle_cost"].mean()),
+                    float(n_routed / len(part)) if task == "selective" else None,
+                    float(1 - right[mask & routed].mean()) if task == "selective" and n_routed else None,
+                    float(checked[mask].mean()) if task == "clarification" else None,
+                    float(1 - part["available"].mean()), int(len(part))))
+        for (view, task, profile), (sums, sizes) in pair_costs.items():
+            ref = pair_costs.get((reference, task, profile))
+            if view == reference or ref is None:
+                continue
+            d = sums - ref[0]
+            boot = (W @ d) / (W @ sizes)
+            lo, hi = np.quantile(boot, [alpha, 1 - alpha])
+            diff_rows.append((model, view, reference, task, profile, float(d.sum() / sizes.sum()), float(lo), float(hi),
+                              bool(hi <= DELTA), int(sizes.sum())))
+    res = pd.DataFrame(res_rows, columns=["model", "view", "task", "profile", "scope", "mean_cost", "ci_low", "ci_high",
+                                          "oracle_cost", "coverage", "routed_error", "clarification_rate",
+                                          "fallback_rate", "n"])
+    diff = pd.DataFrame(diff_rows, columns=["model", "view_a", "view_b", "task", "profile", "difference", "ci_low",
+                                            "ci_high", "noninferior", "n"])
+    return res, diff
+
+
+def utility_json(res: pd.DataFrame) -> dict:
+    """``utility`` of ``qlb audit --json`` (CONTRACT.md section 2): pooled mean cost per
+    model, view, task, profile."""
+    out: dict = {}
+    pooled = res[res["scope"] == "pooled"]
+    for row in pooled.itertuples(index=False):
+        out.setdefault(row.model, {}).setdefault(row.view, {}).setdefault(row.task, {})[row.profile] = {
+            "mean_cost": float(row.mean_cost), "ci_low": float(row.ci_low), "ci_high": float(row.ci_high)}
+    return out
