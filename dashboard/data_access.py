@@ -132,3 +132,25 @@ def decoding_frame(path: str, dataset: str, model: str) -> pd.DataFrame:
         return build(cur, dataset, model)
     finally:
         cur.close()
+
+
+def utility_runs(path: str, dataset: str) -> pd.DataFrame:
+    return query(path, "utility_runs", (dataset,))
+
+
+def front_runs(path: str, dataset: str) -> pd.DataFrame:
+    return query(path, "front_runs", (dataset,))
+
+
+@st.cache_data(ttl=600, max_entries=32, show_spinner=False)
+def prepared_utility(path: str, dataset: str, run_id: str, model: str, views: tuple[str, ...]) -> list:
+    """One model's recipient candidates as frozen in ``run_id`` (their fits never depend on costs)
+    with q on validation and test, every domain: what a what-if replay re-selects from."""
+    from qlb.utility import prepare_domain, stored_candidates
+    frame = decoding_frame(path, dataset, model)
+    stored = stored_candidates(query(path, "recipient_models_for", (run_id, model)))
+    out = []
+    for (m, domain), by_view in sorted(stored.items()):
+        fitted = {v: by_view[v] for v in views if v in by_view}
+        out.append(prepare_domain(m, domain, frame[frame["domain"] == domain], tuple(fitted), fitted))
+    return out

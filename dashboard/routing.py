@@ -22,6 +22,8 @@ PAGES = [
     ("pages/data.py", "Data", ":material/upload_file:", "data"),
     ("pages/refusal.py", "Refusal audit", ":material/block:", "refusal"),
     ("pages/recovery.py", "Release-view recovery", ":material/key:", "recovery"),
+    ("pages/fronts.py", "Privacy-utility fronts", ":material/scatter_plot:", "fronts"),
+    ("pages/sensitivity.py", "Cost-profile sensitivity", ":material/tune:", "sensitivity"),
     ("pages/quasileak.py", "QuasiLeak detectors", ":material/find_in_page:", "quasileak"),
 ]
 

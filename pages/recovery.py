@@ -9,14 +9,12 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from dashboard import data_access as da
+from dashboard.palette import VIEW_COLOURS
 from dashboard.routing import page_entry
 from dashboard.widgets import audit_page_start, chart, percent_columns, table
 from qlb.decoding_run import prediction_rows, recovery_tables, run_decoding
 from qlb.release_views import VIEWS
 
-# One colour per release view (Okabe-Ito, colour-blind safe), kept across pages.
-VIEW_COLOURS = {"no_output": "#999999", "choice": "#56B4E9", "choice_confidence": "#009E73",
-                "full_probabilities": "#E69F00", "full_native": "#D55E00"}
 FAMILIES = ("prior", "logistic", "forest", "shared_scorer", "template")
 
 

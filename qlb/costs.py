@@ -12,7 +12,7 @@ the numbers one domain's three workflows use. Choices the spec leaves open, fixe
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -68,9 +68,12 @@ def authored() -> Mapping[str, object]:
 
 
 def domain_costs(domain: str, profile: CostProfile | str = "authored", *, wrong_route: float | None = None,
-                 review: float | None = None, check: float | None = None) -> DomainCosts:
-    """The costs of ``domain`` under ``profile``; ``wrong_route``/``review``/``check`` override the
-    authored base values (the what-if panel) before the profile's multipliers apply."""
+                 review: float | None = None, check: float | None = None,
+                 columns: Mapping[str, Mapping[str, Sequence[float]]] | None = None) -> DomainCosts:
+    """The costs of ``domain`` under ``profile``. ``wrong_route``/``review``/``check`` override the
+    authored base values and ``columns`` ({domain: {true class: 5 costs, routes in canonical
+    order then inspection}}) the authored asymmetric columns (the what-if panel), before the
+    profile's multipliers apply."""
     p = CostProfile.named(profile) if isinstance(profile, str) else profile
     base = authored()
     d = load_ontology().domain(domain)
@@ -78,6 +81,13 @@ def domain_costs(domain: str, profile: CostProfile | str = "authored", *, wrong_
     r = (float(base["review"]) if review is None else float(review)) * p.review_x
     k = (float(base["check"]) if check is None else float(check)) * p.check_x
     m = np.array([[float(d.asymmetric_costs[a][t]) for t in d.classes] for a in d.classes + (INSPECT,)])
+    for cls, values in ((columns or {}).get(domain) or {}).items():
+        if cls not in d.classes:
+            raise ValueError(f"{domain} has no class {cls!r}")
+        values = np.asarray(values, float)
+        if values.shape != (len(d.classes) + 1,) or not np.isfinite(values).all() or (values < 0).any():
+            raise ValueError(f"asymmetric column {domain}/{cls}: need {len(d.classes) + 1} finite costs >= 0")
+        m[:, d.classes.index(cls)] = values
     routes = np.arange(len(d.classes))
     off = np.ones_like(m, dtype=bool)
     off[routes, routes] = False

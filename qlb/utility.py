@@ -51,6 +51,7 @@ class DomainUtility:
     t: np.ndarray
     available: np.ndarray
     selected: list[Selected] = field(default_factory=list)
+    candidates: dict[str, list[Recipient]] = field(default_factory=dict)
 
 
 @dataclass
@@ -92,30 +93,59 @@ def select_policy(candidates: list[tuple[Recipient, np.ndarray]], val: Split, ta
     return chosen
 
 
+@dataclass
+class Prepared:
+    """The cost-independent part of one (model, domain): fitted recipient candidates per view and
+    their q on validation and test. Replaying costs needs no refit."""
+
+    model: str
+    domain: str
+    val: Split
+    test: Split
+    test_ids: pd.DataFrame
+    candidates: dict[str, tuple[list[tuple[Recipient, np.ndarray]], dict[str, np.ndarray]]]
+
+
+def prepare_domain(model: str, domain: str, frame: pd.DataFrame, views: Sequence[str] = VIEWS,
+                   fitted: dict[str, list[Recipient]] | None = None) -> Prepared:
+    """Fit every candidate of every view on train (or take the frozen ``fitted`` candidates of a
+    stored run: the fits never depend on costs); q on validation and test."""
+    classes = load_ontology().domain(domain).classes
+    val_f = frame[frame["split"] == "validation"]
+    test_f = frame[frame["split"] == "test"]
+    prep = Prepared(model, domain, _split(val_f, classes), _split(test_f, classes),
+                    test_f[["world_id", "pair_id", "domain", "coarse"]].reset_index(drop=True), {})
+    for view in views:
+        recipients = fitted[view] if fitted is not None else fit_candidates(frame, view, classes)
+        val_rel, test_rel = apply_view(val_f, view), apply_view(test_f, view)
+        val_dicts, test_dicts = features(val_rel, classes), features(test_rel, classes)
+        prep.candidates[view] = ([(r, r.q(val_rel, val_dicts)) for r in recipients],
+                                 {r.name: r.q(test_rel, test_dicts) for r in recipients})
+    return prep
+
+
+def replay(prep: Prepared, profiles: Sequence[CostProfile | str] = PROFILES, tasks: Sequence[str] = TASKS,
+           **overrides) -> DomainUtility:
+    """Select (on validation) and replay (on test) every (view, task, profile) of a prepared domain."""
+    costs = profile_costs(prep.domain, profiles, **overrides)
+    test = prep.test
+    result = DomainUtility(prep.model, prep.domain, prep.test_ids, test.t, test.available,
+                           candidates={v: [r for r, _ in qv] for v, (qv, _) in prep.candidates.items()})
+    for view, (q_val, q_test) in prep.candidates.items():
+        for task in tasks:
+            for pname, c in costs.items():
+                rec, factor, vcost = select_policy(q_val, prep.val, task, c)
+                out = run_task(task, q_test[rec.name], test.rank, test.available, test.t, c, factor or 1.0)
+                result.selected.append(Selected(prep.model, prep.domain, view, task, pname, rec, factor, vcost,
+                                                len(q_val), out, c))
+    return result
+
+
 def utility_domain(model: str, domain: str, frame: pd.DataFrame, views: Sequence[str] = VIEWS,
                    profiles: Sequence[CostProfile | str] = PROFILES, tasks: Sequence[str] = TASKS,
                    **overrides) -> DomainUtility:
     """Fit, select and replay every (view, task, profile) of one (model, domain)."""
-    classes = load_ontology().domain(domain).classes
-    costs = profile_costs(domain, profiles, **overrides)
-    val_f = frame[frame["split"] == "validation"]
-    test_f = frame[frame["split"] == "test"]
-    val, test = _split(val_f, classes), _split(test_f, classes)
-    result = DomainUtility(model, domain, test_f[["world_id", "pair_id", "domain", "coarse"]].reset_index(drop=True),
-                           test.t, test.available)
-    for view in views:
-        recipients = fit_candidates(frame, view, classes)
-        val_rel, test_rel = apply_view(val_f, view), apply_view(test_f, view)
-        val_dicts, test_dicts = features(val_rel, classes), features(test_rel, classes)
-        q_val = [(r, r.q(val_rel, val_dicts)) for r in recipients]
-        q_test = {r.name: r.q(test_rel, test_dicts) for r in recipients}
-        for task in tasks:
-            for pname, c in costs.items():
-                rec, factor, vcost = select_policy(q_val, val, task, c)
-                out = run_task(task, q_test[rec.name], test.rank, test.available, test.t, c, factor or 1.0)
-                result.selected.append(Selected(model, domain, view, task, pname, rec, factor, vcost,
-                                                len(recipients), out, c))
-    return result
+    return replay(prepare_domain(model, domain, frame, views), profiles, tasks, **overrides)
 
 
 def run_utility(frames: dict[str, pd.DataFrame], views: Sequence[str] = VIEWS, jobs: int = 1,
@@ -185,13 +215,15 @@ def _final_label(f: int, classes: tuple[str, ...], task: str) -> str:
 
 def policy_rows(results: list[DomainUtility]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """utility_policies (the frozen selection per (model, domain, view, task, profile)) and
-    recipient_models (each selected recipient, serialized once)."""
+    recipient_models (every fitted candidate, serialized once: what-if replays and WCPQ reuse them)."""
     rows, models = [], {}
     for r in results:
         for s in r.selected:
             rows.append((s.model, s.domain, s.view, s.task, s.profile, s.recipient.name, s.factor, s.val_cost,
                          s.n_candidates))
-            models[(s.model, s.domain, s.view, s.recipient.name)] = s.recipient.to_json()
+        for view, recipients in r.candidates.items():
+            for rec in recipients:
+                models[(r.model, r.domain, view, rec.name)] = rec.to_json()
     pol = pd.DataFrame(rows, columns=["model", "domain", "view", "task", "profile", "policy", "review_factor",
                                       "val_cost", "n_candidates"])
     rec = pd.DataFrame([(*k, v) for k, v in models.items()], columns=["model", "domain", "view", "policy", "spec"])
@@ -261,3 +293,29 @@ def utility_json(res: pd.DataFrame) -> dict:
         out.setdefault(row.model, {}).setdefault(row.view, {}).setdefault(row.task, {})[row.profile] = {
             "mean_cost": float(row.mean_cost), "ci_low": float(row.ci_low), "ci_high": float(row.ci_high)}
     return out
+
+
+def stored_candidates(rows: pd.DataFrame) -> dict[tuple[str, str], dict[str, list[Recipient]]]:
+    """recipient_models rows -> {(model, domain): {view: [Recipient, ...] in candidate order}}."""
+    order = {"empirical_prior": 0, "native": 1}
+    out: dict[tuple[str, str], dict[str, list[Recipient]]] = {}
+    for (model, domain, view), sub in rows.groupby(["model", "domain", "view"], sort=True):
+        recs = [Recipient.from_json(spec) for spec in sub["spec"]]
+        recs.sort(key=lambda r: (order.get(r.name, 2), r.prior is None, _c_of(r.name)))
+        out.setdefault((model, domain), {})[view] = recs
+    return out
+
+
+def _c_of(name: str) -> float:
+    return float(name.split("C=")[1]) if "C=" in name else 0.0
+
+
+def whatif(prepared: Sequence[Prepared], *, wrong_route: float | None = None, review: float | None = None,
+           check: float | None = None, columns: dict | None = None, n_boot: int = N_BOOT, seed: int = SEED,
+           tasks: Sequence[str] = TASKS) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Re-select and replay prepared domains under edited authored costs (one custom profile,
+    named ``what-if``); the same tables as the stored run."""
+    profile = CostProfile("what-if")
+    results = [replay(p, (profile,), tasks, wrong_route=wrong_route, review=review, check=check, columns=columns)
+               for p in prepared]
+    return result_tables(action_rows(results), n_boot, seed)

@@ -273,3 +273,11 @@ FROM front_points WHERE run_id = ? ORDER BY task, profile, model, view;
 SELECT world_id, domain, pair_id, available, plan, check_name, check_answer, final_action, cost, oracle_cost, policy
 FROM policy_actions WHERE run_id = ? AND model = ? AND view = ? AND task = ? AND profile = ?
 ORDER BY world_id LIMIT ?;
+
+-- name: front_runs
+SELECT DISTINCT r.run_id, r.started_at FROM runs r JOIN front_points f ON f.run_id = r.run_id
+WHERE r.dataset_id = ? ORDER BY r.started_at DESC, r.run_id DESC;
+
+-- name: recipient_models_for
+SELECT model, domain, view, policy, spec FROM recipient_models
+WHERE run_id = ? AND model = ? ORDER BY domain, view, policy;

@@ -204,3 +204,75 @@ def test_refusal_recompute_now_stores_a_quick_new_run(demo_warehouse, tmp_path, 
     finally:
         con.close()
     assert '"decoding"' not in params
+
+
+def test_sensitivity_page_and_whatif(app):
+    at = app.run()
+    at.switch_page("pages/sensitivity.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.title[0].value == "Cost-profile sensitivity"
+    heat = plotly_traces(at.get("plotly_chart")[0])[0]
+    assert heat["type"] == "heatmap" and len(heat["y"]) == 9 and list(heat["x"])[0] == "authored"
+    assert len(heat["x"]) == 6
+    ni = next(f for f in frames(at) if "non-inferior" in f.columns and "task" in f.columns)
+    assert len(ni) == 9 * 3
+    assert "non-inferior under the authored profile" in texts(at)
+    costs = next(f for f in frames(at) if "mean cost [95% interval]" in f.columns)
+    assert len(costs) == 9 * 5 and "coverage" in costs.columns
+    acts = next(f for f in frames(at) if "plan" in f.columns)
+    assert len(acts) == 288 and set(acts["available"]) <= {True, False}
+    at.segmented_control(key="task").set_value("clarification").run()
+    assert not at.exception
+    assert "clarification_rate" in next(f for f in frames(at) if "mean cost [95% interval]" in f.columns).columns
+    # what-if at the authored costs reproduces the stored run exactly; a dearer check changes it
+    at.button(key="wi_go").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    same = next(f for f in frames(at) if "mean_cost (what-if)" in f.columns)
+    assert len(same) == 9 * 2 * 3 and (same["change"].abs() < 1e-9).all()
+    at.number_input(key="wi_check").set_value(5.0).run()
+    at.button(key="wi_go").click().run()
+    changed = next(f for f in frames(at) if "mean_cost (what-if)" in f.columns).set_index(["model", "view", "task"])
+    clar = changed.xs("clarification", level="task")
+    assert (clar["change"] >= -1e-9).sum() > 0 and (changed.xs("asymmetric", level="task")["change"].abs() < 1e-9).all()
+
+
+def test_fronts_page(decoded_warehouse, monkeypatch):
+    monkeypatch.setenv("QLB_WAREHOUSE", str(decoded_warehouse))
+    monkeypatch.chdir(ROOT)
+    at = AppTest.from_file(APP, default_timeout=120).run()
+    at.switch_page("pages/fronts.py").run()
+    try:
+        assert not at.exception, [e.value for e in at.exception]
+        traces = plotly_traces(at.get("plotly_chart")[0])
+        points = [t for t in traces if t.get("mode") == "markers"]
+        assert sorted(t["name"] for t in points) == ["sim-alder", "sim-dogwood"]
+        shown = next(f for f in frames(at) if "on the front" in f.columns)
+        assert len(shown) == 2 and (shown["on the front"] == "yes").sum() >= 1
+        at.toggle(key="every_view").set_value(True).run()
+        assert not at.exception
+        traces = plotly_traces(at.get("plotly_chart")[0])
+        assert len([t for t in traces if t.get("mode") == "markers"]) == 2 * 5
+        members = next(f for f in frames(at) if "non-dominated models (full native)" in f.columns)
+        assert members["task"].tolist() == ["selective", "clarification", "asymmetric"]
+    finally:
+        from dashboard.data_access import release_readers
+        release_readers()
+
+
+def test_a_link_reopens_the_same_view(demo_warehouse, monkeypatch):
+    """Task, profile and model are bound to the URL's query string (?task=...&profile=...)."""
+    monkeypatch.setenv("QLB_WAREHOUSE", str(demo_warehouse))
+    monkeypatch.chdir(ROOT)
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params.update({"task": "asymmetric", "profile": "error_double", "model": "sim-cedar"})
+    at.run()
+    at.switch_page("pages/sensitivity.py").run()
+    try:
+        assert not at.exception, [e.value for e in at.exception]
+        assert at.segmented_control(key="task").value == "asymmetric"
+        assert at.selectbox(key="profile").value == "error_double"
+        assert at.selectbox(key="model").value == "sim-cedar"
+        assert "non-inferior under the error_double profile" in texts(at)
+    finally:
+        from dashboard.data_access import release_readers
+        release_readers()
