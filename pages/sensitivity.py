@@ -48,7 +48,7 @@ def heatmap(diff: pd.DataFrame, task: str, view: str) -> go.Figure:
         customdata=np.dstack([lo, hi, np.where(ni, "yes", "no")]),
         hovertemplate="%{y} · %{x}<br>" + view + " − full_native: %{z:+.4f}<br>95% interval "
                       "[%{customdata[0]:+.4f}, %{customdata[1]:+.4f}]<br>non-inferior: %{customdata[2]}<extra></extra>"))
-    fig.update_layout(height=60 + 34 * len(models), margin=dict(l=10, r=10, t=10, b=10),
+    fig.update_layout(height=max(220, 60 + 34 * len(models)), margin=dict(l=10, r=10, t=10, b=10),
                       yaxis=dict(autorange="reversed"))
     return fig
 

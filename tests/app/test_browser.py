@@ -197,3 +197,29 @@ def test_recovery_page_in_browser(server, browser):
     assert page.get_by_text("50.0%").count() >= 2          # no_output is exactly 50% for both models
     page.screenshot(path=str(ARTIFACTS / "recovery.png"), full_page=True)
     page.close()
+
+
+def test_fronts_page_in_browser(server, browser):
+    page = browser.new_page(viewport={"width": 1400, "height": 1100})
+    page.goto(f"{server}/fronts?dataset=simulated-reference&task=clarification")
+    page.get_by_text("On the front:").wait_for(timeout=30000)
+    page.locator(".js-plotly-plot").first.wait_for(timeout=30000)
+    _no_exception(page)
+    assert page.get_by_text("Clarification · authored").count() == 1      # the task came from the link
+    assert page.get_by_text("sim-alder").count() >= 1
+    page.screenshot(path=str(ARTIFACTS / "fronts.png"), full_page=True)
+    page.close()
+
+
+def test_sensitivity_page_in_browser_keeps_the_task_in_the_url(server, browser):
+    page = browser.new_page(viewport={"width": 1400, "height": 1100})
+    page.goto(f"{server}/sensitivity?dataset=simulated-reference")
+    page.get_by_text("Non-inferiority").first.wait_for(timeout=30000)
+    page.locator(".js-plotly-plot").first.wait_for(timeout=30000)
+    _no_exception(page)
+    page.locator('[data-testid="stButtonGroup"]').get_by_text("asymmetric", exact=True).first.click()
+    page.wait_for_url("**task=asymmetric**", timeout=15000)
+    page.get_by_text("asymmetric, authored").first.wait_for(timeout=30000)
+    _no_exception(page)
+    page.screenshot(path=str(ARTIFACTS / "sensitivity.png"), full_page=True)
+    page.close()
