@@ -1,8 +1,8 @@
 """Running the audits a dataset's data allows and storing them as one run in the warehouse.
 
 Refusal (issue 3), QuasiLeak detector scores (issue 7), secret inference decoding (issue 4),
-downstream utility and privacy-utility fronts (issue 5). Whatever the data does not allow is
-skipped and named in ``skipped``.
+downstream utility and privacy-utility fronts (issue 5), output defenses and WCPQ (issue 6).
+Whatever the data does not allow is skipped and named in ``skipped``.
 """
 from __future__ import annotations
 
@@ -22,6 +22,8 @@ from qlb.release_views import VIEWS
 from qlb.quasileak_run import load_corpus, load_predictions, score_tables, scoring_split
 from qlb.fronts import front_points
 from qlb.utility import action_rows, policy_rows, result_tables, run_utility, utility_json
+from qlb import defense_run
+from qlb.wcpq import policies_from_selection
 from warehouse import queries
 from warehouse.results import dataset_fingerprint, now, store_run
 
@@ -41,6 +43,8 @@ class AuditRun:
     utility: pd.DataFrame | None = None
     utility_differences: pd.DataFrame | None = None
     fronts: pd.DataFrame | None = None
+    defenses: pd.DataFrame | None = None
+    defense_costs: pd.DataFrame | None = None
     skipped: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
@@ -50,6 +54,8 @@ class AuditRun:
             out["recovery"] = recovery_json(self.recovery)
         if self.utility is not None:
             out["utility"] = utility_json(self.utility)
+        if self.defenses is not None:
+            out["defenses"] = defense_run.defenses_json(self.defenses)
         if self.refusal_summary is not None:
             out["refusal"] = refusal.to_contract_json(self.refusal_summary)
         if self.ql_scores is not None:
@@ -68,19 +74,24 @@ def load_refusal_input(con: duckdb.DuckDBPyConnection, dataset_id: str, models: 
 def run_audits(con: duckdb.DuckDBPyConnection, dataset_id: str, models: Sequence[str] | None = None,
                force: bool = False, decode: bool = True, views: Sequence[str] = VIEWS, jobs: int = 1,
                families: set[str] | None = None, progress: Callable[[str, int, int], None] | None = None,
-               utility: bool = True) -> AuditRun:
+               utility: bool = True, defenses: bool = True, defense_models: Sequence[str] | None = None) -> AuditRun:
     """Run every audit the dataset allows and store it as one run (read-write handle).
 
     Without ``force``, an earlier run over exactly the same data and parameters is reused.
     ``decode=False`` skips the (slow) decoding audit (and so the fronts); ``utility=False`` the
-    downstream utility; ``families`` restricts the decoder library (default: all five families,
-    as specified)."""
+    downstream utility (and so the defenses, which need its frozen policies); ``defenses=False``
+    the defense audit; ``defense_models`` restricts it to some models (default: all);
+    ``families`` restricts the decoder library (default: all five families, as specified)."""
     if queries.fetch_df(con, "dataset_by_id", [dataset_id]).empty:
         raise ValueError(f"no dataset {dataset_id!r} in the warehouse")
     unknown = [v for v in views if v not in VIEWS]
     if unknown:
         raise ValueError(f"unknown view(s) {', '.join(unknown)}; expected {', '.join(VIEWS)}")
-    params = {"audits": ["refusal", "quasileak"] + (["decoding"] if decode else []) + (["utility"] if utility else []),
+    run_defenses = defenses and decode and utility
+    params = {"audits": ["refusal", "quasileak"] + (["decoding"] if decode else []) + (["utility"] if utility else [])
+              + (["defenses"] if run_defenses else []),
+              "defense_models": sorted(defense_models) if (run_defenses and defense_models) else None,
+              "defense_families": sorted(defense_run.DEFENSE_FAMILIES) if run_defenses else None,
               "models": sorted(models) if models else None, "quasileak_split": "test", "n_boot": 2000,
               "seed": 20261011, "views": list(views) if decode else None,
               "families": sorted(families) if (decode and families) else None}
@@ -94,9 +105,10 @@ def run_audits(con: duckdb.DuckDBPyConnection, dataset_id: str, models: Sequence
             ql = queries.fetch_df(con, "ql_scores", [run_id])
             rec = queries.fetch_df(con, "recovery_results", [run_id])
             util = queries.fetch_df(con, "utility_results", [run_id])
+            dres = queries.fetch_df(con, "defense_results", [run_id])
             run = AuditRun(run_id, dataset_id, True, summary if not summary.empty else None,
                            ql if not ql.empty else None, rec if not rec.empty else None,
-                           utility=util if not util.empty else None)
+                           utility=util if not util.empty else None, defenses=dres if not dres.empty else None)
             if summary.empty:
                 run.skipped["refusal"] = "no refusal responses in this dataset"
             if ql.empty:
@@ -159,7 +171,24 @@ def run_audits(con: duckdb.DuckDBPyConnection, dataset_id: str, models: Sequence
         tables["front_points"] = run.fronts
     else:
         run.skipped["fronts"] = "needs both the decoding audit and the utility audit in the same run"
-    run.skipped["defenses"] = "not available in this version of qlb"
+    if not run_defenses:
+        run.skipped["defenses"] = "needs both the decoding audit and the utility audit (and defenses=True)"
+    elif run.utility is None:
+        run.skipped["defenses"] = "no utility results to take the frozen full-native policies from"
+    else:
+        targets = [m for m in chosen if not defense_models or m in defense_models]
+        policies = {m: policies_from_selection([s for r in results_u if r.model == m for s in r.selected])
+                    for m in targets}
+        step = (lambda done, total: progress("defenses", done, total)) if progress else None
+        dres = defense_run.run_defenses({m: frames[m] for m in targets}, policies, jobs, progress=step,
+                                        skipped=run.skipped)
+        if dres:
+            dpreds = defense_run.prediction_rows(dres)
+            run.defenses, run.defense_costs = defense_run.result_tables(dres, dpreds, params["n_boot"], params["seed"])
+            tables["decoder_predictions"] = pd.concat([tables.get("decoder_predictions", pd.DataFrame()), dpreds],
+                                                      ignore_index=True)
+            tables.update({"defense_releases": defense_run.release_rows(dres), "defense_results": run.defenses,
+                           "defense_costs": run.defense_costs})
     store_run(con, run_id=run_id, dataset_id=dataset_id, kind="audit", parameters=params,
               fingerprint=fingerprint, started=started, tables=tables)
     log.info("stored run %s for %s", run_id, dataset_id)

@@ -143,9 +143,11 @@ def labels(frame: pd.DataFrame) -> np.ndarray:
 
 
 def decode_domain(model: str, domain: str, frame: pd.DataFrame, views: tuple[str, ...] = VIEWS,
-                  families: set[str] | None = None) -> DomainDecoding:
+                  families: set[str] | None = None, reuse: dict[str, ViewFit] | None = None) -> DomainDecoding:
     """Decode one model's releases in one domain for every requested view (and the subviews
-    they may fall back to). ``frame`` holds the domain's worlds with the model's response."""
+    they may fall back to). ``frame`` holds the domain's worlds with the model's response.
+    ``reuse`` hands in fits of views whose fields the caller knows are unchanged (defended
+    releases keep choice and confidence) and receives every fit made here."""
     dom = load_ontology().domain(domain)
     frame = with_public_features(frame.sort_values("world_id").reset_index(drop=True))
     train = frame[frame["split"] == "train"].reset_index(drop=True)
@@ -153,8 +155,12 @@ def decode_domain(model: str, domain: str, frame: pd.DataFrame, views: tuple[str
     test = frame[frame["split"] == "test"].reset_index(drop=True)
     y_train, y_val = labels(train), labels(val)
     needed = list(dict.fromkeys(v for view in views for v in (view, *SUBVIEWS[view])))
-    fits = {v: fit_view(train, y_train, val, test, v, dom.classes, dom.mechanisms, families=families)
-            for v in needed}
+    reuse = {} if reuse is None else reuse
+    fits = {}
+    for v in needed:
+        if v not in reuse:
+            reuse[v] = fit_view(train, y_train, val, test, v, dom.classes, dom.mechanisms, families=families)
+        fits[v] = reuse[v]
     pools = {v: view_candidates(fits[v], y_train) for v in needed}
     out = DomainDecoding(model, domain, test["world_id"].to_numpy(), test["pair_id"].to_numpy(), labels(test))
     for view in views:

@@ -86,11 +86,14 @@ def condition_dicts(frame: pd.DataFrame) -> list[dict[str, float]]:
 
 def release_dicts(frame: pd.DataFrame, classes: Sequence[str], representation: str = "raw") -> list[dict[str, float]]:
     """Release-field features: status, selected label, availability indicators, observed numbers;
-    log-ratio and residual representations add their transforms (never modifying the response)."""
+    log-ratio and residual representations add their transforms (never modifying the response).
+    A ``_signature`` column (the public workflow signatures of a WCPQ release) adds one indicator
+    per policy plan where the view shows the scores."""
     ref = classes[0]
     out = []
-    for status, choice, conf, probs, t in zip(frame["status"], frame["choice"], frame["confidence"],
-                                               frame["probabilities"], frame["coarse"]):
+    signatures = frame["_signature"] if "_signature" in frame.columns else [None] * len(frame)
+    for status, choice, conf, probs, t, sig in zip(frame["status"], frame["choice"], frame["confidence"],
+                                                    frame["probabilities"], frame["coarse"], signatures):
         d: dict[str, float] = {"status_ok": 1.0 if status == "ok" else 0.0}
         if isinstance(choice, str):
             d[f"choice={choice}"] = 1.0
@@ -100,6 +103,8 @@ def release_dicts(frame: pd.DataFrame, classes: Sequence[str], representation: s
             d["confidence"] = float(conf)
         if isinstance(probs, dict):
             d["has_probabilities"] = 1.0
+            for key in sig or ():                 # public workflow signatures (defense-aware WCPQ attacker)
+                d[f"sig:{key}"] = 1.0
             for c in classes:
                 if c in probs:
                     d[f"has_p={c}"] = 1.0

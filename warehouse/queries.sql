@@ -281,3 +281,34 @@ WHERE r.dataset_id = ? ORDER BY r.started_at DESC, r.run_id DESC;
 -- name: recipient_models_for
 SELECT model, domain, view, policy, spec FROM recipient_models
 WHERE run_id = ? AND model = ? ORDER BY domain, view, policy;
+
+-- name: defense_runs
+SELECT DISTINCT r.run_id, r.started_at FROM runs r JOIN defense_results d ON d.run_id = r.run_id
+WHERE r.dataset_id = ? ORDER BY r.started_at DESC, r.run_id DESC;
+
+-- name: defense_results
+SELECT model, defense, method, seed, accuracy, ci_low, ci_high, log_loss, n, diff_vs_native, diff_ci_low,
+       diff_ci_high, coverage, fallbacks, plan_agreement, plan_comparisons, max_abs_cost_diff
+FROM defense_results WHERE run_id = ? ORDER BY model, defense;
+
+-- name: defense_costs
+SELECT model, defense, recipient, task, profile, mean_cost, ci_low, ci_high, n
+FROM defense_costs WHERE run_id = ? ORDER BY model, defense, recipient, task, profile;
+
+-- name: defense_release_of
+SELECT defense, probabilities, confidence, codeword FROM defense_releases
+WHERE run_id = ? AND model = ? AND world_id = ? ORDER BY defense;
+
+-- name: defense_worlds
+SELECT world_id, domain, codeword FROM defense_releases
+WHERE run_id = ? AND model = ? AND defense = 'wcpq' AND split = 'test' ORDER BY world_id LIMIT ?;
+
+-- name: native_response_of
+SELECT w.world_id, w.pair_id, w.domain, w.split, w.coarse, w.mechanism, w.hypothesis_0, w.hypothesis_1,
+       w.recipient_role, w.candidate_order, w.request, w.intake_channel, w.operating_window, w.case_context,
+       CASE WHEN r.status = 'ok' AND r.valid THEN 'ok' ELSE 'unavailable' END AS status,
+       CASE WHEN r.status = 'ok' AND r.valid THEN r.choice END AS choice,
+       CASE WHEN r.status = 'ok' AND r.valid THEN r.probabilities END AS probabilities,
+       CASE WHEN r.status = 'ok' AND r.valid THEN r.confidence END AS confidence
+FROM worlds w LEFT JOIN responses r ON r.dataset_id = w.dataset_id AND r.world_id = w.world_id AND r.model = ?
+WHERE w.dataset_id = ? AND w.world_id = ?;

@@ -1,0 +1,330 @@
+"""Defense-aware evaluation over a dataset (TUPLE.md section 7; paper Section 6, H.3-H.4).
+
+Per model and domain, every endpoint starts from the same native responses: the native control,
+quantize, top-two, temperature (the attacker picks released scores or the public inverse by
+validation accuracy, then log loss), Gaussian noise under each of the three seeds, and WCPQ
+(strict mapper against the model's 18 frozen full-native policies of the same run; the
+attacker also sees the public workflow signatures). Fresh decoders are fitted and selected on
+the defended train and validation releases for the full native view (with its nested
+subviews), frozen, and scored on test. Recipients: the frozen full-native policies replayed on
+the defended release, and adapted ones refitted on it (candidates and selection as in the
+utility audit). Noise results also average per-world outcomes over the three seeds.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+import numpy as np
+import pandas as pd
+from joblib import Parallel, delayed
+
+from qlb.bootstrap import N_BOOT, SEED, resample_counts
+from qlb.costs import PROFILES
+from qlb.decoding import correct, decode_domain, labels, log_loss_per_world
+from qlb.defenses import NOISE_SEEDS, apply, temperature_inverse, to_dict
+from qlb.ontology import load_ontology
+from qlb.recipients import candidate_ranks
+from qlb.release_views import apply_view
+from qlb.utility import utility_domain
+from qlb.wcpq import POLICY_VIEW, Policy, map_domain, released_frame, signature, verify
+from qlb.workflows import argmax_public, run_task
+
+VIEW = "full_native"
+DEFENSE_FAMILIES = frozenset({"prior", "logistic", "template"})
+ENDPOINTS: tuple[str, ...] = ("native", "quantize", "top2", "temperature",
+                              *[f"noise seed {s}" for s in NOISE_SEEDS], "wcpq")
+
+
+def endpoint_method(endpoint: str) -> str:
+    return "noise" if endpoint.startswith("noise") else endpoint
+
+
+def defended(frame: pd.DataFrame, method: str, seed: int = NOISE_SEEDS[0]) -> pd.DataFrame:
+    """The frame with each available response's scores transformed (candidate order per world);
+    choice and confidence unchanged; unavailable responses pass through."""
+    out = frame.copy()
+    probs = list(out["probabilities"])
+    rows = [i for i, (st, p) in enumerate(zip(out["status"], probs)) if st == "ok" and isinstance(p, dict)]
+    if rows:
+        orders = [list(out["candidate_order"].iloc[i]) for i in rows]
+        vec = np.array([[float(probs[i][c]) for c in order] for i, order in zip(rows, orders)])
+        new = apply(method, vec, [out["world_id"].iloc[i] for i in rows], seed)
+        for i, order, v in zip(rows, orders, new):
+            probs[i] = to_dict(v, order)
+    out["probabilities"] = probs
+    return out
+
+
+def inverse_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """Temperature releases read through the public inverse (the inverse-aware attacker)."""
+    out = frame.copy()
+    probs = list(out["probabilities"])
+    for i, (st, p) in enumerate(zip(out["status"], probs)):
+        if st == "ok" and isinstance(p, dict):
+            keys = list(p)
+            inv = temperature_inverse(np.array([[p[k] for k in keys]]))[0]
+            probs[i] = dict(zip(keys, map(float, inv)))
+    out["probabilities"] = probs
+    return out
+
+
+def signature_keys(frame: pd.DataFrame, domain: str, policies: Sequence[Policy]) -> list[list[str]]:
+    """Per world, the public workflow signature of its release under every frozen policy."""
+    classes = load_ontology().domain(domain).classes
+    rel = apply_view(frame, POLICY_VIEW)
+    rank = candidate_ranks(rel, classes)
+    avail = (rel["status"] == "ok").to_numpy()
+    keys: list[list[str]] = [[] for _ in range(len(rel))]
+    for j, p in enumerate(policies):
+        sig = signature(p, p.recipient.q(rel), rank)
+        for i in range(len(rel)):
+            if avail[i]:
+                keys[i].append(f"{j}=" + ",".join(map(str, sig[i])))
+    return keys
+
+
+@dataclass
+class EndpointResult:
+    endpoint: str
+    world_ids: np.ndarray
+    pair_ids: np.ndarray
+    y: np.ndarray
+    p: np.ndarray
+    candidate: str
+    val_accuracy: float
+    val_log_loss: float
+
+
+@dataclass
+class DefenseDomain:
+    model: str
+    domain: str
+    endpoints: dict[str, EndpointResult] = field(default_factory=dict)
+    releases: dict[str, pd.DataFrame] = field(default_factory=dict)     # world_id, probabilities, confidence, codeword
+    costs: list[tuple] = field(default_factory=list)                     # (endpoint, recipient, task, profile, world costs)
+    wcpq: dict = field(default_factory=dict)
+
+
+def _decode(model: str, domain: str, frame: pd.DataFrame, families, reuse) -> EndpointResult:
+    d = decode_domain(model, domain, frame, (VIEW,), set(families), reuse=reuse)
+    s = d.selections[VIEW]
+    return EndpointResult("", d.test_world_ids, d.test_pair_ids, d.test_y, s.test_p,
+                          f"{s.candidate} [{s.candidate_view}]", s.val_accuracy, s.val_log_loss)
+
+
+def _frozen_costs(frame: pd.DataFrame, domain: str, policies: Sequence[Policy]) -> list[tuple]:
+    classes = load_ontology().domain(domain).classes
+    test = apply_view(frame[frame["split"] == "test"], POLICY_VIEW).sort_values("world_id").reset_index(drop=True)
+    rank = candidate_ranks(test, classes)
+    avail = (test["status"] == "ok").to_numpy()
+    t = test["coarse"].map({c: i for i, c in enumerate(classes)}).to_numpy()
+    out = []
+    for p in policies:
+        try:
+            q = p.recipient.q(test)
+        except ValueError:          # a native-distribution consumer cannot read a partial (top-two) vector
+            continue
+        o = run_task(p.task, q, rank, avail, t, p.costs, p.factor)
+        out.append(("frozen", p.task, p.profile, test["world_id"].to_numpy(), test["pair_id"].to_numpy(), o.cost))
+    return out
+
+
+def _adapted_costs(model: str, domain: str, frame: pd.DataFrame) -> list[tuple]:
+    res = utility_domain(model, domain, frame, views=(VIEW,))
+    return [("adapted", s.task, s.profile, res.test["world_id"].to_numpy(), res.test["pair_id"].to_numpy(),
+             s.outcome.cost) for s in res.selected]
+
+
+def defend_domain(model: str, domain: str, frame: pd.DataFrame, policies: Sequence[Policy],
+                  families: frozenset[str] = DEFENSE_FAMILIES, endpoints: Sequence[str] = ENDPOINTS) -> DefenseDomain:
+    """Every endpoint for one (model, domain)."""
+    frame = frame.sort_values("world_id").reset_index(drop=True)
+    out = DefenseDomain(model, domain)
+    reuse: dict = {}
+    for ep in endpoints:
+        method = endpoint_method(ep)
+        if ep == "native":
+            released = frame
+        elif method == "wcpq":
+            if not policies:
+                continue
+            mapping = map_domain(frame, domain, list(policies))
+            released = released_frame(frame, mapping).sort_values("world_id").reset_index(drop=True)
+            test = (frame["split"] == "test").to_numpy()
+            v = verify(frame[test], released[test], domain, list(policies))
+            code = pd.Series(mapping.code_index, index=mapping.world_ids)
+            test_codes = code.loc[frame.loc[test, "world_id"]].to_numpy()
+            test_avail = (frame.loc[test, "status"] == "ok").to_numpy()
+            out.wcpq = {"available": int(test_avail.sum()), "covered": int((test_codes >= 0).sum()),
+                        "fallbacks": int((test_avail & (test_codes < 0)).sum()), "worlds": int(test.sum()),
+                        "plan_agreement": v.plan_agreement, "comparisons": v.comparisons,
+                        "max_abs_cost_diff": v.max_abs_cost_diff}
+            released = released.copy()
+            released["_signature"] = signature_keys(released, domain, list(policies))
+        else:
+            seed = int(ep.rsplit(" ", 1)[1]) if method == "noise" else NOISE_SEEDS[0]
+            released = defended(frame, method, seed)
+        # subviews whose fields this endpoint leaves unchanged reuse the native fits
+        keep = {"no_output", "choice"} | ({"choice_confidence"} if method != "wcpq" else set())
+        shared = {v: f for v, f in reuse.items() if v in keep}
+        if method == "temperature":
+            a = _decode(model, domain, released, families, dict(shared))
+            b = _decode(model, domain, inverse_frame(released), families, dict(shared))
+            res = min((a, b), key=lambda r: (-r.val_accuracy, r.val_log_loss))
+            res.candidate += " on the public inverse" if res is b else " on the released scores"
+        else:
+            fits = dict(shared)
+            res = _decode(model, domain, released, families, fits)
+            if ep == "native":
+                reuse = fits
+        res.endpoint = ep
+        out.endpoints[ep] = res
+        codes = (pd.Series(mapping.code_index, index=mapping.world_ids).loc[released["world_id"]].to_numpy()
+                 if method == "wcpq" else np.full(len(released), -1))
+        if ep != "native":
+            out.releases[ep] = pd.DataFrame({
+                "world_id": released["world_id"], "domain": domain, "split": released["split"],
+                "probabilities": [json.dumps(p) if isinstance(p, dict) else None for p in released["probabilities"]],
+                "confidence": released["confidence"].astype(float), "codeword": codes})
+        if policies:
+            out.costs += [(ep, *c) for c in _frozen_costs(released, domain, policies)]
+        if ep != "native" and method != "wcpq":
+            out.costs += [(ep, *c) for c in _adapted_costs(model, domain, released.drop(columns="_signature",
+                                                                                       errors="ignore"))]
+    return out
+
+
+def run_defenses(frames: dict[str, pd.DataFrame], policies: dict[str, dict[str, list[Policy]]], jobs: int = 1,
+                 families: frozenset[str] = DEFENSE_FAMILIES, endpoints: Sequence[str] = ENDPOINTS,
+                 progress: Callable[[int, int], None] | None = None,
+                 skipped: dict[str, str] | None = None) -> list[DefenseDomain]:
+    tasks = []
+    for m, f in frames.items():
+        for d in sorted(f["domain"].unique()):
+            sub = f[f["domain"] == d]
+            missing = [s for s in ("train", "validation", "test") if not (sub["split"] == s).any()]
+            if missing or sub.loc[sub["split"] == "train", "pair_id"].nunique() < 4:
+                if skipped is not None:
+                    skipped[f"defenses {m}/{d}"] = "too few training pairs or an empty split"
+                continue
+            tasks.append((m, d, sub, policies.get(m, {}).get(d, [])))
+    runner = Parallel(n_jobs=jobs, return_as="generator", backend="loky" if jobs != 1 else "sequential")
+    out = []
+    for i, res in enumerate(runner(delayed(defend_domain)(m, d, f, p, families, tuple(endpoints))
+                                   for m, d, f, p in tasks), start=1):
+        out.append(res)
+        if progress:
+            progress(i, len(tasks))
+    return out
+
+
+# ---------------------------------------------------------------- tables
+
+def prediction_rows(results: list[DefenseDomain]) -> pd.DataFrame:
+    rows = []
+    for r in results:
+        for ep, e in r.endpoints.items():
+            ok = correct(e.y, e.p)
+            ll = log_loss_per_world(e.y, e.p)
+            for wid, pid, p, c, l in zip(e.world_ids, e.pair_ids, e.p, ok, ll):
+                rows.append((r.model, VIEW, ep, wid, r.domain, pid, float(p), bool(c), float(l), e.candidate))
+    return pd.DataFrame(rows, columns=["model", "view", "defense", "world_id", "domain", "pair_id", "p_s1", "correct",
+                                       "log_loss", "candidate"])
+
+
+def release_rows(results: list[DefenseDomain]) -> pd.DataFrame:
+    parts = [rel.assign(model=r.model, defense=ep) for r in results for ep, rel in r.releases.items()]
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+
+
+def _boot(values: np.ndarray, pairs: np.ndarray, W: np.ndarray, index: dict) -> tuple[float, float, float]:
+    idx = np.array([index[p] for p in pairs])
+    sums = np.bincount(idx, weights=values, minlength=W.shape[1])
+    sizes = np.bincount(idx, minlength=W.shape[1]).astype(float)
+    boot = (W @ sums) / np.maximum(W @ sizes, 1)
+    lo, hi = np.quantile(boot, [0.025, 0.975])
+    return float(values.mean()), float(lo), float(hi)
+
+
+def result_tables(results: list[DefenseDomain], preds: pd.DataFrame, n_boot: int = N_BOOT, seed: int = SEED
+                  ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """defense_results (recovery with intervals, paired difference against the native control,
+    WCPQ coverage and verification) and defense_costs (frozen and adapted recipients)."""
+    res_rows, cost_rows = [], []
+    for model, sub in preds.groupby("model", sort=True):
+        pairs = sorted(sub["pair_id"].unique())
+        index = {p: i for i, p in enumerate(pairs)}
+        W = resample_counts(len(pairs), n_boot, seed)
+        wide = sub.pivot_table(index=["world_id", "pair_id"], columns="defense", values="correct", aggfunc="first")
+        wide = wide.astype(float)
+        noise_cols = [c for c in wide.columns if c.startswith("noise seed")]
+        if noise_cols:
+            wide["noise"] = wide[noise_cols].mean(axis=1)
+        pair_of = wide.index.get_level_values("pair_id").to_numpy()
+        ll = sub.groupby("defense")["log_loss"].mean()
+        dom = [r for r in results if r.model == model]
+        wc = {k: sum(r.wcpq.get(k, 0) for r in dom) for k in ("worlds", "available", "covered", "fallbacks",
+                                                               "plan_agreement", "comparisons")}
+        worst = max((r.wcpq.get("max_abs_cost_diff", 0.0) for r in dom), default=None)
+        for ep in wide.columns:
+            vals = wide[ep].to_numpy()
+            est, lo, hi = _boot(vals, pair_of, W, index)
+            if "native" in wide.columns and ep != "native":
+                d, dlo, dhi = _boot(vals - wide["native"].to_numpy(), pair_of, W, index)
+            else:
+                d = dlo = dhi = None
+            is_w = ep == "wcpq" and wc["comparisons"] > 0
+            res_rows.append((model, ep, endpoint_method(ep) if ep != "native" else "none",
+                             int(ep.rsplit(" ", 1)[1]) if ep.startswith("noise seed") else None,
+                             est, lo, hi, float(ll.get(ep, np.nan)) if ep in ll else None, len(vals), d, dlo, dhi,
+                             wc["covered"] / wc["available"] if is_w and wc["available"] else None,
+                             wc["fallbacks"] if is_w else None, wc["plan_agreement"] if is_w else None,
+                             wc["comparisons"] if is_w else None, worst if is_w else None))
+        costs: dict[tuple, list] = {}
+        for r in dom:
+            for ep, recipient, task, profile, wids, pids, c in r.costs:
+                costs.setdefault((ep, recipient, task, profile), []).append((pids, c))
+        n_domains = len(dom)
+        # a recipient that cannot read an endpoint in some domain (a native-distribution consumer
+        # on top-two scores) leaves that endpoint without a pooled cost
+        costs = {k: v for k, v in costs.items() if len(v) == n_domains}
+        for (ep, recipient, task, profile), parts in sorted(costs.items()):
+            pids = np.concatenate([p for p, _ in parts])
+            c = np.concatenate([v for _, v in parts])
+            est, lo, hi = _boot(c, pids, W, index)
+            cost_rows.append((model, ep, recipient, task, profile, est, lo, hi, len(c)))
+        # noise mean: average the per-world costs of the three seeds
+        for recipient in ("frozen", "adapted"):
+            for task_profile in {(t, p) for (e, rc, t, p) in costs if e.startswith("noise seed") and rc == recipient}:
+                seeds = [costs[(e, recipient, *task_profile)] for e in ENDPOINTS
+                         if e.startswith("noise seed") and (e, recipient, *task_profile) in costs]
+                if len(seeds) == len(NOISE_SEEDS):
+                    pids = np.concatenate([p for p, _ in seeds[0]])
+                    c = np.mean([np.concatenate([v for _, v in s]) for s in seeds], axis=0)
+                    est, lo, hi = _boot(c, pids, W, index)
+                    cost_rows.append((model, "noise", recipient, *task_profile, est, lo, hi, len(c)))
+    res = pd.DataFrame(res_rows, columns=["model", "defense", "method", "seed", "accuracy", "ci_low", "ci_high",
+                                          "log_loss", "n", "diff_vs_native", "diff_ci_low", "diff_ci_high",
+                                          "coverage", "fallbacks", "plan_agreement", "plan_comparisons",
+                                          "max_abs_cost_diff"])
+    cost = pd.DataFrame(cost_rows, columns=["model", "defense", "recipient", "task", "profile", "mean_cost", "ci_low",
+                                            "ci_high", "n"])
+    return res, cost
+
+
+def defenses_json(res: pd.DataFrame) -> dict:
+    """``defenses`` of ``qlb audit --json``: per model and defense (noise = the three-seed mean)."""
+    out: dict = {}
+    for row in res.itertuples(index=False):
+        if row.defense in ("native",) or row.defense.startswith("noise seed"):
+            continue
+        out.setdefault(row.model, {})[row.defense] = {
+            "accuracy": float(row.accuracy), "ci_low": float(row.ci_low), "ci_high": float(row.ci_high),
+            "coverage": None if row.coverage is None or pd.isna(row.coverage) else float(row.coverage),
+            "plan_agreement": None if row.plan_agreement is None or pd.isna(row.plan_agreement)
+            else float(row.plan_agreement / row.plan_comparisons),
+            "max_abs_cost_diff": None if row.max_abs_cost_diff is None or pd.isna(row.max_abs_cost_diff)
+            else float(row.max_abs_cost_diff)}
+    return out
