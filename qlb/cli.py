@@ -91,6 +91,29 @@ def build_parser() -> argparse.ArgumentParser:
     ref.add_argument("--responses", required=True, type=Path, metavar="FILE")
     ref.add_argument("--json", action="store_true", help="print the CONTRACT.md JSON on stdout (else a table)")
 
+    dfd = sub.add_parser("defend", help="rewrite a native-response file under an output defense",
+                         description="Rewrite a native-response file (JSON Lines, CSV or Parquet) under one "
+                                     "output defense (TUPLE.md section 7): quantize (0.1, largest remainder), "
+                                     "top2 (the two highest scores; the others absent, never 0), temperature "
+                                     "(tau = 2), noise (Gaussian, sigma 0.05, --seed), or wcpq (the strict "
+                                     "workflow-constrained quantizer against the 18 frozen full-native policies "
+                                     "of a stored run: needs --worlds, --warehouse and --run). Choice and "
+                                     "confidence are kept (WCPQ sets confidence to the codeword's maximum). "
+                                     "Unavailable and invalid responses pass through unchanged. Writes JSON "
+                                     "Lines. Rejected lines on stderr as FILE:LINE: field: reason (exit 3).")
+    dfd.add_argument("--method", required=True, choices=["quantize", "top2", "temperature", "noise", "wcpq"])
+    dfd.add_argument("--in", dest="in_file", required=True, type=Path, metavar="FILE")
+    dfd.add_argument("--out", dest="out_file", required=True, type=Path, metavar="FILE")
+    dfd.add_argument("--seed", type=int, default=20261011, help="noise seed (default 20261011; the paper's "
+                                                                "are 20261011-20261013)")
+    dfd.add_argument("--worlds", type=Path, metavar="FILE",
+                     help="worlds file: the public candidate order (else the order of the probability keys)")
+    dfd.add_argument("--run", metavar="ID", help="wcpq: the stored audit run whose frozen policies to use "
+                                                 "(default: the newest run with utility results)")
+    dfd.add_argument("--dataset", metavar="NAME", help="wcpq: dataset of the run (default: the only one)")
+    dfd.add_argument("--json", action="store_true", help="print a summary as JSON on stdout")
+    _warehouse_arg(dfd)
+
     ql = sub.add_parser("quasileak", help="QuasiLeak detector scoring and runs",
                         description="Score privacy detectors on policy-conditioned quasi-evidence group "
                                     "recovery (QUASILEAK.md).")
@@ -230,6 +253,59 @@ def _cmd_refusal(args: argparse.Namespace) -> int:
     return EXIT_REJECTED if worlds_report.rejects or resp_report.rejects else EXIT_OK
 
 
+def _cmd_defend(args: argparse.Namespace) -> int:
+    from qlb.defend_file import defend_file
+    from warehouse.ingest import validate_file
+
+    if not args.in_file.is_file():
+        raise _UserError(f"{args.in_file}: no such file")
+    worlds = None
+    rejected = False
+    if args.worlds is not None:
+        if not args.worlds.is_file():
+            raise _UserError(f"{args.worlds}: no such file")
+        report = validate_file(None, "worlds", args.worlds, "stateless")
+        for r in report.rejects:
+            print(f"{args.worlds}:{r.line_no}: " + (f"{r.field}: " if r.field else "") + r.reason, file=sys.stderr)
+        rejected = bool(report.rejects)
+        worlds = {w.world_id: w for _, w in report.accepted}
+    policies = None
+    if args.method == "wcpq":
+        if worlds is None:
+            raise _UsageError("--method wcpq needs --worlds FILE (the public fields the recipients read)")
+        policies = _frozen_policies(args)
+    rep = defend_file(args.in_file, args.out_file, args.method, args.seed, worlds, policies)
+    for line, reason in rep.rejects:
+        print(f"{args.in_file}:{line}: {reason}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(rep.to_json(), indent=2))
+    else:
+        extra = f", {rep.fallbacks} identity fallbacks" if args.method == "wcpq" else ""
+        print(f"{args.method}: {rep.written} lines written to {args.out_file} ({rep.transformed} transformed, "
+              f"{rep.passed_through} passed through unchanged{extra}, {len(rep.rejects)} rejected)")
+    return EXIT_REJECTED if rep.rejects or rejected else EXIT_OK
+
+
+def _frozen_policies(args: argparse.Namespace) -> dict:
+    from qlb.wcpq import frozen_policies
+    from warehouse import queries
+    from warehouse.db import default_path, reader
+
+    path = args.warehouse or default_path()
+    if not Path(path).exists():
+        raise _UserError(f"{path}: no warehouse here (wcpq reads the frozen policies of a stored run)")
+    with reader(path) as con:
+        dataset = _resolve_dataset(con, args.dataset)
+        runs = queries.fetch_df(con, "utility_runs", [dataset])["run_id"].tolist()
+        if not runs:
+            raise _UserError(f"no run with utility results in {dataset!r}: run `qlb audit` first")
+        run_id = args.run or runs[0]
+        if run_id not in runs:
+            raise _UserError(f"run {run_id!r} has no utility results (runs with them: {', '.join(runs)})")
+        models = queries.fetch_df(con, "models_with_responses", [dataset])["model"].tolist()
+        return {m: frozen_policies(con, run_id, m) for m in models}
+
+
 def _resolve_dataset(con, name: str | None) -> str:
     from qlb.demo import DEMO_DATASET
     from warehouse import queries
@@ -365,6 +441,10 @@ class _UserError(Exception):
     pass
 
 
+class _UsageError(Exception):
+    """Bad combination of arguments (exit 2, like argparse's own usage errors)."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -374,9 +454,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     from warehouse.ingest import IngestError
 
     handlers = {"demo": _cmd_demo, "ingest": _cmd_ingest, "refusal": _cmd_refusal, "audit": _cmd_audit,
+                "defend": _cmd_defend,
                 "quasileak": _cmd_quasileak}
     try:
         return handlers[args.command](args)
+    except _UsageError as exc:
+        print(f"qlb {args.command}: error: {exc}", file=sys.stderr)
+        return 2
     except (_UserError, WarehouseError, IngestError, ValueError) as exc:
         print(f"qlb {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_FAILURE

@@ -75,12 +75,13 @@ def demo_warehouse(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def decoded_warehouse(demo_warehouse, tmp_path_factory) -> Path:
-    """The demo plus a small decoding audit: two models, the fast decoder families."""
+    """The demo plus a small decoding audit (two models, the fast decoder families), the utility
+    audit and fronts, and the defense audit of one model."""
     import shutil
     from qlb.audit import run_audits
     path = tmp_path_factory.mktemp("decoded") / "qlb.duckdb"
     shutil.copy(demo_warehouse, path)
     with writer(path) as con:
         run_audits(con, "simulated-reference", models=["sim-alder", "sim-dogwood"], force=True,
-                   families={"prior", "logistic", "template"}, jobs=2)
+                   families={"prior", "logistic", "template"}, jobs=2, defense_models=["sim-alder"])
     return path

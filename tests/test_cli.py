@@ -105,3 +105,33 @@ def test_audit_on_a_tiny_dataset_says_what_it_skipped(tmp_path, worlds_file, cap
     assert "training pairs" in doc["skipped"]["decoding m/delivery"]
     assert "no QuasiLeak corpus" in doc["skipped"]["quasileak"]
     assert "recovery" not in doc
+
+
+def test_defend_rewrites_a_response_file(tmp_path, worlds_file):
+    from tests.conftest import native, write_lines
+    resp = write_lines(tmp_path / "r.jsonl", [
+        native("m", "w1", probabilities={"ADDRESS": 0.3, "DAMAGE": 0.3, "DELAY": 0.25, "DELIVERY_RECORD": 0.15},
+               choice="ADDRESS"),
+        native("m", "w2", status="unavailable", choice=None, probabilities=None, confidence=None),
+        native("m", "w3"),
+    ])
+    with open(resp, "ab") as fh:
+        fh.write(b'{"model": "m", "world_id": "w4", "status": "maybe"}\n')
+    out = tmp_path / "top2.jsonl"
+    p = run_cli("defend", "--method", "top2", "--in", str(resp), "--out", str(out), "--worlds", str(worlds_file),
+                "--json")
+    assert p.returncode == 3, p.stderr                                   # one rejected line
+    assert f"{resp}:4: status" in p.stderr
+    assert json.loads(p.stdout)["transformed"] == 2 and json.loads(p.stdout)["passed_through"] == 1
+    lines = [json.loads(x) for x in out.read_text().splitlines()]
+    assert len(lines) == 3
+    # candidate order DELAY, ADDRESS, DAMAGE, DELIVERY_RECORD: ADDRESS and DAMAGE tie at 0.3 -> ADDRESS first
+    assert lines[0]["probabilities"] == {"ADDRESS": 0.3, "DAMAGE": 0.3}            # absent, never 0
+    assert lines[0]["choice"] == "ADDRESS" and lines[0]["confidence"] == 0.93       # unchanged
+    assert lines[1]["status"] == "unavailable" and lines[1]["probabilities"] is None
+    q = run_cli("defend", "--method", "quantize", "--in", str(resp), "--out", str(tmp_path / "q.jsonl"))
+    assert q.returncode == 3
+    first = json.loads((tmp_path / "q.jsonl").read_text().splitlines()[0])
+    assert first["probabilities"] == {"ADDRESS": 0.3, "DAMAGE": 0.3, "DELAY": 0.3, "DELIVERY_RECORD": 0.1}
+    w = run_cli("defend", "--method", "wcpq", "--in", str(resp), "--out", str(tmp_path / "w.jsonl"))
+    assert w.returncode == 2 and "--worlds" in w.stderr and "Traceback" not in w.stderr
