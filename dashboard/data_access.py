@@ -154,3 +154,29 @@ def prepared_utility(path: str, dataset: str, run_id: str, model: str, views: tu
         fitted = {v: by_view[v] for v in views if v in by_view}
         out.append(prepare_domain(m, domain, frame[frame["domain"] == domain], tuple(fitted), fitted))
     return out
+
+
+def defense_runs(path: str, dataset: str) -> pd.DataFrame:
+    return query(path, "defense_runs", (dataset,))
+
+
+@st.cache_data(ttl=600, max_entries=32, show_spinner=False)
+def frozen_policies(path: str, run_id: str, model: str) -> dict:
+    """{domain: the 18 frozen full-native policies} of one model in a stored run."""
+    from qlb.wcpq import frozen_policies as load
+    cur = _reader(path).cursor()
+    try:
+        return load(cur, run_id, model)
+    finally:
+        cur.close()
+
+
+def world_release(path: str, dataset: str, model: str, world_id: str) -> pd.DataFrame:
+    """One world with this model's native release, as the audits read it."""
+    import json
+    f = query(path, "native_response_of", (model, dataset, world_id)).copy()
+    f["candidate_order"] = f["candidate_order"].apply(list)
+    f["probabilities"] = [json.loads(p) if isinstance(p, str) else None for p in f["probabilities"]]
+    f["choice"] = f["choice"].astype(object).where(f["choice"].notna(), None)
+    f["confidence"] = f["confidence"].astype(float)
+    return f

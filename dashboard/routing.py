@@ -24,6 +24,7 @@ PAGES = [
     ("pages/recovery.py", "Release-view recovery", ":material/key:", "recovery"),
     ("pages/fronts.py", "Privacy-utility fronts", ":material/scatter_plot:", "fronts"),
     ("pages/sensitivity.py", "Cost-profile sensitivity", ":material/tune:", "sensitivity"),
+    ("pages/defenses.py", "Defenses and WCPQ", ":material/verified_user:", "defenses"),
     ("pages/quasileak.py", "QuasiLeak detectors", ":material/find_in_page:", "quasileak"),
 ]
 

@@ -223,3 +223,14 @@ def test_sensitivity_page_in_browser_keeps_the_task_in_the_url(server, browser):
     _no_exception(page)
     page.screenshot(path=str(ARTIFACTS / "sensitivity.png"), full_page=True)
     page.close()
+
+
+def test_defenses_page_in_browser(server, browser):
+    page = browser.new_page(viewport={"width": 1400, "height": 1100})
+    page.goto(f"{server}/defenses?dataset=simulated-reference")
+    page.get_by_text("WCPQ verification").first.wait_for(timeout=30000)
+    page.get_by_text("5,184 / 5,184").first.wait_for(timeout=30000)
+    page.locator(".js-plotly-plot").first.wait_for(timeout=30000)
+    _no_exception(page)
+    page.screenshot(path=str(ARTIFACTS / "defenses.png"), full_page=True)
+    page.close()

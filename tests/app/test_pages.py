@@ -276,3 +276,28 @@ def test_a_link_reopens_the_same_view(demo_warehouse, monkeypatch):
     finally:
         from dashboard.data_access import release_readers
         release_readers()
+
+
+def test_defenses_page(decoded_warehouse, monkeypatch):
+    monkeypatch.setenv("QLB_WAREHOUSE", str(decoded_warehouse))
+    monkeypatch.chdir(ROOT)
+    at = AppTest.from_file(APP, default_timeout=120).run()
+    at.switch_page("pages/defenses.py").run()
+    try:
+        assert not at.exception, [e.value for e in at.exception]
+        traces = plotly_traces(at.get("plotly_chart")[0])
+        assert [t["name"] for t in traces] == ["sim-alder"] and len(traces[0]["x"]) == 6
+        t3 = next(f for f in frames(at) if "vs native, points [95%]" in f.columns)
+        assert len(t3) == 6 and t3.iloc[0]["vs native, points [95%]"] == "—"
+        ver = next(f for f in frames(at) if "plan agreement" in f.columns)
+        assert ver.iloc[0]["plan agreement"] == "5,184 / 5,184" and ver.iloc[0]["max |Δ cost|"] == 0
+        assert any("Every response–policy comparison agrees" in s.value for s in at.success)
+        side = next(f for f in frames(at) if "class (public order)" in f.columns)
+        assert {"native", "quantize", "top2", "temperature", "wcpq"} <= set(side.columns)
+        pol = next(f for f in frames(at) if "WCPQ: plan" in f.columns)
+        assert len(pol) == 18 and (pol["same"] == "yes").all()
+        at.segmented_control(key="defense_recipient").set_value("frozen").run()
+        assert not at.exception
+    finally:
+        from dashboard.data_access import release_readers
+        release_readers()
