@@ -68,10 +68,12 @@ def render() -> None:
     colours = model_colours(da.query(path, "models_with_responses", (dataset,))["model"])
     main = res[res["defense"].isin(ORDER)]
 
+    params = da.runs(path, dataset).set_index("run_id")["parameters"]
+    families = json.loads(params[run_id]).get("defense_families") if run_id in params.index else None
     st.subheader("Recovery per defense")
     chart(recovery_figure(main, colours), main, "defense_recovery",
           f"Paper Figure 10: defense-aware test recovery per model and defense with 95% pair-clustered intervals; "
-          f"dashed line: 50%. Decoder families: see the run parameters. Run {run_id}.")
+          f"dashed line: 50%. Decoder families: {', '.join(families) if families else 'all'}. Run {run_id}.")
     t3 = main.copy()
     t3["recovery [95%]"] = [f"{100 * a:.2f}% [{100 * lo:.2f}, {100 * hi:.2f}]"
                             for a, lo, hi in zip(t3["accuracy"], t3["ci_low"], t3["ci_high"])]
