@@ -7,6 +7,9 @@ are fitted inside ``fit`` on training rows only, so ``sklearn.base.clone`` gives
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
+from typing import Iterator
+
 import numpy as np
 import pandas as pd
 from scipy import sparse
@@ -57,6 +60,26 @@ class EmpiricalPrior(_Decoder):
         return _as_proba([self.rates_.get(k, self.overall_) for k in keys])
 
 
+_MEMO: dict = {}
+_MEMO_ACTIVE = [False]
+
+
+@contextmanager
+def feature_memo() -> Iterator[None]:
+    """Within this block, configurations that build the same features (same kind, same rows)
+    share one fitted vectorizer and scaler and their matrices instead of rebuilding them: the
+    library fits up to 27 configurations x 5 folds on the same worlds. The caller guarantees
+    that a world's release does not change inside the block (``fit_view`` does); the memo is
+    emptied on entry and exit. Results are identical to unshared fitting."""
+    _MEMO.clear()
+    _MEMO_ACTIVE[0] = True
+    try:
+        yield
+    finally:
+        _MEMO_ACTIVE[0] = False
+        _MEMO.clear()
+
+
 class _FeatureDecoder(_Decoder):
     """Shared plumbing: build feature dicts, vectorize on train, optionally standardize."""
 
@@ -65,17 +88,39 @@ class _FeatureDecoder(_Decoder):
     def _dicts(self, X: pd.DataFrame) -> list[dict]:
         raise NotImplementedError
 
+    def _kind(self) -> tuple:
+        """What determines this decoder's feature dicts (besides the rows)."""
+        return (type(self).__name__, tuple(self.classes))
+
+    def _memo_key(self, X: pd.DataFrame, *extra) -> tuple | None:
+        if not _MEMO_ACTIVE[0] or "world_id" not in X.columns:
+            return None
+        return (*extra, self._kind(), tuple(X["world_id"]))
+
     def _fit_features(self, X: pd.DataFrame) -> np.ndarray:
-        self.vectorizer_ = Vectorizer()
-        Z = self.vectorizer_.fit_transform(self._dicts(X))
-        if self.standardize:
-            self.scaler_ = StandardScaler().fit(Z)
-            Z = self.scaler_.transform(Z)
+        key = self._memo_key(X, "fit")
+        hit = _MEMO.get(key) if key else None
+        if hit is None:
+            vec = Vectorizer()
+            Z = vec.fit_transform(self._dicts(X))
+            scaler = StandardScaler().fit(Z) if self.standardize else None
+            hit = (vec, scaler, scaler.transform(Z) if scaler is not None else Z)
+            if key:
+                _MEMO[key] = hit
+        self.vectorizer_, scaler, Z = hit
+        if scaler is not None:
+            self.scaler_ = scaler
         return Z
 
     def _features(self, X: pd.DataFrame) -> np.ndarray:
-        Z = self.vectorizer_.transform(self._dicts(X))
-        return self.scaler_.transform(Z) if self.standardize else Z
+        key = self._memo_key(X, "transform", id(self.vectorizer_))
+        hit = _MEMO.get(key) if key else None
+        if hit is None:
+            Z = self.vectorizer_.transform(self._dicts(X))
+            hit = self.scaler_.transform(Z) if self.standardize else Z
+            if key:
+                _MEMO[key] = hit
+        return hit
 
 
 class LogisticDecoder(_FeatureDecoder):
@@ -88,6 +133,9 @@ class LogisticDecoder(_FeatureDecoder):
         self.quadratic = quadratic
         self.classes = classes
         self.random_state = random_state
+
+    def _kind(self):
+        return (*super()._kind(), self.quadratic)
 
     def _dicts(self, X):
         rel = release_dicts(X, self.classes, "raw")
@@ -151,6 +199,9 @@ class SharedScorerDecoder(_FeatureDecoder):
         self.mechanisms = mechanisms
         self.random_state = random_state
 
+    def _kind(self):
+        return (*super()._kind(), self.representation)
+
     def _dicts(self, X):
         return merge(public_dicts(X), release_dicts(X, self.classes, self.representation))
 
@@ -194,6 +245,9 @@ class TemplateDecoder(_FeatureDecoder):
         self.shrink = shrink
         self.representation = representation
         self.classes = classes
+
+    def _kind(self):
+        return (*super()._kind(), self.representation)
 
     def _dicts(self, X):
         return merge([{f"T={t}": 1.0} for t in X["coarse"]], release_dicts(X, self.classes, self.representation))

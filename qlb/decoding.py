@@ -19,7 +19,7 @@ from sklearn.base import clone
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GroupKFold
 
-from qlb.decoders import base_library
+from qlb.decoders import base_library, feature_memo
 from qlb.ontology import load_ontology
 from qlb.release_views import SUBVIEWS, VIEWS, apply_view, with_public_features
 
@@ -90,13 +90,15 @@ def fit_view(train: pd.DataFrame, y: np.ndarray, val: pd.DataFrame, test: pd.Dat
     oof = np.zeros((len(tr), len(lib)))
     pv = np.zeros((len(va), len(lib)))
     pt = np.zeros((len(te), len(lib)))
-    for k, (_, _, est) in enumerate(lib):
-        for fit_idx, out_idx in splits:
-            m = clone(est).fit(tr.iloc[fit_idx], y[fit_idx])
-            oof[out_idx, k] = m.predict_proba(tr.iloc[out_idx])[:, 1]
-        m = clone(est).fit(tr, y)
-        pv[:, k] = m.predict_proba(va)[:, 1]
-        pt[:, k] = m.predict_proba(te)[:, 1]
+    folds_tr = [(tr.iloc[fit_idx], y[fit_idx], tr.iloc[out_idx], out_idx) for fit_idx, out_idx in splits]
+    with feature_memo():                 # configurations with the same features share them
+        for k, (_, _, est) in enumerate(lib):
+            for fit_rows, fit_y, out_rows, out_idx in folds_tr:
+                m = clone(est).fit(fit_rows, fit_y)
+                oof[out_idx, k] = m.predict_proba(out_rows)[:, 1]
+            m = clone(est).fit(tr, y)
+            pv[:, k] = m.predict_proba(va)[:, 1]
+            pt[:, k] = m.predict_proba(te)[:, 1]
     return ViewFit(view, [n for _, n, _ in lib], [f for f, _, _ in lib], oof, pv, pt)
 
 

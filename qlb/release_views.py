@@ -11,7 +11,6 @@ from typing import Iterable, Sequence
 
 import numpy as np
 import pandas as pd
-from sklearn.feature_extraction import DictVectorizer
 
 VIEWS: tuple[str, ...] = ("no_output", "choice", "choice_confidence", "full_probabilities", "full_native")
 VIEW_FIELDS: dict[str, frozenset[str]] = {
@@ -150,13 +149,28 @@ def merge(*parts: list[dict[str, float]]) -> list[dict[str, float]]:
 
 
 class Vectorizer:
-    """DictVectorizer fitted on training rows only; unseen keys are ignored at transform."""
-
-    def __init__(self) -> None:
-        self.vec = DictVectorizer(sparse=False)
+    """Dict features -> dense matrix, fitted on training rows only: the vocabulary is every key
+    seen in training (sorted, as scikit-learn's DictVectorizer does); unseen keys are ignored at
+    transform. Numeric values only; several times faster than DictVectorizer on these dicts."""
 
     def fit_transform(self, dicts: list[dict]) -> np.ndarray:
-        return self.vec.fit_transform(dicts)
+        keys: set[str] = set()
+        for d in dicts:
+            keys.update(d)
+        self.feature_names_ = sorted(keys)
+        self.index_ = {k: i for i, k in enumerate(self.feature_names_)}
+        return self.transform(dicts)
 
     def transform(self, dicts: list[dict]) -> np.ndarray:
-        return self.vec.transform(dicts)
+        index = self.index_
+        rows, cols, vals = [], [], []
+        for r, d in enumerate(dicts):
+            for k, v in d.items():
+                j = index.get(k)
+                if j is not None:
+                    rows.append(r)
+                    cols.append(j)
+                    vals.append(v)
+        out = np.zeros((len(dicts), len(index)))
+        out[rows, cols] = vals
+        return out

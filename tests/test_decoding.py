@@ -157,3 +157,17 @@ def test_recovery_tables_and_paired_differences(confidence_run):
     d = diff.set_index(["view_a", "view_b"]).loc[("choice_confidence", "choice")]
     assert d["difference"] == pytest.approx(pooled.loc["choice_confidence", "accuracy"] - pooled.loc["choice", "accuracy"])
     assert d["ci_low"] > 0.3
+
+
+def test_vectorizer_matches_scikit_learn_dictvectorizer():
+    from sklearn.feature_extraction import DictVectorizer
+    from qlb.release_views import Vectorizer
+    rng = np.random.default_rng(0)
+    keys = [f"k{i}" for i in range(30)]
+    train = [{k: float(rng.normal()) for k in rng.choice(keys, 8, replace=False)} for _ in range(40)]
+    train[0]["zero_valued"] = 0.0                      # a key seen with value 0 is still in the vocabulary
+    test = [{k: float(rng.normal()) for k in rng.choice(keys + ["unseen"], 8, replace=False)} for _ in range(10)]
+    ours, ref = Vectorizer(), DictVectorizer(sparse=False)
+    assert np.array_equal(ours.fit_transform(train), ref.fit_transform(train))
+    assert ours.feature_names_ == list(ref.feature_names_)
+    assert np.array_equal(ours.transform(test), ref.transform(test))
