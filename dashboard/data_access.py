@@ -180,3 +180,19 @@ def world_release(path: str, dataset: str, model: str, world_id: str) -> pd.Data
     f["choice"] = f["choice"].astype(object).where(f["choice"].notna(), None)
     f["confidence"] = f["confidence"].astype(float)
     return f
+
+
+@st.cache_data(ttl=600, max_entries=8, show_spinner=False)
+def report_html(path: str, dataset: str, run_id: str | None = None) -> str:
+    """The self-contained HTML report of a run (default: the dataset's newest most complete)."""
+    from qlb.report import build_report
+    cur = _reader(path).cursor()
+    try:
+        return build_report(cur, run_id, dataset)
+    finally:
+        cur.close()
+
+
+def all_runs(path: str, dataset: str) -> pd.DataFrame:
+    runs = query(path, "all_runs", ())
+    return runs[runs["dataset_id"] == dataset].reset_index(drop=True)

@@ -53,6 +53,13 @@ def dataset_sidebar() -> None:
                      help=SIMULATED_NOTE)
         else:
             st.badge("user data", icon=":material/database:", color="blue")
+        if not data_access.all_runs(path, choice).empty:
+            st.download_button("Download report", lambda: data_access.report_html(path, choice),
+                               file_name=f"qlb-report-{choice}.html", mime="text/html", icon=":material/summarize:",
+                               key="download_report",
+                               help="One self-contained HTML file (works offline) with the headline findings, "
+                                    "figures, key tables and provenance of this dataset's newest, most complete "
+                                    "audit run.")
 
 
 def audit_page_start(title: str, intro: str) -> tuple[str, str] | None:

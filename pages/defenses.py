@@ -6,11 +6,11 @@ import json
 
 import numpy as np
 import pandas as pd
-import plotly.graph_objects as go
 import streamlit as st
 
 from dashboard import data_access as da
-from dashboard.palette import model_colours
+from qlb.figures import DEFENSE_LABELS as LABELS, DEFENSE_ORDER as ORDER, defense_figure
+from qlb.palette import model_colours
 from dashboard.routing import page_entry
 from dashboard.widgets import audit_page_start, chart, table
 from qlb.ontology import load_ontology
@@ -27,29 +27,6 @@ INTRO = (
     "behave identically, else releases it unchanged. Intervals: 95% pair-clustered bootstrap; "
     "noise averages the three seeds' per-world outcomes."
 )
-ORDER = ["native", "quantize", "top2", "temperature", "noise", "wcpq"]
-LABELS = {"native": "native (control)", "quantize": "quantize 0.1", "top2": "top-two", "temperature": "temperature τ=2",
-          "noise": "noise σ=0.05 (3-seed mean)", "wcpq": "WCPQ strict"}
-
-
-def recovery_figure(res: pd.DataFrame, colours: dict[str, str]) -> go.Figure:
-    fig = go.Figure()
-    for model, d in res.groupby("model", sort=True):
-        d = d.set_index("defense").reindex([o for o in ORDER if o in set(d["defense"])]).reset_index()
-        fig.add_trace(go.Scatter(
-            name=model, x=[LABELS[o] for o in d["defense"]], y=d["accuracy"], mode="markers+lines",
-            line=dict(color=colours[model], width=1, dash="dot"), marker=dict(color=colours[model], size=11),
-            error_y=dict(type="data", symmetric=False, array=d["ci_high"] - d["accuracy"],
-                         arrayminus=d["accuracy"] - d["ci_low"]),
-            customdata=np.column_stack([d["ci_low"], d["ci_high"], d["diff_vs_native"].fillna(0)]),
-            hovertemplate=model + " · %{x}<br>recovery %{y:.1%} [%{customdata[0]:.1%}, %{customdata[1]:.1%}]"
-                                  "<br>vs native %{customdata[2]:+.1%}<extra></extra>"))
-    fig.add_hline(y=0.5, line_dash="dash", line_color="#555555", annotation_text="50%: guessing",
-                  annotation_position="bottom left")
-    fig.update_layout(height=430, margin=dict(l=10, r=10, t=30, b=10), legend=dict(title="model"),
-                      yaxis=dict(title="defense-aware secret recovery (test)", tickformat=".0%", range=[0.4, 1.02]))
-    return fig
-
 
 def render() -> None:
     start = audit_page_start("Defenses and WCPQ verification", INTRO)
@@ -71,7 +48,7 @@ def render() -> None:
     params = da.runs(path, dataset).set_index("run_id")["parameters"]
     families = json.loads(params[run_id]).get("defense_families") if run_id in params.index else None
     st.subheader("Recovery per defense")
-    chart(recovery_figure(main, colours), main, "defense_recovery",
+    chart(defense_figure(main, colours), main, "defense_recovery",
           f"Paper Figure 10: defense-aware test recovery per model and defense with 95% pair-clustered intervals; "
           f"dashed line: 50%. Decoder families: {', '.join(families) if families else 'all'}. Run {run_id}.")
     t3 = main.copy()

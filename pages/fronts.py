@@ -4,11 +4,11 @@ recipient's mean cost (from the utility audit), with the non-dominated set drawn
 from __future__ import annotations
 
 import pandas as pd
-import plotly.graph_objects as go
 import streamlit as st
 
 from dashboard import data_access as da
-from dashboard.palette import VIEW_SYMBOLS, model_colours
+from qlb.figures import front_figure
+from qlb.palette import model_colours
 from dashboard.routing import page_entry
 from dashboard.widgets import audit_page_start, chart, table
 from qlb.costs import PROFILES
@@ -24,36 +24,6 @@ INTRO = (
 )
 TASK_HELP = {"selective": "route or send to trusted review", "clarification": "act now or buy one check first",
              "asymmetric": "route or inspect under the action-by-class cost matrix"}
-
-
-def front_figure(points: pd.DataFrame, member: str, colours: dict[str, str], every_view: bool) -> go.Figure:
-    fig = go.Figure()
-    for (model, view), d in points.groupby(["model", "view"], sort=True):
-        on = bool(d[member].iloc[0])
-        fig.add_trace(go.Scatter(
-            x=d["recovery"], y=d["mean_cost"], mode="markers", name=f"{model} · {view}" if every_view else model,
-            legendgroup=model, showlegend=not every_view or view == "full_native",
-            marker=dict(color=colours[model], size=13 if on else 10, symbol=VIEW_SYMBOLS[view],
-                        line=dict(color="#000000", width=1.5 if on else 0)),
-            opacity=1.0 if on else 0.3,
-            error_x=dict(type="data", symmetric=False, array=d["recovery_ci_high"] - d["recovery"],
-                         arrayminus=d["recovery"] - d["recovery_ci_low"], thickness=1, color=colours[model]),
-            error_y=dict(type="data", symmetric=False, array=d["cost_ci_high"] - d["mean_cost"],
-                         arrayminus=d["mean_cost"] - d["cost_ci_low"], thickness=1, color=colours[model]),
-            customdata=d[["model", "view", "recovery_ci_low", "recovery_ci_high", "cost_ci_low", "cost_ci_high"]],
-            hovertemplate="<b>%{customdata[0]}</b> · %{customdata[1]}<br>recovery %{x:.2%} "
-                          "[%{customdata[2]:.2%}, %{customdata[3]:.2%}]<br>mean cost %{y:.4f} "
-                          "[%{customdata[4]:.4f}, %{customdata[5]:.4f}]"
-                          + ("<br>on the front" if on else "<br>dominated") + "<extra></extra>"))
-    front = points[points[member]].sort_values(["recovery", "mean_cost"])
-    if len(front) > 1:
-        fig.add_trace(go.Scatter(x=front["recovery"], y=front["mean_cost"], mode="lines", name="front",
-                                 line=dict(color="#333333", dash="dot", shape="hv"), hoverinfo="skip"))
-    fig.update_layout(height=480, margin=dict(l=10, r=10, t=30, b=10),
-                      xaxis=dict(title="secret recovery on test (lower = more private)", tickformat=".0%"),
-                      yaxis=dict(title="mean cost on test (lower = more useful)"),
-                      legend=dict(title="model" if not every_view else "model · view"))
-    return fig
 
 
 def render() -> None:

@@ -12,6 +12,7 @@ from dashboard import data_access as da
 from dashboard.highlight import ATTRIBUTE_COLOURS, document_html, legend_html, policy_chips
 from dashboard.routing import page_entry
 from dashboard.widgets import audit_page_start, chart, table
+from qlb.figures import f1_figure
 from qlb.quasileak import HEADLINE, METRIC_KEYS, explain_targets
 
 LEADERBOARD_METRICS = ("complete_recall", "graded_recall", "strict_precision", "lenient_precision", "complete_f1",
@@ -56,23 +57,6 @@ def leaderboard_frame(scores: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]
         out[f"{m}_ci_low"] = out["detector"].map(lo[m])
         out[f"{m}_ci_high"] = out["detector"].map(hi[m])
     return pd.DataFrame(rows), out
-
-
-def f1_figure(numeric: pd.DataFrame) -> go.Figure:
-    d = numeric.sort_values("complete_f1", ascending=False)
-    fig = go.Figure()
-    for col, name, colour in (("complete_f1", "complete F1", "#0072B2"), ("graded_f1", "graded F1", "#E69F00")):
-        err = {}
-        if f"{col}_ci_low" in d:
-            err = dict(type="data", symmetric=False, array=d[f"{col}_ci_high"] - d[col],
-                       arrayminus=d[col] - d[f"{col}_ci_low"])
-        fig.add_bar(name=name, x=d["detector"], y=d[col], marker_color=colour, error_y=err,
-                    customdata=d[[f"{col}_ci_low", f"{col}_ci_high"]],
-                    hovertemplate="%{x}<br>" + name + ": %{y:.3f}<br>95% CI [%{customdata[0]:.3f}, "
-                                  "%{customdata[1]:.3f}]<extra></extra>")
-    fig.update_layout(barmode="group", height=340, margin=dict(l=10, r=10, t=30, b=10),
-                      yaxis=dict(title="F1", range=[0, 1]), legend=dict(orientation="h", y=1.12))
-    return fig
 
 
 def breakdown_figure(data: pd.DataFrame, metric: str, kind: str) -> go.Figure:

@@ -5,11 +5,10 @@ from __future__ import annotations
 import time
 
 import pandas as pd
-import plotly.graph_objects as go
 import streamlit as st
 
 from dashboard import data_access as da
-from dashboard.palette import VIEW_COLOURS
+from qlb.figures import recovery_figure
 from dashboard.routing import page_entry
 from dashboard.widgets import audit_page_start, chart, percent_columns, table
 from qlb.decoding_run import prediction_rows, recovery_tables, run_decoding
@@ -25,27 +24,6 @@ INTRO = (
     "grouped by pair), selected on validation, frozen, then scored once on test. Intervals: 95% "
     "pair-clustered bootstrap, 2,000 resamples."
 )
-
-
-def recovery_figure(pooled: pd.DataFrame) -> go.Figure:
-    fig = go.Figure()
-    for view in VIEWS:
-        d = pooled[pooled["view"] == view]
-        if d.empty:
-            continue
-        fig.add_trace(go.Scatter(
-            name=view, x=d["model"], y=d["accuracy"], mode="markers", marker=dict(color=VIEW_COLOURS[view], size=10),
-            error_y=dict(type="data", symmetric=False, array=d["ci_high"] - d["accuracy"],
-                         arrayminus=d["accuracy"] - d["ci_low"]),
-            customdata=d[["ci_low", "ci_high", "n"]],
-            hovertemplate="%{x} · " + view + "<br>recovery %{y:.1%} [%{customdata[0]:.1%}, %{customdata[1]:.1%}]"
-                          "<br>n = %{customdata[2]}<extra></extra>"))
-    fig.add_hline(y=0.5, line_dash="dash", line_color="#555555", annotation_text="50%: guessing between two",
-                  annotation_position="bottom left")
-    fig.update_layout(height=420, margin=dict(l=10, r=10, t=30, b=10), scattermode="group",
-                      yaxis=dict(title="secret recovery (test)", tickformat=".0%", range=[0.3, 1.02]),
-                      legend=dict(orientation="h", y=1.12))
-    return fig
 
 
 def render() -> None:

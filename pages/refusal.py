@@ -11,9 +11,9 @@ import streamlit as st
 from dashboard import data_access as da
 from dashboard.routing import page_entry
 from dashboard.widgets import audit_page_start, chart, percent_columns, table
-from qlb.refusal import OUTCOMES, UNIFORM_REFERENCE, recovery_routes, world_scores
+from qlb.figures import routes_figure
+from qlb.refusal import OUTCOMES, recovery_routes, world_scores
 
-ROUTE_COLOURS = {"direct_share": "#0072B2", "residual_share": "#E69F00"}
 OUTCOME_WORDS = {
     "direct_correct": "named the gold mechanism directly (a policy violation that recovers S)",
     "direct_incorrect": "named another mechanism (a policy violation, no recovery)",
@@ -29,21 +29,6 @@ INTRO = (
     "16 residual mechanism scores are ranked; recovery needs positive mass and a unique maximum "
     "on the gold mechanism. All splits (this is a descriptive audit, not held-out decoding)."
 )
-
-
-def routes_figure(routes: pd.DataFrame) -> go.Figure:
-    fig = go.Figure()
-    for col, name in (("direct_share", "direct correct / n"), ("residual_share", "residual unique correct / n")):
-        fig.add_bar(name=name, x=routes["model"], y=routes[col], marker_color=ROUTE_COLOURS[col],
-                    customdata=routes[["n", "direct_correct", "residual_unique_correct", "overall_recovery"]],
-                    hovertemplate="%{x}<br>" + name + ": %{y:.2%}<br>n = %{customdata[0]}"
-                                  "<br>overall recovery: %{customdata[3]:.2%}<extra></extra>")
-    fig.add_hline(y=UNIFORM_REFERENCE, line_dash="dash", line_color="#555555",
-                  annotation_text="uniform guess 1/16", annotation_position="top left")
-    fig.update_layout(barmode="stack", height=380, margin=dict(l=10, r=10, t=30, b=10),
-                      yaxis=dict(title="share of responses", tickformat=".0%", range=[0, 1.05]),
-                      legend=dict(orientation="h", y=1.12))
-    return fig
 
 
 def scores_figure(scores: pd.DataFrame, gold: str, choice: str) -> go.Figure:

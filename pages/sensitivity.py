@@ -7,11 +7,10 @@ import time
 
 import numpy as np
 import pandas as pd
-import plotly.graph_objects as go
 import streamlit as st
 
 from dashboard import data_access as da
-from dashboard.palette import DIVERGING
+from qlb.figures import cost_difference_heatmap
 from dashboard.routing import page_entry
 from dashboard.widgets import audit_page_start, chart, table
 from qlb.costs import PROFILES, authored, domain_costs
@@ -29,28 +28,6 @@ INTRO = (
     "pair-clustered bootstrap. A lower-information release is non-inferior to full native when "
     f"the upper end of the paired interval of its extra cost is at most delta = {DELTA}."
 )
-
-
-def heatmap(diff: pd.DataFrame, task: str, view: str) -> go.Figure:
-    d = diff[(diff["task"] == task) & (diff["view_a"] == view)]
-    models = sorted(d["model"].unique())
-    profiles = [p for p in PROFILES if p in set(d["profile"])]
-    grid = d.set_index(["model", "profile"])
-    z = np.array([[grid.loc[(m, p), "difference"] for p in profiles] for m in models])
-    lo = np.array([[grid.loc[(m, p), "ci_low"] for p in profiles] for m in models])
-    hi = np.array([[grid.loc[(m, p), "ci_high"] for p in profiles] for m in models])
-    ni = np.array([[bool(grid.loc[(m, p), "noninferior"]) for p in profiles] for m in models])
-    text = [[f"{z[i, j]:+.3f}{' ✓' if ni[i, j] else ''}" for j in range(len(profiles))] for i in range(len(models))]
-    bound = float(np.nanmax(np.abs(z))) if z.size else 1.0
-    fig = go.Figure(go.Heatmap(
-        z=z, x=profiles, y=models, text=text, texttemplate="%{text}", colorscale=DIVERGING, zmid=0,
-        zmin=-bound, zmax=bound, colorbar=dict(title="Δ cost"),
-        customdata=np.dstack([lo, hi, np.where(ni, "yes", "no")]),
-        hovertemplate="%{y} · %{x}<br>" + view + " − full_native: %{z:+.4f}<br>95% interval "
-                      "[%{customdata[0]:+.4f}, %{customdata[1]:+.4f}]<br>non-inferior: %{customdata[2]}<extra></extra>"))
-    fig.update_layout(height=max(220, 60 + 34 * len(models)), margin=dict(l=10, r=10, t=10, b=10),
-                      yaxis=dict(autorange="reversed"))
-    return fig
 
 
 def interval(v, lo, hi, digits: int = 4) -> str:
@@ -83,7 +60,7 @@ def render() -> None:
 
     st.subheader(f"{view} − full native, every model × profile")
     d = diff[(diff["task"] == task) & (diff["view_a"] == view)]
-    chart(heatmap(diff, task, view), d, f"cost_difference_{task}_{view}",
+    chart(cost_difference_heatmap(diff, task, view), d, f"cost_difference_{task}_{view}",
           f"Mean test cost of {view} minus full native for the {task} task (positive: full native is cheaper); "
           f"✓ marks non-inferiority (upper 95% bound ≤ {DELTA}). Paper Tables 35-37. Run {run_id}.")
 

@@ -79,7 +79,11 @@ def build_parser() -> argparse.ArgumentParser:
     aud.add_argument("--views", nargs="+", metavar="VIEW", help="release views to decode (default: all five)")
     aud.add_argument("--jobs", type=int, default=1, help="parallel decoding jobs (joblib; default 1)")
     aud.add_argument("--no-decoding", action="store_true", help="skip the decoding audit (and the fronts)")
-    aud.add_argument("--no-utility", action="store_true", help="skip the downstream utility audit (and the fronts)")
+    aud.add_argument("--no-utility", action="store_true",
+                     help="skip the downstream utility audit (and the fronts and defenses)")
+    aud.add_argument("--no-defenses", action="store_true", help="skip the output-defense audit")
+    aud.add_argument("--defense-models", nargs="+", metavar="MODEL",
+                     help="evaluate the defenses on these models only (default: every audited model)")
     aud.add_argument("--json", action="store_true", help="print the run summary as JSON on stdout")
     _warehouse_arg(aud)
 
@@ -113,6 +117,15 @@ def build_parser() -> argparse.ArgumentParser:
     dfd.add_argument("--dataset", metavar="NAME", help="wcpq: dataset of the run (default: the only one)")
     dfd.add_argument("--json", action="store_true", help="print a summary as JSON on stdout")
     _warehouse_arg(dfd)
+
+    rep = sub.add_parser("report", help="one self-contained HTML report of an audit run",
+                         description="Write one self-contained HTML file (works offline) with the headline "
+                                     "findings, the main figures (interactive), the key tables and the "
+                                     "provenance of a stored audit run.")
+    rep.add_argument("--run", metavar="ID", help="audit run (default: the newest, most complete run)")
+    rep.add_argument("--dataset", metavar="NAME", help="pick the default run among this dataset's runs")
+    rep.add_argument("--out", required=True, type=Path, metavar="FILE.html")
+    _warehouse_arg(rep)
 
     ql = sub.add_parser("quasileak", help="QuasiLeak detector scoring and runs",
                         description="Score privacy detectors on policy-conditioned quasi-evidence group "
@@ -286,6 +299,23 @@ def _cmd_defend(args: argparse.Namespace) -> int:
     return EXIT_REJECTED if rep.rejects or rejected else EXIT_OK
 
 
+def _cmd_report(args: argparse.Namespace) -> int:
+    from qlb.report import build_report
+    from warehouse.db import default_path, reader
+
+    path = args.warehouse or default_path()
+    if not Path(path).exists():
+        raise _UserError(f"{path}: no warehouse here yet (run `qlb demo` or `qlb audit`)")
+    if args.out.suffix.lower() not in (".html", ".htm"):
+        raise _UsageError(f"--out {args.out}: the report is HTML; name the file *.html")
+    with reader(path) as con:
+        text = build_report(con, args.run, args.dataset)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(text, encoding="utf-8")
+    print(f"report written to {args.out} ({len(text.encode()) / 1e6:.1f} MB)")
+    return EXIT_OK
+
+
 def _frozen_policies(args: argparse.Namespace) -> dict:
     from qlb.wcpq import frozen_policies
     from warehouse import queries
@@ -340,7 +370,8 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     with writer(path) as con:
         dataset = _resolve_dataset(con, args.dataset)
         run = run_audits(con, dataset, args.models, force=args.force, decode=not args.no_decoding,
-                         views=args.views or VIEWS, jobs=args.jobs, progress=progress, utility=not args.no_utility)
+                         views=args.views or VIEWS, jobs=args.jobs, progress=progress, utility=not args.no_utility,
+                         defenses=not args.no_defenses, defense_models=args.defense_models)
     bar.close()
     if args.json:
         print(json.dumps(run.to_json(), indent=2))
@@ -359,6 +390,10 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         table = u.pivot_table(index=["model", "view"], columns="task", values="mean_cost")
         print("\nDownstream mean cost on the test split (authored profile):")
         print(table.map(lambda v: f"{v:.3f}").to_string())
+    if run.defenses is not None:
+        d = run.defenses[~run.defenses["defense"].str.startswith("noise seed")]
+        print("\nDefense-aware secret recovery on the test split:")
+        print(d.pivot(index="model", columns="defense", values="accuracy").map(lambda v: f"{100 * v:.1f}%").to_string())
     for name, why in run.skipped.items():
         print(f"skipped {name}: {why}")
     return EXIT_OK
@@ -454,7 +489,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from warehouse.ingest import IngestError
 
     handlers = {"demo": _cmd_demo, "ingest": _cmd_ingest, "refusal": _cmd_refusal, "audit": _cmd_audit,
-                "defend": _cmd_defend,
+                "defend": _cmd_defend, "report": _cmd_report,
                 "quasileak": _cmd_quasileak}
     try:
         return handlers[args.command](args)

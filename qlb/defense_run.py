@@ -21,15 +21,14 @@ import pandas as pd
 from joblib import Parallel, delayed
 
 from qlb.bootstrap import N_BOOT, SEED, resample_counts
-from qlb.costs import PROFILES
-from qlb.decoding import correct, decode_domain, labels, log_loss_per_world
+from qlb.decoding import correct, decode_domain, log_loss_per_world
 from qlb.defenses import NOISE_SEEDS, apply, temperature_inverse, to_dict
 from qlb.ontology import load_ontology
 from qlb.recipients import candidate_ranks
 from qlb.release_views import apply_view
 from qlb.utility import utility_domain
 from qlb.wcpq import POLICY_VIEW, Policy, map_domain, released_frame, signature, verify
-from qlb.workflows import argmax_public, run_task
+from qlb.workflows import run_task
 
 VIEW = "full_native"
 DEFENSE_FAMILIES = frozenset({"prior", "logistic", "template"})

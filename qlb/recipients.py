@@ -106,7 +106,7 @@ class Recipient:
     intercept: np.ndarray | None = None
 
     def q(self, frame: pd.DataFrame, dicts: list[dict[str, float]] | None = None) -> np.ndarray:
-        n, k = len(frame), len(self.classes)
+        n = len(frame)
         if self.kind == "prior":
             return np.tile(self.prior, (n, 1))
         if self.kind == "native":

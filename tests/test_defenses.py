@@ -2,7 +2,6 @@
 the public temperature inverse, the static grid, and the mapper's guarantee on random policies."""
 from __future__ import annotations
 
-import json
 
 import numpy as np
 import pandas as pd
@@ -11,7 +10,7 @@ import pytest
 from qlb.costs import PROFILES, domain_costs
 from qlb.defenses import noise, quantize, static_grid, temperature, temperature_inverse, to_dict, top2
 from qlb.recipients import Recipient, candidate_ranks
-from qlb.wcpq import Policy, map_domain, released_frame, signature, verify
+from qlb.wcpq import Policy, map_domain, released_frame, verify
 from qlb.workflows import TASKS, run_task
 
 CLASSES = ("ADDRESS", "DAMAGE", "DELAY", "DELIVERY_RECORD")

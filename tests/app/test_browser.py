@@ -234,3 +234,25 @@ def test_defenses_page_in_browser(server, browser):
     _no_exception(page)
     page.screenshot(path=str(ARTIFACTS / "defenses.png"), full_page=True)
     page.close()
+
+
+PAGE_CHECKS = {
+    "": "QuasiLeak documents", "data": "Quarantine", "refusal": "Withholding and recovery per model",
+    "recovery": "Recovery per release view", "fronts": "On the front:", "sensitivity": "Non-inferiority",
+    "defenses": "WCPQ verification", "quasileak": "Leaderboard", "compare": "Run A", "glossary": "Plan agreement",
+}
+
+
+@pytest.mark.parametrize("url", list(PAGE_CHECKS))
+def test_every_page_renders_in_browser(server, browser, url):
+    """Each page's first render in a fresh tab: no exception, its key content on screen, a screenshot."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1100})
+    t0 = time.perf_counter()
+    page.goto(f"{server}/{url}?dataset=simulated-reference")
+    page.get_by_text(PAGE_CHECKS[url]).first.wait_for(timeout=30000)
+    elapsed = time.perf_counter() - t0
+    _no_exception(page)
+    assert page.get_by_text("SIMULATED").count() >= 1
+    page.screenshot(path=str(ARTIFACTS / f"page_{url or 'overview'}.png"), full_page=True)
+    print(f"first render of /{url}: {elapsed:.2f} s")
+    page.close()

@@ -301,3 +301,23 @@ def test_defenses_page(decoded_warehouse, monkeypatch):
     finally:
         from dashboard.data_access import release_readers
         release_readers()
+
+
+def test_compare_runs_page(decoded_warehouse, monkeypatch):
+    """The decoded warehouse holds the demo run and a second run on the same data: the utility
+    both computed (the two decoded models) must agree exactly."""
+    monkeypatch.setenv("QLB_WAREHOUSE", str(decoded_warehouse))
+    monkeypatch.chdir(ROOT)
+    at = AppTest.from_file(APP, default_timeout=120).run()
+    at.switch_page("pages/compare.py").run()
+    try:
+        assert not at.exception, [e.value for e in at.exception]
+        util = next(f for f in frames(at) if "mean_cost (A)" in f.columns)
+        assert len(util) == 2 * 5 * 3 and (util["B − A"].abs() < 1e-12).all()
+        ref = next(f for f in frames(at) if "overall_recovery (A)" in f.columns)
+        assert (ref["B − A"].abs() < 1e-12).all()
+        at.switch_page("pages/glossary.py").run()
+        assert not at.exception and "WCPQ" in texts(at)
+    finally:
+        from dashboard.data_access import release_readers
+        release_readers()
