@@ -3,7 +3,8 @@
 - one (model, view) recompute from the page <= 15 s;
 - all bootstrap intervals and paired differences for the demo <= 2 s.
 
-Builds the demo without decoding, then times `run_audits(decode=True, jobs=2)` into the
+Builds the demo without decoding, then times `run_audits(decode=True, jobs=2)` (decoding only:
+utility and defenses off) into the
 warehouse, the intervals alone on its stored predictions, and a page-style recompute of one
 (model, view) with the page's default families and with all five."""
 from __future__ import annotations
@@ -25,7 +26,7 @@ def main() -> int:
         build_demo(path, decode=False)
         with writer(path) as con:
             t0 = time.perf_counter()
-            run = run_audits(con, DEMO_DATASET, force=True, jobs=2,
+            run = run_audits(con, DEMO_DATASET, force=True, jobs=2, utility=False, defenses=False,
                              progress=lambda label, done, total: print(f"  {label} {done}/{total} "
                                                                        f"({time.perf_counter() - t0:.0f} s)", flush=True))
             audit_s = time.perf_counter() - t0

@@ -314,12 +314,13 @@ FROM worlds w LEFT JOIN responses r ON r.dataset_id = w.dataset_id AND r.world_i
 WHERE w.dataset_id = ? AND w.world_id = ?;
 
 -- name: all_runs
--- Audit runs with how much each holds (the report defaults to the newest most complete one).
+-- Audit runs with how many kinds of results each holds (the report defaults to the newest of
+-- the most complete ones).
 SELECT r.run_id, r.dataset_id, r.kind, r.parameters, r.dataset_fingerprint, r.code_version,
        r.test_used_for_selection, r.started_at, r.finished_at,
-       (SELECT count(*) FROM refusal_results x WHERE x.run_id = r.run_id)
-       + (SELECT count(*) FROM recovery_results x WHERE x.run_id = r.run_id)
-       + (SELECT count(*) FROM utility_results x WHERE x.run_id = r.run_id)
-       + (SELECT count(*) FROM defense_results x WHERE x.run_id = r.run_id)
-       + (SELECT count(*) FROM ql_scores x WHERE x.run_id = r.run_id) AS n_results
+       (EXISTS (SELECT 1 FROM refusal_results x WHERE x.run_id = r.run_id))::INTEGER
+       + (EXISTS (SELECT 1 FROM recovery_results x WHERE x.run_id = r.run_id))::INTEGER
+       + (EXISTS (SELECT 1 FROM utility_results x WHERE x.run_id = r.run_id))::INTEGER
+       + (EXISTS (SELECT 1 FROM defense_results x WHERE x.run_id = r.run_id))::INTEGER
+       + (EXISTS (SELECT 1 FROM ql_scores x WHERE x.run_id = r.run_id))::INTEGER AS n_results
 FROM runs r WHERE r.kind = 'audit' ORDER BY r.started_at DESC, r.run_id DESC;
