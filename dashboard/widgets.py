@@ -98,8 +98,11 @@ def table(df: pd.DataFrame, name: str, caption: str | None = None, **kwargs) -> 
 
 
 def chart(fig: go.Figure, data: pd.DataFrame, name: str, caption: str) -> None:
-    """A Plotly chart with its caption and a CSV download of the data behind it."""
-    st.plotly_chart(fig, key=f"chart_{name}")
+    """A Plotly chart with its caption, a CSV download of the data behind it, and Plotly's camera
+    button for the picture (PNG rendered in the browser: the server has no image renderer)."""
+    st.plotly_chart(fig, key=f"chart_{name}", alt=caption,
+                    config={"displaylogo": False,     # the camera button saves a PNG, rendered by the browser
+                            "toImageButtonOptions": {"format": "png", "filename": name, "scale": 2}})
     cols = st.columns([4, 1])
     cols[0].caption(caption)
     cols[1].download_button("Chart data (CSV)", data.to_csv(index=False).encode(),
