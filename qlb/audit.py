@@ -74,13 +74,15 @@ def load_refusal_input(con: duckdb.DuckDBPyConnection, dataset_id: str, models: 
 def run_audits(con: duckdb.DuckDBPyConnection, dataset_id: str, models: Sequence[str] | None = None,
                force: bool = False, decode: bool = True, views: Sequence[str] = VIEWS, jobs: int = 1,
                families: set[str] | None = None, progress: Callable[[str, int, int], None] | None = None,
-               utility: bool = True, defenses: bool = True, defense_models: Sequence[str] | None = None) -> AuditRun:
+               utility: bool = True, defenses: bool = True, defense_models: Sequence[str] | None = None,
+               defense_families: set[str] | None = None) -> AuditRun:
     """Run every audit the dataset allows and store it as one run (read-write handle).
 
     Without ``force``, an earlier run over exactly the same data and parameters is reused.
     ``decode=False`` skips the (slow) decoding audit (and so the fronts); ``utility=False`` the
     downstream utility (and so the defenses, which need its frozen policies); ``defenses=False``
-    the defense audit; ``defense_models`` restricts it to some models (default: all);
+    the defense audit; ``defense_models`` restricts it to some models (default: all) and
+    ``defense_families`` sets its decoder families (default: prior, logistic, template);
     ``families`` restricts the decoder library (default: all five families, as specified)."""
     if queries.fetch_df(con, "dataset_by_id", [dataset_id]).empty:
         raise ValueError(f"no dataset {dataset_id!r} in the warehouse")
@@ -91,7 +93,7 @@ def run_audits(con: duckdb.DuckDBPyConnection, dataset_id: str, models: Sequence
     params = {"audits": ["refusal", "quasileak"] + (["decoding"] if decode else []) + (["utility"] if utility else [])
               + (["defenses"] if run_defenses else []),
               "defense_models": sorted(defense_models) if (run_defenses and defense_models) else None,
-              "defense_families": sorted(defense_run.DEFENSE_FAMILIES) if run_defenses else None,
+              "defense_families": sorted(defense_families or defense_run.DEFENSE_FAMILIES) if run_defenses else None,
               "models": sorted(models) if models else None, "quasileak_split": "test", "n_boot": 2000,
               "seed": 20261011, "views": list(views) if decode else None,
               "families": sorted(families) if (decode and families) else None}
@@ -180,8 +182,9 @@ def run_audits(con: duckdb.DuckDBPyConnection, dataset_id: str, models: Sequence
         policies = {m: policies_from_selection([s for r in results_u if r.model == m for s in r.selected])
                     for m in targets}
         step = (lambda done, total: progress("defenses", done, total)) if progress else None
-        dres = defense_run.run_defenses({m: frames[m] for m in targets}, policies, jobs, progress=step,
-                                        skipped=run.skipped)
+        dres = defense_run.run_defenses({m: frames[m] for m in targets}, policies, jobs,
+                                        frozenset(defense_families or defense_run.DEFENSE_FAMILIES),
+                                        progress=step, skipped=run.skipped)
         if dres:
             dpreds = defense_run.prediction_rows(dres)
             run.defenses, run.defense_costs = defense_run.result_tables(dres, dpreds, params["n_boot"], params["seed"])

@@ -84,6 +84,10 @@ def build_parser() -> argparse.ArgumentParser:
     aud.add_argument("--no-defenses", action="store_true", help="skip the output-defense audit")
     aud.add_argument("--defense-models", nargs="+", metavar="MODEL",
                      help="evaluate the defenses on these models only (default: every audited model)")
+    aud.add_argument("--defense-families", nargs="+", metavar="FAMILY",
+                     choices=["prior", "logistic", "forest", "shared_scorer", "template"],
+                     help="decoder families of the defense-aware attacker (default: prior logistic template; "
+                          "all five take several times longer)")
     aud.add_argument("--json", action="store_true", help="print the run summary as JSON on stdout")
     _warehouse_arg(aud)
 
@@ -371,7 +375,8 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         dataset = _resolve_dataset(con, args.dataset)
         run = run_audits(con, dataset, args.models, force=args.force, decode=not args.no_decoding,
                          views=args.views or VIEWS, jobs=args.jobs, progress=progress, utility=not args.no_utility,
-                         defenses=not args.no_defenses, defense_models=args.defense_models)
+                         defenses=not args.no_defenses, defense_models=args.defense_models,
+                         defense_families=set(args.defense_families) if args.defense_families else None)
     bar.close()
     if args.json:
         print(json.dumps(run.to_json(), indent=2))
