@@ -16,6 +16,19 @@ from typing import Callable
 import streamlit as st
 
 _state = threading.local()
+_warmed = threading.Event()
+# what the recompute and what-if panels need; loaded in the background after the first page
+WARM_IMPORTS = ("sklearn.linear_model", "sklearn.ensemble", "sklearn.model_selection", "sklearn.preprocessing",
+                "joblib", "qlb.decoding_run")
+
+
+def _warm_up() -> None:
+    import importlib
+    for name in WARM_IMPORTS:
+        try:
+            importlib.import_module(name)
+        except Exception:   # a warm-up must never break the app; the page import will report it
+            pass
 
 PAGES = [
     ("pages/overview.py", "Overview", ":material/dashboard:", "overview"),
@@ -43,6 +56,9 @@ def run_router() -> None:
     dataset_sidebar()
     _state.routed = True
     navigation.run()
+    if not _warmed.is_set():      # once per server process, after the first page has rendered
+        _warmed.set()
+        threading.Thread(target=_warm_up, name="qlb-warm-imports", daemon=True).start()
 
 
 def page_entry(render: Callable[[], None]) -> None:

@@ -61,7 +61,8 @@ def render() -> None:
     chart(front_figure(shown, member, colours, every), shown, f"front_{task}_{profile}",
           f"Test recovery (x) against mean {task} cost under the {profile} profile (y), 95% pair-clustered "
           f"intervals on both; solid outlined points are non-dominated, faded ones dominated; dotted: the front. "
-          f"Run {run_id}.")
+          + ("Symbols: ● full_native, ▲ full_probabilities, ◆ choice_confidence, ■ choice, ○ no_output. " if every else "")
+          + f"Run {run_id}.")
     view_table = shown.copy()
     view_table["recovery"] = [f"{100 * v:.2f}% [{100 * lo:.2f}, {100 * hi:.2f}]" for v, lo, hi in
                               zip(shown["recovery"], shown["recovery_ci_low"], shown["recovery_ci_high"])]

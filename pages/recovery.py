@@ -11,7 +11,6 @@ from dashboard import data_access as da
 from qlb.figures import recovery_figure
 from dashboard.routing import page_entry
 from dashboard.widgets import audit_page_start, chart, percent_columns, table
-from qlb.decoding_run import prediction_rows, recovery_tables, run_decoding
 from qlb.release_views import VIEWS
 
 FAMILIES = ("prior", "logistic", "forest", "shared_scorer", "template")
@@ -99,6 +98,7 @@ def recompute_panel(path: str, dataset: str, pooled: pd.DataFrame, models: list[
         n_boot = c3.number_input("Bootstrap resamples", 200, 5000, 2000, step=100, key="rc_boot")
         seed = c4.number_input("Seed", 0, 2**31 - 1, 20261011, key="rc_seed")
         if st.button("Recompute", key="rc_go", disabled=not families):
+            from qlb.decoding_run import prediction_rows, recovery_tables, run_decoding
             bar = st.progress(0.0, text="decoding ...")
             t0 = time.perf_counter()
             frame = da.decoding_frame(path, dataset, model)

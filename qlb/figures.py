@@ -58,7 +58,7 @@ def front_figure(points: pd.DataFrame, member: str, colours: dict[str, str], eve
     for (model, view), d in points.groupby(["model", "view"], sort=True):
         on = bool(d[member].iloc[0])
         fig.add_trace(go.Scatter(
-            x=d["recovery"], y=d["mean_cost"], mode="markers", name=f"{model} · {view}" if every_view else model,
+            x=d["recovery"], y=d["mean_cost"], mode="markers", name=model,
             legendgroup=model, showlegend=not every_view or view == "full_native",
             marker=dict(color=colours[model], size=13 if on else 10, symbol=VIEW_SYMBOLS[view],
                         line=dict(color="#000000", width=1.5 if on else 0)),
@@ -79,7 +79,7 @@ def front_figure(points: pd.DataFrame, member: str, colours: dict[str, str], eve
     fig.update_layout(height=480, margin=dict(l=10, r=10, t=30, b=10),
                       xaxis=dict(title="secret recovery on test (lower = more private)", tickformat=".0%"),
                       yaxis=dict(title="mean cost on test (lower = more useful)"),
-                      legend=dict(title="model" if not every_view else "model · view"))
+                      legend=dict(title="model"))
     return fig
 
 

@@ -26,10 +26,6 @@ from typing import Sequence
 
 import numpy as np
 import pandas as pd
-from sklearn.feature_extraction import DictVectorizer
-from sklearn.linear_model import LogisticRegression
-from sklearn.preprocessing import StandardScaler
-
 from qlb.release_views import apply_view
 
 CS: tuple[float, ...] = (0.01, 0.1, 1.0, 10.0)
@@ -152,6 +148,11 @@ def fit_prior(train: pd.DataFrame, classes: Sequence[str]) -> Recipient:
 
 def fit_logistic(dicts: list[dict[str, float]], y: np.ndarray, classes: Sequence[str], C: float) -> Recipient | None:
     """Standardized multinomial logistic regression, folded back onto raw features."""
+    # scikit-learn is imported here, not at module level: replaying frozen recipients (pages,
+    # WCPQ) needs only numpy, and the dashboard's pages load faster without it
+    from sklearn.feature_extraction import DictVectorizer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.preprocessing import StandardScaler
     if len(set(y.tolist())) < 2:
         return None
     vec = DictVectorizer(sparse=False)

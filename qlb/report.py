@@ -19,6 +19,7 @@ import plotly.io as pio
 
 from qlb import figures
 from qlb.palette import model_colours
+from qlb.release_views import VIEWS
 from qlb.workflows import TASKS
 from warehouse import queries
 
@@ -141,8 +142,12 @@ def findings(d: RunData) -> list[str]:
     return out
 
 
-def _table(df: pd.DataFrame) -> str:
-    return df.to_html(index=False, escape=True, border=0, na_rep="—", float_format=lambda v: f"{v:.4f}")
+def _table(df: pd.DataFrame, percent: bool = False) -> str:
+    """An escaped HTML table; ``percent`` shows the numbers as percentages."""
+    df = df.copy()
+    df.columns = [str(c) for c in df.columns]          # no index or column-axis names in the header
+    fmt = (lambda v: f"{100 * v:.1f}%") if percent else (lambda v: f"{v:.4f}")
+    return df.to_html(index=False, escape=True, border=0, na_rep="—", float_format=fmt)
 
 
 def _figure(fig: go.Figure, first: bool) -> str:
@@ -178,19 +183,21 @@ def build_report(con: duckdb.DuckDBPyConnection, run_id: str | None = None, data
                             residual_share=ref["residual_unique_correct"] / ref["n"])
         fig(figures.routes_figure(routes), "Share of refusal-probe responses that recover the mechanism directly or "
                                            "through the residual scores; dashed: a uniform guess among 16.")
-        parts.append(_table(ref[["model", "n", "withhold_rate", "conditional_residual_recovery", "overall_recovery"]]))
+        parts.append(_table(ref[["model", "withhold_rate", "conditional_residual_recovery", "overall_recovery"]],
+                            percent=True))
     pooled = d.recovery[d.recovery["scope"] == "pooled"] if not d.recovery.empty else d.recovery
     if not pooled.empty:
         parts.append("<h2>What each release view reveals</h2>")
         fig(figures.recovery_figure(pooled), "Secret recovery on the test split per model and release view, 95% "
                                              "pair-clustered intervals; dashed: 50% guessing.")
-        wide = pooled.pivot(index="model", columns="view", values="accuracy").reset_index()
-        parts.append(_table(wide))
-        dd = d.recovery_diff.copy()
+        wide = pooled.pivot(index="model", columns="view", values="accuracy")
+        parts.append(_table(wide[[v for v in VIEWS if v in wide.columns]].reset_index(), percent=True))
+        dd = d.recovery_diff[(d.recovery_diff["view_b"] == "choice")].copy()
         if not dd.empty:
             dd["comparison"] = dd["view_a"] + " − " + dd["view_b"]
-            parts.append("<p class='caption'>Paired differences between views (same worlds, same resamples):</p>"
-                         + _table(dd[["model", "comparison", "difference", "ci_low", "ci_high"]]))
+            parts.append("<p class='caption'>What the scores add over the choice: paired differences in recovery "
+                         "(same worlds, same resamples, 95% interval):</p>"
+                         + _table(dd[["model", "comparison", "difference", "ci_low", "ci_high"]], percent=True))
     if not d.utility.empty:
         parts.append("<h2>What each release is worth downstream</h2>")
         u = d.utility[(d.utility["scope"] == "pooled") & (d.utility["profile"] == "authored")]
@@ -214,7 +221,7 @@ def build_report(con: duckdb.DuckDBPyConnection, run_id: str | None = None, data
         parts.append("<h2>Output defenses and WCPQ</h2>")
         main = d.defenses[d.defenses["defense"].isin(figures.DEFENSE_ORDER)]
         fig(figures.defense_figure(main, colours), "Defense-aware secret recovery per model and defense, 95% intervals.")
-        parts.append(_table(main[["model", "defense", "accuracy", "ci_low", "ci_high", "diff_vs_native"]]))
+        parts.append(_table(main[["model", "defense", "accuracy", "ci_low", "ci_high", "diff_vs_native"]], percent=True))
         w = d.defenses[d.defenses["defense"] == "wcpq"]
         parts.append("<p class='caption'>WCPQ verification (test worlds × 18 frozen policies):</p>"
                      + _table(w[["model", "coverage", "fallbacks", "plan_agreement", "plan_comparisons",

@@ -13,7 +13,6 @@ from typing import Callable, Iterable, Sequence
 
 import numpy as np
 import pandas as pd
-from joblib import Parallel, delayed
 
 from qlb.bootstrap import N_BOOT, SEED, resample_counts
 from qlb.costs import PROFILES, CostProfile, DomainCosts, domain_costs
@@ -152,6 +151,7 @@ def run_utility(frames: dict[str, pd.DataFrame], views: Sequence[str] = VIEWS, j
                 progress: Callable[[int, int], None] | None = None, skipped: dict[str, str] | None = None,
                 profiles: Sequence[CostProfile | str] = PROFILES, **overrides) -> list[DomainUtility]:
     """Every (model, domain) of ``frames`` (model -> that model's worlds, as for decoding)."""
+    from joblib import Parallel, delayed
     tasks = []
     for m, f in frames.items():
         for d in sorted(f["domain"].unique()):
