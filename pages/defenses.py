@@ -119,8 +119,8 @@ def inspector(path: str, dataset: str, run_id: str, models: list[str]) -> None:
     if worlds.empty:
         st.info("No WCPQ releases stored for this model.")
         return
-    world_id = c2.selectbox("Test world", worlds["world_id"].tolist(), key="defense_world",
-                            help="Test worlds of the WCPQ mapping; the codeword index is in the table below.")
+    world_id = c2.selectbox("Test world", worlds["world_id"].tolist(), key="world", bind="query-params",
+                            help="Test worlds of the WCPQ mapping (kept in the URL: a link opens this world).")
     native = da.world_release(path, dataset, model, world_id)
     releases = da.query(path, "defense_release_of", (run_id, model, world_id))
     if native.empty:

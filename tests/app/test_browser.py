@@ -225,12 +225,20 @@ def test_sensitivity_page_in_browser_keeps_the_task_in_the_url(server, browser):
     page.close()
 
 
-def test_defenses_page_in_browser(server, browser):
+def test_defenses_page_in_browser(server, browser, decoded_warehouse):
+    import duckdb
+    con = duckdb.connect(str(decoded_warehouse), read_only=True)
+    try:      # a test world of the WCPQ mapping other than the first one
+        world = con.execute("SELECT world_id FROM defense_releases WHERE defense = 'wcpq' AND split = 'test' "
+                            "ORDER BY world_id LIMIT 1 OFFSET 5").fetchone()[0]
+    finally:
+        con.close()
     page = browser.new_page(viewport={"width": 1400, "height": 1100})
-    page.goto(f"{server}/defenses?dataset=simulated-reference")
+    page.goto(f"{server}/defenses?dataset=simulated-reference&model=sim-alder&world={world}")
     page.get_by_text("WCPQ verification").first.wait_for(timeout=30000)
     page.get_by_text("5,184 / 5,184").first.wait_for(timeout=30000)
     page.locator(".js-plotly-plot").first.wait_for(timeout=30000)
+    page.get_by_text(f"{world} ·").first.wait_for(timeout=30000)          # the inspector opened that world
     _no_exception(page)
     page.screenshot(path=str(ARTIFACTS / "defenses.png"), full_page=True)
     page.close()
