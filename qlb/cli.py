@@ -291,7 +291,14 @@ def _cmd_defend(args: argparse.Namespace) -> int:
         if worlds is None:
             raise _UsageError("--method wcpq needs --worlds FILE (the public fields the recipients read)")
         policies = _frozen_policies(args)
-    rep = defend_file(args.in_file, args.out_file, args.method, args.seed, worlds, policies)
+    bar = _progress(args.method, None)
+
+    def progress(done: int, total: int) -> None:
+        bar.total, bar.n = total, done
+        bar.refresh()
+
+    rep = defend_file(args.in_file, args.out_file, args.method, args.seed, worlds, policies, progress)
+    bar.close()
     for line, reason in rep.rejects:
         print(f"{args.in_file}:{line}: {reason}", file=sys.stderr)
     if args.json:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import pandas as pd
@@ -48,9 +49,11 @@ def _first_error(exc: ValidationError) -> str:
 
 def defend_file(in_path: str | Path, out_path: str | Path, method: str, seed: int,
                 worlds: dict[str, World] | None = None,
-                policies: dict[str, dict[str, list[Policy]]] | None = None) -> DefendReport:
+                policies: dict[str, dict[str, list[Policy]]] | None = None,
+                progress: Callable[[int, int], None] | None = None) -> DefendReport:
     """Rewrite ``in_path`` to ``out_path`` (JSON Lines) under ``method``; see the module docstring.
-    ``policies`` ({model: {domain: frozen policies}}) and ``worlds`` are required for WCPQ."""
+    ``policies`` ({model: {domain: frozen policies}}) and ``worlds`` are required for WCPQ;
+    ``progress(done, total)`` is called per transformed response (per (model, domain) for WCPQ)."""
     report = DefendReport(method)
     rows: list[tuple[dict, NativeResponse, tuple[str, ...] | None]] = []
     for rec in read_records(in_path, frozenset({"probabilities", "confidence"})):
@@ -86,7 +89,7 @@ def defend_file(in_path: str | Path, out_path: str | Path, method: str, seed: in
                                                     f"domain {domain!r} in that run"))
                 continue
         rows.append((raw, resp, order))
-    released = _release(rows, method, seed, worlds, policies or {}, report)
+    released = _release(rows, method, seed, worlds, policies or {}, report, progress)
     with open(out_path, "w", encoding="utf-8") as fh:
         for raw, out in zip((r[0] for r in rows), released):
             fh.write(json.dumps(out if out is not None else raw) + "\n")
@@ -101,7 +104,8 @@ def _transformable(resp: NativeResponse, order: tuple[str, ...] | None) -> bool:
     return resp.valid and to_vector(resp.probabilities, order) is not None
 
 
-def _release(rows, method: str, seed: int, worlds, policies, report: DefendReport) -> list[dict | None]:
+def _release(rows, method: str, seed: int, worlds, policies, report: DefendReport,
+             progress: Callable[[int, int], None] | None = None) -> list[dict | None]:
     out: list[dict | None] = [None] * len(rows)
     todo = [i for i, (_, resp, order) in enumerate(rows) if _transformable(resp, order)]
     report.passed_through = len(rows) - len(todo)
@@ -112,11 +116,14 @@ def _release(rows, method: str, seed: int, worlds, policies, report: DefendRepor
             new = apply(method, vec, [resp.world_id], seed)[0]
             out[i] = {**raw, "probabilities": to_dict(new, order)}
         report.transformed = len(todo)
+        if progress:
+            progress(len(todo), len(todo))
         return out
     groups: dict[tuple[str, str], list[int]] = {}
     for i in todo:
         resp = rows[i][1]
         groups.setdefault((resp.model or "", worlds[resp.world_id].domain), []).append(i)
+    done = 0
     for (model, domain), idx in groups.items():
         frame = pd.DataFrame([{**worlds[rows[i][1].world_id].model_dump(), "status": "ok",
                                "choice": rows[i][1].choice, "probabilities": rows[i][1].probabilities,
@@ -133,4 +140,7 @@ def _release(rows, method: str, seed: int, worlds, policies, report: DefendRepor
                 new["confidence"] = float(conf)
             out[i] = new
             report.transformed += 1
+        done += len(idx)
+        if progress:
+            progress(done, len(todo))
     return out
