@@ -242,3 +242,30 @@ def test_non_dominated_matches_paretoset_where_installed():
     rng = np.random.default_rng(11)
     pts = rng.random((40, 2))
     assert non_dominated(pts[:, 0], pts[:, 1]).tolist() == paretoset.paretoset(pts, sense=["min", "min"]).tolist()
+
+
+def test_audit_json_has_the_contract_utility_and_defenses(decoded_warehouse, tmp_path):
+    """Rerunning the decoded audit with the same parameters reuses the stored run, and its JSON
+    summary carries `utility` and `defenses` in the shape of CONTRACT.md section 2."""
+    import shutil
+
+    from qlb.audit import run_audits
+    from warehouse.db import writer
+    wh = tmp_path / "qlb.duckdb"
+    shutil.copy(decoded_warehouse, wh)
+    with writer(wh) as con:
+        run = run_audits(con, "simulated-reference", models=["sim-alder", "sim-dogwood"],
+                         families={"prior", "logistic", "template"}, jobs=2, defense_models=["sim-alder"])
+    doc = run.to_json()
+    assert run.reused and doc["test_used_for_selection"] is False
+    util = doc["utility"]
+    assert set(util) == {"sim-alder", "sim-dogwood"}
+    cell = util["sim-alder"]["choice"]["clarification"]["error_double"]
+    assert set(cell) == {"mean_cost", "ci_low", "ci_high"} and cell["ci_low"] <= cell["mean_cost"] <= cell["ci_high"]
+    assert set(util["sim-dogwood"]) == {"no_output", "choice", "choice_confidence", "full_probabilities", "full_native"}
+    assert all(set(t) == {"selective", "clarification", "asymmetric"} for t in util["sim-alder"].values())
+    d = doc["defenses"]["sim-alder"]
+    assert set(d) == {"quantize", "top2", "temperature", "noise", "wcpq"}
+    assert d["wcpq"]["plan_agreement"] == 1.0 and d["wcpq"]["max_abs_cost_diff"] == 0.0
+    assert d["quantize"]["coverage"] is None
+    assert {"accuracy", "ci_low", "ci_high", "coverage", "plan_agreement", "max_abs_cost_diff"} == set(d["top2"])
