@@ -173,13 +173,8 @@ def frozen_policies(path: str, run_id: str, model: str) -> dict:
 
 def world_release(path: str, dataset: str, model: str, world_id: str) -> pd.DataFrame:
     """One world with this model's native release, as the audits read it."""
-    import json
-    f = query(path, "native_response_of", (model, dataset, world_id)).copy()
-    f["candidate_order"] = f["candidate_order"].apply(list)
-    f["probabilities"] = [json.loads(p) if isinstance(p, str) else None for p in f["probabilities"]]
-    f["choice"] = f["choice"].astype(object).where(f["choice"].notna(), None)
-    f["confidence"] = f["confidence"].astype(float)
-    return f
+    from qlb.release_views import release_columns
+    return release_columns(query(path, "native_response_of", (model, dataset, world_id)))
 
 
 @st.cache_data(ttl=600, max_entries=8, show_spinner=False)

@@ -2,18 +2,17 @@
 pair-clustered bootstrap intervals and paired view differences (TUPLE.md section 4)."""
 from __future__ import annotations
 
-import json
 import logging
 from typing import Callable, Sequence
 
 import duckdb
 import numpy as np
 import pandas as pd
-from joblib import Parallel, delayed
 
-from qlb.bootstrap import N_BOOT, SEED, resample_counts
+from qlb.bootstrap import N_BOOT, SEED, PairResamples, percentile_interval, resampled_means
+from qlb.parallel import domain_tasks, run_tasks
 from qlb.decoding import FOLDS, DomainDecoding, correct, decode_domain, log_loss_per_world
-from qlb.release_views import VIEWS
+from qlb.release_views import VIEWS, release_columns
 from warehouse import queries
 
 log = logging.getLogger(__name__)
@@ -27,12 +26,7 @@ DIFFERENCES: tuple[tuple[str, str], ...] = (
 
 def decoding_frame(con: duckdb.DuckDBPyConnection, dataset_id: str, model: str) -> pd.DataFrame:
     """All planned worlds with this model's release (invalid or missing -> unavailable)."""
-    f = queries.fetch_df(con, "decoding_input", [model, dataset_id])
-    f["candidate_order"] = f["candidate_order"].apply(list)
-    f["probabilities"] = [json.loads(p) if isinstance(p, str) else None for p in f["probabilities"]]
-    f["choice"] = f["choice"].astype(object).where(f["choice"].notna(), None)
-    f["confidence"] = f["confidence"].astype(float)
-    return f
+    return release_columns(queries.fetch_df(con, "decoding_input", [model, dataset_id]))
 
 
 def _decode_task(model: str, domain: str, frame: pd.DataFrame, views: tuple[str, ...],
@@ -57,23 +51,9 @@ def run_decoding(frames: dict[str, pd.DataFrame], views: Sequence[str] = VIEWS, 
                  skipped: dict[str, str] | None = None) -> list[DomainDecoding]:
     """Decode every (model, domain) of ``frames`` (model -> worlds with that model's release).
     Domains that cannot be decoded are left out and named in ``skipped``."""
-    tasks = []
-    for m, f in frames.items():
-        for d in sorted(f["domain"].unique()):
-            sub = f[f["domain"] == d]
-            why = decodable(sub)
-            if why is None:
-                tasks.append((m, d, sub))
-            elif skipped is not None:
-                skipped[f"decoding {m}/{d}"] = why
-    results: list[DomainDecoding] = []
-    runner = Parallel(n_jobs=jobs, return_as="generator", backend="loky" if jobs != 1 else "sequential")
-    for i, res in enumerate(runner(delayed(_decode_task)(m, d, f, tuple(views), families) for m, d, f in tasks),
-                            start=1):
-        results.append(res)
-        if progress:
-            progress(i, len(tasks))
-    return results
+    tasks = domain_tasks(frames, decodable, "decoding", skipped)
+    return run_tasks(_decode_task, [(m, d, f, tuple(views), families) for m, d, f in tasks], len(tasks), jobs,
+                     progress)
 
 
 def prediction_rows(results: list[DomainDecoding]) -> pd.DataFrame:
@@ -102,40 +82,31 @@ def recovery_tables(predictions: pd.DataFrame, n_boot: int = N_BOOT, seed: int =
     """Recovery per (model, view): pooled, domain macro-average and per domain, with pair-clustered
     percentile intervals; paired differences between views on the same worlds, same resamples."""
     rec_rows, diff_rows = [], []
-    alpha = 0.025
     for model, sub in predictions.groupby("model", sort=True):
-        pairs = sorted(sub["pair_id"].unique())
-        pindex = {p: i for i, p in enumerate(pairs)}
-        W = resample_counts(len(pairs), n_boot, seed)                     # shared by every view
-        pair_domain = sub.drop_duplicates("pair_id").set_index("pair_id")["domain"]
-        domains = sorted(sub["domain"].unique())
-        dom_mask = {d: np.array([pair_domain[p] == d for p in pairs], dtype=float) for d in domains}
+        rs = PairResamples.of(sub, n_boot, seed)                          # shared by every view
+        domains = list(rs.domain_masks)
         per_view_pairs: dict[str, np.ndarray] = {}
         sizes = None
         for view, v in sub.groupby("view", sort=False):
-            idx = v["pair_id"].map(pindex).to_numpy()
-            sums = np.bincount(idx, weights=v["correct"].to_numpy(float), minlength=len(pairs))
-            sizes = np.bincount(idx, minlength=len(pairs)).astype(float)
+            sums, sizes = rs.totals(v["pair_id"], v["correct"])
             per_view_pairs[view] = sums
-            boot_pooled = (W @ sums) / (W @ sizes)
+            boot_pooled = resampled_means(sums, sizes, rs.W)
             # per domain: the same resamples restricted to the domain's pairs
-            boot_dom = {d: (W @ (sums * m)) / np.maximum(W @ (sizes * m), 1) for d, m in dom_mask.items()}
+            boot_dom = {d: resampled_means(sums, sizes, rs.W, m) for d, m in rs.domain_masks.items()}
             boot_macro = np.mean([boot_dom[d] for d in domains], axis=0)
-            est_dom = {d: float((sums * m).sum() / (sizes * m).sum()) for d, m in dom_mask.items()}
+            est_dom = {d: float((sums * m).sum() / (sizes * m).sum()) for d, m in rs.domain_masks.items()}
             ll = v.groupby("domain")["log_loss"].mean()
             for scope, est, boot, n, lloss in (
                 ("pooled", float(sums.sum() / sizes.sum()), boot_pooled, len(v), float(v["log_loss"].mean())),
                 ("macro", float(np.mean(list(est_dom.values()))), boot_macro, len(v), float(ll.mean())),
                 *[(d, est_dom[d], boot_dom[d], int((v["domain"] == d).sum()), float(ll[d])) for d in domains],
             ):
-                lo, hi = np.quantile(boot, [alpha, 1 - alpha])
-                rec_rows.append((model, view, scope, est, float(lo), float(hi), lloss, n))
+                rec_rows.append((model, view, scope, est, *percentile_interval(boot), lloss, n))
         for a, b in DIFFERENCES:
             if a in per_view_pairs and b in per_view_pairs:
                 d = per_view_pairs[a] - per_view_pairs[b]
-                boot = (W @ d) / (W @ sizes)
-                lo, hi = np.quantile(boot, [alpha, 1 - alpha])
-                diff_rows.append((model, a, b, float(d.sum() / sizes.sum()), float(lo), float(hi), int(sizes.sum())))
+                diff_rows.append((model, a, b, float(d.sum() / sizes.sum()),
+                                  *percentile_interval(resampled_means(d, sizes, rs.W)), int(sizes.sum())))
     rec = pd.DataFrame(rec_rows, columns=["model", "view", "scope", "accuracy", "ci_low", "ci_high", "log_loss", "n"])
     diff = pd.DataFrame(diff_rows, columns=["model", "view_a", "view_b", "difference", "ci_low", "ci_high", "n"])
     return rec, diff

@@ -18,10 +18,11 @@ from typing import Callable, Sequence
 
 import numpy as np
 import pandas as pd
-from joblib import Parallel, delayed
 
-from qlb.bootstrap import N_BOOT, SEED, resample_counts
+from qlb.bootstrap import N_BOOT, SEED, PairResamples, percentile_interval, resampled_means
 from qlb.decoding import correct, decode_domain, log_loss_per_world
+from qlb.decoding_run import decodable
+from qlb.parallel import domain_tasks, run_tasks
 from qlb.defenses import NOISE_SEEDS, apply, temperature_inverse, to_dict
 from qlb.ontology import load_ontology
 from qlb.recipients import candidate_ranks
@@ -199,24 +200,9 @@ def run_defenses(frames: dict[str, pd.DataFrame], policies: dict[str, dict[str, 
                  families: frozenset[str] = DEFENSE_FAMILIES, endpoints: Sequence[str] = ENDPOINTS,
                  progress: Callable[[int, int], None] | None = None,
                  skipped: dict[str, str] | None = None) -> list[DefenseDomain]:
-    tasks = []
-    for m, f in frames.items():
-        for d in sorted(f["domain"].unique()):
-            sub = f[f["domain"] == d]
-            missing = [s for s in ("train", "validation", "test") if not (sub["split"] == s).any()]
-            if missing or sub.loc[sub["split"] == "train", "pair_id"].nunique() < 4:
-                if skipped is not None:
-                    skipped[f"defenses {m}/{d}"] = "too few training pairs or an empty split"
-                continue
-            tasks.append((m, d, sub, policies.get(m, {}).get(d, [])))
-    runner = Parallel(n_jobs=jobs, return_as="generator", backend="loky" if jobs != 1 else "sequential")
-    out = []
-    for i, res in enumerate(runner(delayed(defend_domain)(m, d, f, p, families, tuple(endpoints))
-                                   for m, d, f, p in tasks), start=1):
-        out.append(res)
-        if progress:
-            progress(i, len(tasks))
-    return out
+    tasks = domain_tasks(frames, decodable, "defenses", skipped)
+    return run_tasks(defend_domain, [(m, d, f, policies.get(m, {}).get(d, []), families, tuple(endpoints))
+                                     for m, d, f in tasks], len(tasks), jobs, progress)
 
 
 # ---------------------------------------------------------------- tables
@@ -238,13 +224,10 @@ def release_rows(results: list[DefenseDomain]) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
 
 
-def _boot(values: np.ndarray, pairs: np.ndarray, W: np.ndarray, index: dict) -> tuple[float, float, float]:
-    idx = np.array([index[p] for p in pairs])
-    sums = np.bincount(idx, weights=values, minlength=W.shape[1])
-    sizes = np.bincount(idx, minlength=W.shape[1]).astype(float)
-    boot = (W @ sums) / np.maximum(W @ sizes, 1)
-    lo, hi = np.quantile(boot, [0.025, 0.975])
-    return float(values.mean()), float(lo), float(hi)
+def _boot(values: np.ndarray, pairs: np.ndarray, rs: PairResamples) -> tuple[float, float, float]:
+    """Mean of a per-world value with its pair-clustered percentile interval."""
+    sums, sizes = rs.totals(pairs, values)
+    return (float(np.mean(values)), *percentile_interval(resampled_means(sums, sizes, rs.W)))
 
 
 def result_tables(results: list[DefenseDomain], preds: pd.DataFrame, n_boot: int = N_BOOT, seed: int = SEED
@@ -253,9 +236,7 @@ def result_tables(results: list[DefenseDomain], preds: pd.DataFrame, n_boot: int
     WCPQ coverage and verification) and defense_costs (frozen and adapted recipients)."""
     res_rows, cost_rows = [], []
     for model, sub in preds.groupby("model", sort=True):
-        pairs = sorted(sub["pair_id"].unique())
-        index = {p: i for i, p in enumerate(pairs)}
-        W = resample_counts(len(pairs), n_boot, seed)
+        rs = PairResamples.of(sub, n_boot, seed)
         wide = sub.pivot_table(index=["world_id", "pair_id"], columns="defense", values="correct", aggfunc="first")
         wide = wide.astype(float)
         noise_cols = [c for c in wide.columns if c.startswith("noise seed")]
@@ -269,9 +250,9 @@ def result_tables(results: list[DefenseDomain], preds: pd.DataFrame, n_boot: int
         worst = max((r.wcpq.get("max_abs_cost_diff", 0.0) for r in dom), default=None)
         for ep in wide.columns:
             vals = wide[ep].to_numpy()
-            est, lo, hi = _boot(vals, pair_of, W, index)
+            est, lo, hi = _boot(vals, pair_of, rs)
             if "native" in wide.columns and ep != "native":
-                d, dlo, dhi = _boot(vals - wide["native"].to_numpy(), pair_of, W, index)
+                d, dlo, dhi = _boot(vals - wide["native"].to_numpy(), pair_of, rs)
             else:
                 d = dlo = dhi = None
             is_w = ep == "wcpq" and wc["comparisons"] > 0
@@ -292,7 +273,7 @@ def result_tables(results: list[DefenseDomain], preds: pd.DataFrame, n_boot: int
         for (ep, recipient, task, profile), parts in sorted(costs.items()):
             pids = np.concatenate([p for p, _ in parts])
             c = np.concatenate([v for _, v in parts])
-            est, lo, hi = _boot(c, pids, W, index)
+            est, lo, hi = _boot(c, pids, rs)
             cost_rows.append((model, ep, recipient, task, profile, est, lo, hi, len(c)))
         # noise mean: average the per-world costs of the three seeds
         for recipient in ("frozen", "adapted"):
@@ -302,7 +283,7 @@ def result_tables(results: list[DefenseDomain], preds: pd.DataFrame, n_boot: int
                 if len(seeds) == len(NOISE_SEEDS):
                     pids = np.concatenate([p for p, _ in seeds[0]])
                     c = np.mean([np.concatenate([v for _, v in s]) for s in seeds], axis=0)
-                    est, lo, hi = _boot(c, pids, W, index)
+                    est, lo, hi = _boot(c, pids, rs)
                     cost_rows.append((model, "noise", recipient, *task_profile, est, lo, hi, len(c)))
     res = pd.DataFrame(res_rows, columns=["model", "defense", "method", "seed", "accuracy", "ci_low", "ci_high",
                                           "log_loss", "n", "diff_vs_native", "diff_ci_low", "diff_ci_high",

@@ -5,6 +5,7 @@ the status signal. Invalid responses enter as ``unavailable`` (no prediction fie
 """
 from __future__ import annotations
 
+import json
 import math
 import re
 from typing import Iterable, Sequence
@@ -32,6 +33,17 @@ PROBABILITY_VIEWS = ("full_probabilities", "full_native")
 REPRESENTATIONS = ("raw", "logratio", "residual")
 TOKEN = re.compile(r"[a-z0-9]+")
 CLIP = 1e-6
+
+
+def release_columns(f: pd.DataFrame) -> pd.DataFrame:
+    """Warehouse rows of worlds with a release -> the engine's types: candidate order as a list,
+    probabilities as a map (missing stays None), choice None when missing, confidence float."""
+    f = f.copy()
+    f["candidate_order"] = f["candidate_order"].apply(list)
+    f["probabilities"] = [json.loads(p) if isinstance(p, str) else None for p in f["probabilities"]]
+    f["choice"] = f["choice"].astype(object).where(f["choice"].notna(), None)
+    f["confidence"] = f["confidence"].astype(float)
+    return f
 
 
 def apply_view(frame: pd.DataFrame, view: str) -> pd.DataFrame:

@@ -9,14 +9,16 @@ paired (view - full native) differences with the non-inferiority mark at delta =
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Callable, Iterable, Sequence
 
 import numpy as np
 import pandas as pd
 
-from qlb.bootstrap import N_BOOT, SEED, resample_counts
+from qlb.bootstrap import N_BOOT, SEED, PairResamples, percentile_interval, resampled_means
 from qlb.costs import PROFILES, CostProfile, DomainCosts, domain_costs
 from qlb.ontology import load_ontology
+from qlb.parallel import domain_tasks, missing_splits, run_tasks
 from qlb.recipients import Recipient, candidate_ranks, features, fit_candidates
 from qlb.release_views import VIEWS, apply_view
 from qlb.workflows import FACTORS, TASKS, Outcome, action_labels, oracle_cost, run_task
@@ -151,25 +153,9 @@ def run_utility(frames: dict[str, pd.DataFrame], views: Sequence[str] = VIEWS, j
                 progress: Callable[[int, int], None] | None = None, skipped: dict[str, str] | None = None,
                 profiles: Sequence[CostProfile | str] = PROFILES, **overrides) -> list[DomainUtility]:
     """Every (model, domain) of ``frames`` (model -> that model's worlds, as for decoding)."""
-    from joblib import Parallel, delayed
-    tasks = []
-    for m, f in frames.items():
-        for d in sorted(f["domain"].unique()):
-            sub = f[f["domain"] == d]
-            missing = [s for s in ("train", "validation", "test") if not (sub["split"] == s).any()]
-            if missing:
-                if skipped is not None:
-                    skipped[f"utility {m}/{d}"] = f"no {' or '.join(missing)} worlds"
-                continue
-            tasks.append((m, d, sub))
-    runner = Parallel(n_jobs=jobs, return_as="generator", backend="loky" if jobs != 1 else "sequential")
-    results = []
-    for i, res in enumerate(runner(delayed(utility_domain)(m, d, f, tuple(views), tuple(profiles), TASKS,
-                                                           **overrides) for m, d, f in tasks), start=1):
-        results.append(res)
-        if progress:
-            progress(i, len(tasks))
-    return results
+    tasks = domain_tasks(frames, missing_splits, "utility", skipped)
+    return run_tasks(partial(utility_domain, **overrides),
+                     [(m, d, f, tuple(views), tuple(profiles), TASKS) for m, d, f in tasks], len(tasks), jobs, progress)
 
 
 # ---------------------------------------------------------------- tables
@@ -235,33 +221,22 @@ def result_tables(actions: pd.DataFrame, n_boot: int = N_BOOT, seed: int = SEED,
     """utility_results (pooled and per domain, pair-clustered intervals) and utility_differences
     (each view minus ``reference`` on the same worlds and resamples, non-inferiority at DELTA)."""
     res_rows, diff_rows = [], []
-    alpha = 0.025
     for model, sub in actions.groupby("model", sort=True):
-        pairs = sorted(sub["pair_id"].unique())
-        pindex = {p: i for i, p in enumerate(pairs)}
-        W = resample_counts(len(pairs), n_boot, seed)
-        pair_domain = sub.drop_duplicates("pair_id").set_index("pair_id")["domain"]
-        domains = sorted(sub["domain"].unique())
-        dom_mask = {d: np.array([pair_domain[p] == d for p in pairs], dtype=float) for d in domains}
+        rs = PairResamples.of(sub, n_boot, seed)
         pair_costs: dict[tuple[str, str, str], tuple[np.ndarray, np.ndarray]] = {}
         for (view, task, profile), v in sub.groupby(["view", "task", "profile"], sort=True):
-            idx = v["pair_id"].map(pindex).to_numpy()
-            sums = np.bincount(idx, weights=v["cost"].to_numpy(float), minlength=len(pairs))
-            sizes = np.bincount(idx, minlength=len(pairs)).astype(float)
+            sums, sizes = rs.totals(v["pair_id"], v["cost"])
             pair_costs[(view, task, profile)] = (sums, sizes)
-            boot = (W @ sums) / (W @ sizes)
             routed = v["routed"].to_numpy(bool)
             right = v["route_correct"].to_numpy(bool)
             checked = v["check_name"].notna().to_numpy()
-            for scope, mask, b, pm in (("pooled", np.ones(len(v), bool), boot, None),
-                                       *[(d, (v["domain"] == d).to_numpy(), None, dom_mask[d]) for d in domains]):
-                if pm is not None:
-                    b = (W @ (sums * pm)) / np.maximum(W @ (sizes * pm), 1)
+            for scope, mask, pm in (("pooled", np.ones(len(v), bool), None),
+                                    *[(d, (v["domain"] == d).to_numpy(), m) for d, m in rs.domain_masks.items()]):
                 part = v[mask]
-                lo, hi = np.quantile(b, [alpha, 1 - alpha])
+                lo, hi = percentile_interval(resampled_means(sums, sizes, rs.W, pm))
                 n_routed = int(routed[mask].sum())
                 res_rows.append((
-                    model, view, task, profile, scope, float(part["cost"].mean()), float(lo), float(hi),
+                    model, view, task, profile, scope, float(part["cost"].mean()), lo, hi,
                     float(part["oracle_cost"].mean()),
                     float(n_routed / len(part)) if task == "selective" else None,
                     float(1 - right[mask & routed].mean()) if task == "selective" and n_routed else None,
@@ -272,9 +247,8 @@ def result_tables(actions: pd.DataFrame, n_boot: int = N_BOOT, seed: int = SEED,
             if view == reference or ref is None:
                 continue
             d = sums - ref[0]
-            boot = (W @ d) / (W @ sizes)
-            lo, hi = np.quantile(boot, [alpha, 1 - alpha])
-            diff_rows.append((model, view, reference, task, profile, float(d.sum() / sizes.sum()), float(lo), float(hi),
+            lo, hi = percentile_interval(resampled_means(d, sizes, rs.W))
+            diff_rows.append((model, view, reference, task, profile, float(d.sum() / sizes.sum()), lo, hi,
                               bool(hi <= DELTA), int(sizes.sum())))
     res = pd.DataFrame(res_rows, columns=["model", "view", "task", "profile", "scope", "mean_cost", "ci_low", "ci_high",
                                           "oracle_cost", "coverage", "routed_error", "clarification_rate",

@@ -55,9 +55,7 @@ def frozen_policies(con: duckdb.DuckDBPyConnection, run_id: str, model: str) -> 
         factor = float(row.review_factor) if row.review_factor is not None and not pd.isna(row.review_factor) else 1.0
         out.setdefault(row.domain, []).append(
             Policy(row.task, row.profile, rec, factor, domain_costs(row.domain, row.profile)))
-    for domain, ps in out.items():
-        ps.sort(key=lambda p: (TASKS.index(p.task), PROFILES.index(p.profile) if p.profile in PROFILES else 99))
-    return out
+    return _in_policy_order(out)
 
 
 def policies_from_selection(selected: list, view: str = POLICY_VIEW) -> dict[str, list[Policy]]:
@@ -66,26 +64,39 @@ def policies_from_selection(selected: list, view: str = POLICY_VIEW) -> dict[str
     for s in selected:
         if s.view == view:
             out.setdefault(s.domain, []).append(Policy(s.task, s.profile, s.recipient, s.factor or 1.0, s.costs))
-    for ps in out.values():
+    return _in_policy_order(out)
+
+
+def _in_policy_order(by_domain: dict[str, list[Policy]]) -> dict[str, list[Policy]]:
+    """Each domain's policies in the fixed order: task, then cost profile."""
+    for ps in by_domain.values():
         ps.sort(key=lambda p: (TASKS.index(p.task), PROFILES.index(p.profile) if p.profile in PROFILES else 99))
-    return out
+    return by_domain
 
 
-def _q_codewords(policy: Policy, frame: pd.DataFrame, code: np.ndarray, classes: tuple[str, ...]) -> np.ndarray:
-    """q for every (world, codeword): (n, m, k)."""
+def zero_score_features(frame: pd.DataFrame, classes: tuple[str, ...]) -> list[dict[str, float]]:
+    """Each world's recipient features with every score (and a present confidence) at 0: the part
+    of a codeword release that does not depend on the codeword."""
+    base = frame.copy()
+    base["probabilities"] = [{c: 0.0 for c in classes}] * len(frame)
+    base["confidence"] = np.where(base["confidence"].notna().to_numpy(), 0.0, np.nan)
+    return features(base, classes)
+
+
+def _q_codewords(policy: Policy, frame: pd.DataFrame, code: np.ndarray, classes: tuple[str, ...],
+                 base: list[dict[str, float]] | None = None) -> np.ndarray:
+    """q for every (world, codeword): (n, m, k). ``base``: ``zero_score_features`` of the frame
+    (computed here when not given)."""
     n, m, k = len(frame), len(code), len(classes)
     rec = policy.recipient
     if rec.kind == "prior":
         return np.broadcast_to(rec.prior, (n, m, k))
     if rec.kind == "native":
         return np.broadcast_to(code, (n, m, k))
-    base = frame.copy()
-    base["probabilities"] = [{c: 0.0 for c in classes}] * n
-    has_conf = base["confidence"].notna().to_numpy()
-    base["confidence"] = np.where(has_conf, 0.0, np.nan)
+    has_conf = frame["confidence"].notna().to_numpy()
     index = {f: i for i, f in enumerate(rec.feature_names)}
     x = np.zeros((n, len(index)))
-    for r, d in enumerate(features(base, classes)):
+    for r, d in enumerate(zero_score_features(frame, classes) if base is None else base):
         for key, v in d.items():
             j = index.get(key)
             if j is not None:
@@ -129,9 +140,10 @@ def map_domain(frame: pd.DataFrame, domain: str, policies: list[Policy], code: n
     rank = candidate_ranks(rel, classes)
     match = np.ones((n, m), bool)
     dicts = features(rel, classes)
+    base = zero_score_features(rel, classes)
     for p in policies:
         native = signature(p, p.recipient.q(rel, dicts), rank)                      # (n, 5)
-        qc = _q_codewords(p, rel, code, classes).reshape(n * m, len(classes))
+        qc = _q_codewords(p, rel, code, classes, base).reshape(n * m, len(classes))
         coded = signature(p, qc, np.repeat(rank, m, axis=0)).reshape(n, m, -1)
         match &= (coded == native[:, None, :]).all(axis=2)
     match &= available[:, None]
