@@ -75,6 +75,15 @@ def audit_page_start(title: str, intro: str) -> tuple[str, str] | None:
     return path, dataset
 
 
+def pick_run(runs: pd.DataFrame, key: str, empty: str) -> str | None:
+    """The run selector of an audit page (newest first), or None with ``empty`` shown as a hint
+    when the dataset has no such run yet."""
+    if runs.empty:
+        st.info(empty)
+        return None
+    return st.selectbox("Run", runs["run_id"].tolist(), key=key, help="Newest first.")
+
+
 def simulated_banner(simulated: bool) -> None:
     if simulated:
         st.warning(SIMULATED_NOTE, icon=":material/science:")

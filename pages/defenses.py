@@ -12,7 +12,7 @@ from dashboard import data_access as da
 from qlb.figures import DEFENSE_LABELS as LABELS, DEFENSE_ORDER as ORDER, defense_figure
 from qlb.palette import model_colours
 from dashboard.routing import page_entry
-from dashboard.widgets import audit_page_start, chart, table
+from dashboard.widgets import audit_page_start, chart, pick_run, table
 from qlb.ontology import load_ontology
 from qlb.recipients import candidate_ranks
 from qlb.workflows import TASKS, action_labels, argmax_public, run_task
@@ -33,12 +33,11 @@ def render() -> None:
     if start is None:
         return
     path, dataset = start
-    runs = da.defense_runs(path, dataset)
-    if runs.empty:
-        st.info("No defense audit in this dataset yet: run `qlb audit --jobs 2` (it needs the decoding and the "
-                "utility audits, which it runs too).")
+    run_id = pick_run(da.defense_runs(path, dataset), "defenses_run",
+                      "No defense audit in this dataset yet: run `qlb audit --jobs 2` (it needs the decoding and "
+                      "the utility audits, which it runs too).")
+    if run_id is None:
         return
-    run_id = st.selectbox("Run", runs["run_id"].tolist(), key="defenses_run", help="Newest first.")
     res = da.query(path, "defense_results", (run_id,))
     costs = da.query(path, "defense_costs", (run_id,))
     models = sorted(res["model"].unique())

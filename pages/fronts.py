@@ -10,7 +10,7 @@ from dashboard import data_access as da
 from qlb.figures import front_figure
 from qlb.palette import model_colours
 from dashboard.routing import page_entry
-from dashboard.widgets import audit_page_start, chart, table
+from dashboard.widgets import audit_page_start, chart, pick_run, table
 from qlb.costs import PROFILES
 from qlb.workflows import TASKS
 
@@ -32,14 +32,15 @@ def render() -> None:
         return
     path, dataset = start
     runs = da.front_runs(path, dataset)
+    empty = ""
     if runs.empty:
-        if not da.utility_runs(path, dataset).empty:
-            st.info("The utility audit is stored but no run has both it and the decoding audit: run "
-                    "`qlb audit --jobs 2` (the decoding takes a few minutes for nine models).")
-        else:
-            st.info("No fronts yet: run `qlb audit --jobs 2` to compute the decoding and utility audits.")
+        empty = ("The utility audit is stored but no run has both it and the decoding audit: run `qlb audit "
+                 "--jobs 2` (the decoding takes a few minutes for nine models)."
+                 if not da.utility_runs(path, dataset).empty else
+                 "No fronts yet: run `qlb audit --jobs 2` to compute the decoding and utility audits.")
+    run_id = pick_run(runs, "fronts_run", empty)
+    if run_id is None:
         return
-    run_id = st.selectbox("Run", runs["run_id"].tolist(), key="fronts_run", help="Newest first.")
     points = da.query(path, "front_points", (run_id,))
     c1, c2, c3 = st.columns([2, 2, 2])
     with c1:

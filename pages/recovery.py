@@ -10,7 +10,7 @@ import streamlit as st
 from dashboard import data_access as da
 from qlb.figures import recovery_figure
 from dashboard.routing import page_entry
-from dashboard.widgets import audit_page_start, chart, percent_columns, table
+from dashboard.widgets import audit_page_start, chart, pick_run, percent_columns, table
 from qlb.release_views import VIEWS
 
 FAMILIES = ("prior", "logistic", "forest", "shared_scorer", "template")
@@ -30,11 +30,10 @@ def render() -> None:
     if start is None:
         return
     path, dataset = start
-    runs = da.decoding_runs(path, dataset)
-    if runs.empty:
-        st.info("No decoding audit in this dataset yet: run `qlb audit --jobs 2` (a few minutes for nine models).")
+    run_id = pick_run(da.decoding_runs(path, dataset), "recovery_run",
+                      "No decoding audit in this dataset yet: run `qlb audit --jobs 2` (a few minutes for nine models).")
+    if run_id is None:
         return
-    run_id = st.selectbox("Run", runs["run_id"].tolist(), key="recovery_run", help="Newest first.")
     rec = da.query(path, "recovery_results", (run_id,))
     models = sorted(rec["model"].unique())
     chosen = st.multiselect("Models", models, default=models, key="recovery_models")

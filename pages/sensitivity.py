@@ -12,7 +12,7 @@ import streamlit as st
 from dashboard import data_access as da
 from qlb.figures import cost_difference_heatmap
 from dashboard.routing import page_entry
-from dashboard.widgets import audit_page_start, chart, table
+from dashboard.widgets import audit_page_start, chart, pick_run, table
 from qlb.costs import PROFILES, authored, domain_costs
 from qlb.ontology import DOMAINS, load_ontology
 from qlb.release_views import VIEWS
@@ -39,11 +39,10 @@ def render() -> None:
     if start is None:
         return
     path, dataset = start
-    runs = da.utility_runs(path, dataset)
-    if runs.empty:
-        st.info("No utility audit in this dataset yet: run `qlb audit` (about a minute for nine models).")
+    run_id = pick_run(da.utility_runs(path, dataset), "sensitivity_run",
+                      "No utility audit in this dataset yet: run `qlb audit` (about a minute for nine models).")
+    if run_id is None:
         return
-    run_id = st.selectbox("Run", runs["run_id"].tolist(), key="sensitivity_run", help="Newest first.")
     res = da.query(path, "utility_results", (run_id,))
     diff = da.query(path, "utility_differences", (run_id,))
     c1, c2, c3 = st.columns(3)
