@@ -171,3 +171,53 @@ def test_vectorizer_matches_scikit_learn_dictvectorizer():
     assert np.array_equal(ours.fit_transform(train), ref.fit_transform(train))
     assert ours.feature_names_ == list(ref.feature_names_)
     assert np.array_equal(ours.transform(test), ref.transform(test))
+
+
+def _decoder_features(view: str):
+    """Real decoder features: the planted confidence worlds of the delivery domain."""
+    from qlb.decoders import ForestDecoder
+    from qlb.decoding import labels
+    from qlb.release_views import with_public_features
+    frame = with_public_features(planted("confidence", seed=3).sort_values("world_id").reset_index(drop=True))
+    train = apply_view(frame[frame["split"] == "train"].reset_index(drop=True), view)
+    test = apply_view(frame[frame["split"] == "test"].reset_index(drop=True), view)
+    dec = ForestDecoder(classes=DOM.classes).fit(train, labels(train))
+    return dec, train, labels(train), test
+
+
+@pytest.mark.parametrize("depth,leaf", [(None, 1), (None, 5), (6, 1), (6, 5)])
+def test_forest_equals_scikit_learn_random_forest(depth, leaf):
+    """grow_forest grows scikit-learn's forest: the same probabilities to the last bit."""
+    from sklearn.ensemble import RandomForestClassifier
+    from qlb.forest import grow_forest
+    dec, train, y, test = _decoder_features("choice_confidence")
+    Z, Zt = dec.vectorizer_.transform(dec._dicts(train)), dec.vectorizer_.transform(dec._dicts(test))
+    ref = RandomForestClassifier(100, max_depth=depth, min_samples_leaf=leaf, random_state=0, n_jobs=1).fit(Z, y)
+    ours = grow_forest(Z, y, 100, depth, leaf, random_state=0)
+    assert np.array_equal(ours.predict_p1(Zt), ref.predict_proba(Zt)[:, 1])
+    slow = grow_forest(Z, y, 100, depth, leaf, random_state=0, fast=False)
+    assert np.array_equal(slow.predict_p1(Zt), ours.predict_p1(Zt))
+    assert np.array_equal(grow_forest(Z, np.ones_like(y), 10).predict_p1(Zt), np.ones(len(Zt)))
+
+
+@pytest.mark.parametrize("C", [0.1, 1.0, 10.0])
+def test_shared_scorer_solves_scikit_learns_pairwise_logistic_problem(C):
+    """The Newton solver in the pairs' span reaches the optimum of LogisticRegression(C,
+    fit_intercept=False) on the explicit pairwise design (solved to a tight tolerance)."""
+    from scipy import sparse
+    from sklearn.linear_model import LogisticRegression
+    from qlb.decoders import SharedScorerDecoder
+    _, train, y, test = _decoder_features("choice_confidence")
+    dec = SharedScorerDecoder(C, "raw", DOM.classes, DOM.mechanisms).fit(train, y)
+
+    def design(X):
+        Zb, i1, i0 = dec._blocks(dec._features(X), X)
+        n, d = Zb.shape
+        rows = np.repeat(np.arange(n), 2 * d)
+        cols = np.concatenate([i1[:, None] * d + np.arange(d), i0[:, None] * d + np.arange(d)], axis=1).ravel()
+        vals = np.concatenate([Zb, -Zb], axis=1).ravel()
+        return sparse.csr_matrix((vals, (rows, cols)), shape=(n, len(DOM.mechanisms) * d))
+
+    ref = LogisticRegression(C=C, fit_intercept=False, tol=1e-12, max_iter=100_000).fit(design(train), y)
+    assert np.abs(dec.coef_.ravel() - ref.coef_.ravel()).max() < 1e-4
+    assert np.abs(dec.predict_proba(test)[:, 1] - ref.predict_proba(design(test))[:, 1]).max() < 1e-5
