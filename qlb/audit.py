@@ -16,7 +16,9 @@ import duckdb
 import pandas as pd
 
 from qlb import refusal
-from qlb.decoding_run import decoding_frame, prediction_rows, recovery_json, recovery_tables, run_decoding, selection_rows
+from qlb.decoding_run import (
+    config_score_rows, decoding_frame, prediction_rows, recovery_json, recovery_tables, run_decoding, selection_rows,
+)
 from qlb.quasileak import METRIC_KEYS
 from qlb.release_views import VIEWS
 from qlb.quasileak_run import load_corpus, load_predictions, score_tables, scoring_split
@@ -154,6 +156,7 @@ def run_audits(con: duckdb.DuckDBPyConnection, dataset_id: str, models: Sequence
             run.recovery, run.differences = recovery_tables(preds, params["n_boot"], params["seed"])
             run.selections = selection_rows(results)
             tables.update({"decoder_predictions": preds, "decoder_selections": run.selections,
+                           "decoder_config_scores": config_score_rows(results),
                            "recovery_results": run.recovery, "recovery_differences": run.differences})
     if not utility:
         run.skipped["utility"] = "not requested (utility=False)"

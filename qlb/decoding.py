@@ -69,7 +69,9 @@ class Selection:
 @dataclass
 class DomainDecoding:
     """Everything one (model, domain) produced: per view the frozen selection and its test
-    predictions."""
+    predictions, and every base configuration's fit (``fits``; out-of-fold rows in the order of
+    ``train_world_ids``, validation and test rows in the order of ``val_world_ids`` and
+    ``test_world_ids``)."""
 
     model: str
     domain: str
@@ -77,6 +79,9 @@ class DomainDecoding:
     test_pair_ids: np.ndarray
     test_y: np.ndarray
     selections: dict[str, Selection] = field(default_factory=dict)
+    fits: dict[str, ViewFit] = field(default_factory=dict)
+    train_world_ids: np.ndarray | None = None
+    val_world_ids: np.ndarray | None = None
 
 
 def fit_view(train: pd.DataFrame, y: np.ndarray, val: pd.DataFrame, test: pd.DataFrame, view: str,
@@ -144,6 +149,37 @@ def labels(frame: pd.DataFrame) -> np.ndarray:
     return (frame["mechanism"] == frame["hypothesis_1"]).to_numpy().astype(int)
 
 
+def restrict(vf: ViewFit, families: set[str] | None) -> ViewFit:
+    """The fit as if only ``families`` had been in the library: configurations are fitted
+    independently, so dropping columns is exactly what a refit with fewer families gives."""
+    if families is None:
+        return vf
+    ks = [k for k, f in enumerate(vf.families) if f in families]
+    return ViewFit(vf.view, [vf.names[k] for k in ks], [vf.families[k] for k in ks], vf.oof[:, ks],
+                   vf.val[:, ks], vf.test[:, ks])
+
+
+def select_views(out: DomainDecoding, fits: dict[str, ViewFit], y_train: np.ndarray, y_val: np.ndarray,
+                 views: tuple[str, ...]) -> DomainDecoding:
+    """Candidates from the base fits of each view and its permitted subviews, selection on
+    validation only (the test labels are not read), the chosen candidate's test predictions."""
+    needed = list(dict.fromkeys(v for view in views for v in (view, *SUBVIEWS[view])))
+    pools = {v: view_candidates(fits[v], y_train) for v in needed}
+    for view in views:
+        pool = pools[view] + [c for sub in SUBVIEWS[view] for c in pools[sub]]
+        idx, acc, ll = select(pool, y_val)
+        chosen = pool[idx]
+        out.selections[view] = Selection(view, chosen.name, chosen.view, acc, ll, len(pool), chosen.test)
+    out.fits = {v: fits[v] for v in needed}
+    return out
+
+
+def split_frames(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """Train, validation and test worlds of one (model, domain), each in world-id order."""
+    frame = frame.sort_values("world_id").reset_index(drop=True)
+    return tuple(frame[frame["split"] == s].reset_index(drop=True) for s in ("train", "validation", "test"))
+
+
 def decode_domain(model: str, domain: str, frame: pd.DataFrame, views: tuple[str, ...] = VIEWS,
                   families: set[str] | None = None, reuse: dict[str, ViewFit] | None = None) -> DomainDecoding:
     """Decode one model's releases in one domain for every requested view (and the subviews
@@ -151,23 +187,23 @@ def decode_domain(model: str, domain: str, frame: pd.DataFrame, views: tuple[str
     ``reuse`` hands in fits of views whose fields the caller knows are unchanged (defended
     releases keep choice and confidence) and receives every fit made here."""
     dom = load_ontology().domain(domain)
-    frame = with_public_features(frame.sort_values("world_id").reset_index(drop=True))
-    train = frame[frame["split"] == "train"].reset_index(drop=True)
-    val = frame[frame["split"] == "validation"].reset_index(drop=True)
-    test = frame[frame["split"] == "test"].reset_index(drop=True)
+    train, val, test = split_frames(with_public_features(frame))
     y_train, y_val = labels(train), labels(val)
     needed = list(dict.fromkeys(v for view in views for v in (view, *SUBVIEWS[view])))
     reuse = {} if reuse is None else reuse
-    fits = {}
     for v in needed:
         if v not in reuse:
             reuse[v] = fit_view(train, y_train, val, test, v, dom.classes, dom.mechanisms, families=families)
-        fits[v] = reuse[v]
-    pools = {v: view_candidates(fits[v], y_train) for v in needed}
-    out = DomainDecoding(model, domain, test["world_id"].to_numpy(), test["pair_id"].to_numpy(), labels(test))
-    for view in views:
-        pool = pools[view] + [c for sub in SUBVIEWS[view] for c in pools[sub]]
-        idx, acc, ll = select(pool, y_val)       # validation only; the test labels are not read here
-        chosen = pool[idx]
-        out.selections[view] = Selection(view, chosen.name, chosen.view, acc, ll, len(pool), chosen.test)
-    return out
+    out = DomainDecoding(model, domain, test["world_id"].to_numpy(), test["pair_id"].to_numpy(), labels(test),
+                         train_world_ids=train["world_id"].to_numpy(), val_world_ids=val["world_id"].to_numpy())
+    return select_views(out, {v: reuse[v] for v in needed}, y_train, y_val, views)
+
+
+def reselect(model: str, domain: str, frame: pd.DataFrame, fits: dict[str, ViewFit], views: tuple[str, ...],
+             families: set[str] | None = None) -> DomainDecoding:
+    """``decode_domain`` without fitting: candidates, selection and test scoring from stored base
+    fits (rows in world-id order within each split), restricted to ``families``."""
+    train, val, test = split_frames(frame)
+    out = DomainDecoding(model, domain, test["world_id"].to_numpy(), test["pair_id"].to_numpy(), labels(test),
+                         train_world_ids=train["world_id"].to_numpy(), val_world_ids=val["world_id"].to_numpy())
+    return select_views(out, {v: restrict(f, families) for v, f in fits.items()}, labels(train), labels(val), views)

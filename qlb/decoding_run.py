@@ -11,8 +11,8 @@ import pandas as pd
 
 from qlb.bootstrap import N_BOOT, SEED, PairResamples, percentile_interval, resampled_means
 from qlb.parallel import domain_tasks, run_tasks
-from qlb.decoding import FOLDS, DomainDecoding, correct, decode_domain, log_loss_per_world
-from qlb.release_views import VIEWS, release_columns
+from qlb.decoding import FOLDS, DomainDecoding, ViewFit, correct, decode_domain, log_loss_per_world, reselect
+from qlb.release_views import SUBVIEWS, VIEWS, release_columns
 from warehouse import queries
 
 log = logging.getLogger(__name__)
@@ -75,6 +75,65 @@ def selection_rows(results: list[DomainDecoding]) -> pd.DataFrame:
                           s.n_candidates) for r in results for v, s in r.selections.items()],
                         columns=["model", "domain", "view", "candidate", "candidate_view", "val_accuracy",
                                  "val_log_loss", "n_candidates"])
+
+
+CONFIG_COLUMNS = ["model", "domain", "view", "config", "family", "name", "split", "world_id", "p_s1"]
+
+
+def config_score_rows(results: list[DomainDecoding]) -> pd.DataFrame:
+    """Every base configuration's P(s1) per world (``decoder_config_scores``): out-of-fold on
+    train, refit on validation and test."""
+    parts = []
+    for r in results:
+        for view, vf in r.fits.items():
+            for split, ids, P in (("train", r.train_world_ids, vf.oof), ("validation", r.val_world_ids, vf.val),
+                                  ("test", r.test_world_ids, vf.test)):
+                k = len(vf.names)
+                parts.append(pd.DataFrame({
+                    "model": r.model, "domain": r.domain, "view": view,
+                    "config": np.repeat(np.arange(k, dtype=np.int16), len(ids)),
+                    "family": np.repeat(vf.families, len(ids)), "name": np.repeat(vf.names, len(ids)),
+                    "split": split, "world_id": np.tile(ids, k), "p_s1": P.T.ravel()}))
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=CONFIG_COLUMNS)
+
+
+def fits_from_scores(scores: pd.DataFrame, frame: pd.DataFrame) -> dict[str, dict[str, ViewFit]]:
+    """domain -> view -> ViewFit rebuilt from ``decoder_config_scores`` rows of one model, rows
+    aligned with ``frame``'s worlds in world-id order within each split."""
+    out: dict[str, dict[str, ViewFit]] = {}
+    order = {s: f.sort_values("world_id")["world_id"].tolist() for s, f in frame.groupby("split")}
+    for (domain, view), sub in scores.groupby(["domain", "view"], sort=True):
+        dom_ids = set(frame.loc[frame["domain"] == domain, "world_id"])
+        configs = sub.drop_duplicates("config").sort_values("config")
+        mats = {}
+        for split in ("train", "validation", "test"):
+            ids = [w for w in order.get(split, []) if w in dom_ids]
+            wide = sub[sub["split"] == split].pivot(index="world_id", columns="config", values="p_s1")
+            wide = wide.reindex(index=ids, columns=configs["config"])
+            if wide.isna().to_numpy().any():
+                raise ValueError(f"stored configuration scores of {domain}/{view} do not cover the "
+                                 f"{split} worlds of this dataset")
+            mats[split] = wide.to_numpy()
+        out.setdefault(domain, {})[view] = ViewFit(view, configs["name"].tolist(), configs["family"].tolist(),
+                                                   mats["train"], mats["validation"], mats["test"])
+    return out
+
+
+def reselect_from_scores(scores: pd.DataFrame, frame: pd.DataFrame, model: str, view: str,
+                         families: set[str] | None = None) -> list[DomainDecoding]:
+    """The decoding protocol for one (model, view) restricted to ``families``, from a run's stored
+    base-configuration scores: candidates, validation selection and test scoring as a refit
+    with those families would give (``decode_domain`` with ``families``), without fitting."""
+    fits = fits_from_scores(scores, frame)
+    needed = (view, *SUBVIEWS[view])
+    out = []
+    for domain in sorted(fits):
+        missing = [v for v in needed if v not in fits[domain]]
+        if missing:
+            raise ValueError(f"the run has no configuration scores for {domain}/{', '.join(missing)}")
+        out.append(reselect(model, domain, frame[frame["domain"] == domain], {v: fits[domain][v] for v in needed},
+                            (view,), families))
+    return out
 
 
 def recovery_tables(predictions: pd.DataFrame, n_boot: int = N_BOOT, seed: int = SEED

@@ -324,3 +324,10 @@ SELECT r.run_id, r.dataset_id, r.kind, r.parameters, r.dataset_fingerprint, r.co
        + (EXISTS (SELECT 1 FROM defense_results x WHERE x.run_id = r.run_id))::INTEGER
        + (EXISTS (SELECT 1 FROM ql_scores x WHERE x.run_id = r.run_id))::INTEGER AS n_results
 FROM runs r WHERE r.kind = 'audit' ORDER BY r.started_at DESC, r.run_id DESC;
+
+-- name: decoder_config_scores_for
+SELECT domain, view, config, family, name, split, world_id, p_s1 FROM decoder_config_scores
+WHERE run_id = ? AND model = ? AND list_contains(?, view) ORDER BY domain, view, config, split, world_id;
+
+-- name: runs_with_config_scores
+SELECT DISTINCT run_id FROM decoder_config_scores WHERE dataset_id = ?;

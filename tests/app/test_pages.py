@@ -170,12 +170,22 @@ def test_recovery_page(decoded_warehouse, monkeypatch):
         assert all(len(t["x"]) == 2 for t in fig)
         sel = next(f for f in frames(at) if "candidate_view" in f.columns)
         assert len(sel) == 2 * 3 * 5 and (sel["val_accuracy"] >= 0).all()
-        # recompute one (model, view) on demand with the fast families
-        at.selectbox(key="rc_view").select("no_output").run()
+        # recompute from the run's fits with the run's families: exactly the stored result
+        assert at.multiselect(key="rc_families").value == ["prior", "logistic", "template"]
+        assert at.toggle(key="rc_refit").value is False
+        at.selectbox(key="rc_view").select("full_native").run()
         at.button(key="rc_go").click().run()
         assert not at.exception, [e.value for e in at.exception]
-        rc = next(f for f in frames(at) if "result" in f.columns)
-        assert rc.set_index("result").loc["recomputed", "recovery"] == "50.0%"
+        rc = next(f for f in frames(at) if "result" in f.columns).set_index("families")
+        assert len(rc) == 2 and rc["recovery"].nunique() == 1 and rc["ci_low"].nunique() == 1
+        # fewer families, refit from scratch
+        at.selectbox(key="rc_view").select("no_output").run()
+        at.multiselect(key="rc_families").set_value(["prior", "template"]).run()
+        at.toggle(key="rc_refit").set_value(True).run()
+        at.button(key="rc_go").click().run()
+        assert not at.exception, [e.value for e in at.exception]
+        rc = next(f for f in frames(at) if "result" in f.columns).set_index("result")
+        assert rc.loc["recomputed (refit)", "recovery"] == "50.0%"
     finally:
         from dashboard.data_access import release_readers
         release_readers()
