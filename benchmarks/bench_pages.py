@@ -24,7 +24,7 @@ from bench_overview import ARGS, BASELINE_APP, ROOT, _serve  # noqa: E402
 from qlb.demo import build_demo  # noqa: E402
 
 PAGES = {"": "QuasiLeak documents", "data": "Quarantine", "refusal": "Withholding and recovery per model",
-         "recovery": "Recovery per release view", "fronts": "On the front:", "sensitivity": "Non-inferiority",
+         "recovery": "Recovery per release view", "fronts": "On the front:", "sensitivity": "comparisons of",
          "defenses": "WCPQ verification", "quasileak": "Leaderboard", "compare": "Run A", "glossary": "Plan agreement"}
 FALLBACK = {"recovery": "No decoding audit", "fronts": "No fronts yet", "defenses": "No defense audit",
             "compare": "fewer than two audit runs"}

@@ -53,9 +53,12 @@ def run_router() -> None:
     pages = [st.Page(path, title=title, icon=icon, url_path=url, default=(i == 0))
              for i, (path, title, icon, url) in enumerate(PAGES)]
     navigation = st.navigation(pages)
-    dataset_sidebar()
+    draw_sidebar = dataset_sidebar()
     _state.routed = True
-    navigation.run()
+    try:
+        navigation.run()
+    finally:
+        draw_sidebar()
     if not _warmed.is_set():      # once per server process, after the first page has rendered
         _warmed.set()
         threading.Thread(target=_warm_up, name="qlb-warm-imports", daemon=True).start()

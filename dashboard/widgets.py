@@ -2,7 +2,9 @@
 data downloads, tables with downloads."""
 from __future__ import annotations
 
+import html
 from pathlib import Path
+from typing import Callable
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -20,37 +22,47 @@ def current_dataset() -> tuple[str, str | None, bool]:
     return path, st.session_state.get("dataset"), bool(st.session_state.get("dataset_simulated", False))
 
 
-def dataset_sidebar() -> None:
-    """Sidebar: which warehouse, which dataset (kept in the URL as ?dataset=...)."""
+def dataset_sidebar() -> Callable[[], None]:
+    """Sidebar: which warehouse, which dataset (kept in the URL as ?dataset=...).
+
+    The dataset is resolved now, so the page can read it; the sidebar's controls are drawn by the
+    returned function after the page, into a slot reserved here at the top of the sidebar. The
+    page's own content thus reaches the browser first and is not held up by the code the
+    browser loads for the sidebar's widgets."""
     path = data_access.warehouse_path()
-    with st.sidebar:
+    slot = st.sidebar.container()
+    if not data_access.warehouse_exists(path):
+        st.session_state["dataset"] = None
+        return lambda: _draw_sidebar(slot, path, None, [], "No warehouse yet. Run `qlb demo` to build the "
+                                     "simulated default, or load a file on the Data page.")
+    ds = data_access.datasets(path)
+    if ds.empty:
+        st.session_state["dataset"] = None
+        return lambda: _draw_sidebar(slot, path, None, [], "The warehouse holds no dataset yet.")
+    ids = ds["dataset_id"].tolist()
+    pending = st.session_state.pop("pending_dataset", None)   # set by the Data page after an ingest
+    wanted = pending or st.query_params.get("dataset")
+    if pending or st.session_state.get("dataset_picker") not in ids:
+        st.session_state["dataset_picker"] = wanted if wanted in ids else ids[0]
+    choice = st.session_state["dataset_picker"]
+    if st.query_params.get("dataset") != choice:
+        st.query_params["dataset"] = choice
+    st.session_state["dataset"] = choice
+    st.session_state["dataset_simulated"] = bool(ds.loc[ds["dataset_id"] == choice, "simulated"].iloc[0])
+    return lambda: _draw_sidebar(slot, path, choice, ids, None)
+
+
+def _draw_sidebar(slot, path: str, choice: str | None, ids: list[str], empty: str | None) -> None:
+    with slot:
         st.caption("Warehouse", help=path)
         st.text(Path(path).name)
-        if not data_access.warehouse_exists(path):
-            st.warning("No warehouse yet. Run `qlb demo` to build the simulated default, "
-                       "or load a file on the Data page.")
-            st.session_state["dataset"] = None
+        if choice is None:
+            (st.warning if not data_access.warehouse_exists(path) else st.info)(empty)
             return
-        ds = data_access.datasets(path)
-        if ds.empty:
-            st.info("The warehouse holds no dataset yet.")
-            st.session_state["dataset"] = None
-            return
-        ids = ds["dataset_id"].tolist()
-        pending = st.session_state.pop("pending_dataset", None)   # set by the Data page after an ingest
-        wanted = pending or st.query_params.get("dataset")
-        if pending or st.session_state.get("dataset_picker") not in ids:
-            st.session_state["dataset_picker"] = wanted if wanted in ids else ids[0]
-        choice = st.selectbox("Dataset", ids, key="dataset_picker",
-                              help="Every page shows this dataset. The choice is kept in the page URL.")
-        if st.query_params.get("dataset") != choice:
-            st.query_params["dataset"] = choice
-        simulated = bool(ds.loc[ds["dataset_id"] == choice, "simulated"].iloc[0])
-        st.session_state["dataset"] = choice
-        st.session_state["dataset_simulated"] = simulated
-        if simulated:
-            st.badge("SIMULATED", icon=":material/science:", color="orange",
-                     help=SIMULATED_NOTE)
+        st.selectbox("Dataset", ids, key="dataset_picker",
+                     help="Every page shows this dataset. The choice is kept in the page URL.")
+        if st.session_state.get("dataset_simulated"):
+            st.badge("SIMULATED", icon=":material/science:", color="orange", help=SIMULATED_NOTE)
         else:
             st.badge("user data", icon=":material/database:", color="blue")
         if not data_access.all_runs(path, choice).empty:
@@ -90,6 +102,19 @@ def simulated_banner(simulated: bool) -> None:
 
 
 STATIC_TABLE_ROWS = 25
+
+
+def stat_row(items: list[tuple[str, str]]) -> None:
+    """Headline figures (label, formatted value) in one row, drawn as Markdown: the first thing
+    a page shows needs no component code loaded in the browser, so it is on screen as soon as
+    the page's first message arrives. Labels and values are escaped."""
+    cells = "".join(
+        f'<div class="qlb-stat" style="flex:1 1 0;min-width:9rem">'
+        f'<div class="qlb-stat-label" style="font-size:0.875rem;opacity:0.75">{html.escape(label)}</div>'
+        f'<div class="qlb-stat-value" style="font-size:2.25rem;line-height:1.3">{html.escape(value)}</div></div>'
+        for label, value in items)
+    st.markdown(f'<div style="display:flex;flex-wrap:wrap;gap:1rem;margin:0.25rem 0 0.75rem 0">{cells}</div>',
+                unsafe_allow_html=True)
 
 
 def table(df: pd.DataFrame, name: str, caption: str | None = None, **kwargs) -> None:

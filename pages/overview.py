@@ -8,7 +8,7 @@ import streamlit as st
 
 from dashboard import data_access as da
 from dashboard.routing import page_entry
-from dashboard.widgets import chart, current_dataset, simulated_banner, table
+from dashboard.widgets import chart, current_dataset, simulated_banner, stat_row, table
 
 # Okabe-Ito colours (colour-blind safe)
 OUTCOME_COLOURS = {"unavailable": "#999999", "invalid (kept)": "#D55E00", "choice not argmax": "#56B4E9"}
@@ -50,13 +50,12 @@ def render() -> None:
         st.caption(row["description"])
 
     splits = da.query(path, "split_counts", (dataset,))
-    cols = st.columns(6)
-    cols[0].metric("Worlds", f"{int(row['worlds']):,}")
-    cols[1].metric("Pairs", f"{int(splits['pairs'].sum()) if not splits.empty else 0:,}")
-    cols[2].metric("Models", f"{int(row['models']):,}")
-    cols[3].metric("Native responses", f"{int(row['responses']):,}")
-    cols[4].metric("Refusal responses", f"{int(row['refusal_responses']):,}")
-    cols[5].metric("QuasiLeak documents", f"{int(row['documents']):,}")
+    stat_row([("Worlds", f"{int(row['worlds']):,}"),
+              ("Pairs", f"{int(splits['pairs'].sum()) if not splits.empty else 0:,}"),
+              ("Models", f"{int(row['models']):,}"),
+              ("Native responses", f"{int(row['responses']):,}"),
+              ("Refusal responses", f"{int(row['refusal_responses']):,}"),
+              ("QuasiLeak documents", f"{int(row['documents']):,}")])
 
     sections = ["TUPLE worlds and models", "QuasiLeak corpus", "Ingests and quarantine"]
     section = st.segmented_control("Section", sections, default=sections[0], key="overview_section",

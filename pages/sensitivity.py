@@ -57,6 +57,11 @@ def render() -> None:
         view = st.selectbox("Lower-information release", lower, index=lower.index("choice") if "choice" in lower else 0,
                             key="view", bind="query-params", help="Compared with full native on the same worlds.")
 
+    ni = diff[(diff["profile"] == profile) & (diff["view_a"] == view)].copy()
+    count = int(ni["noninferior"].sum())
+    st.markdown(f"**{count} of {len(ni)}** model × task comparisons of {view} against full native are "
+                f"non-inferior under the {profile} profile (details below).")
+
     st.subheader(f"{view} − full native, every model × profile")
     d = diff[(diff["task"] == task) & (diff["view_a"] == view)]
     chart(cost_difference_heatmap(diff, task, view), d, f"cost_difference_{task}_{view}",
@@ -64,15 +69,11 @@ def render() -> None:
           f"✓ marks non-inferiority (upper 95% bound ≤ {DELTA}). Paper Tables 35-37. Run {run_id}.")
 
     st.subheader("Non-inferiority")
-    ni = diff[(diff["profile"] == profile) & (diff["view_a"] == view)].copy()
     ni["Δ cost [95% interval]"] = [f"{v:+.4f} [{lo:+.4f}, {hi:+.4f}]" for v, lo, hi in
                                    zip(ni["difference"], ni["ci_low"], ni["ci_high"])]
     ni["non-inferior"] = np.where(ni["noninferior"], "✓ yes", "no")
     wide = ni.pivot(index="model", columns="task", values="non-inferior").reindex(columns=list(TASKS)).reset_index()
     wide.columns.name = None
-    count = int(ni["noninferior"].sum())
-    st.markdown(f"**{count} of {len(ni)}** model × task comparisons of {view} against full native are "
-                f"non-inferior under the {profile} profile.")
     table(ni[["model", "task", "Δ cost [95% interval]", "non-inferior", "n"]], f"noninferiority_{view}_{profile}",
           f"{view} minus full native per model and task, profile {profile}, delta = {DELTA} (paper Appendix I.8). "
           f"Run {run_id}.")
