@@ -43,7 +43,8 @@ def main() -> int:
             t4 = time.perf_counter()
             scores = queries.fetch_df(con, "decoder_config_scores_for",
                                       [run.run_id, "sim-alder", ["full_native", *SUBVIEWS["full_native"]]])
-            again = reselect_from_scores(scores, frame, "sim-alder", "full_native")
+            configs = queries.fetch_df(con, "decoder_configs_for", [run.run_id])
+            again = reselect_from_scores(scores, configs, frame, "sim-alder", "full_native")
             rec_again, _ = recovery_tables(prediction_rows(again))
             rc_stored = time.perf_counter() - t4
         t1 = time.perf_counter()

@@ -129,8 +129,9 @@ def recompute_panel(path: str, dataset: str, run_id: str, pooled: pd.DataFrame, 
             else:
                 bar.progress(0.2, text="reading the run's configuration scores ...")
                 scores = da.query(path, "decoder_config_scores_for", (run_id, model, [view, *SUBVIEWS[view]]))
+                configs = da.query(path, "decoder_configs_for", (run_id,))
                 bar.progress(0.6, text="building candidates and selecting on validation ...")
-                results = reselect_from_scores(scores, frame, model, view, set(families))
+                results = reselect_from_scores(scores, configs, frame, model, view, set(families))
             rec, _ = recovery_tables(prediction_rows(results), int(n_boot), int(seed))
             new = rec[rec["scope"] == "pooled"].iloc[0]
             stored = pooled[(pooled["model"] == model) & (pooled["view"] == view)]

@@ -17,7 +17,7 @@ import pandas as pd
 
 from qlb import refusal
 from qlb.decoding_run import (
-    config_score_rows, decoding_frame, prediction_rows, recovery_json, recovery_tables, run_decoding, selection_rows,
+    config_rows, config_score_rows, decoding_frame, prediction_rows, recovery_json, recovery_tables, run_decoding, selection_rows,
 )
 from qlb.quasileak import METRIC_KEYS
 from qlb.release_views import VIEWS
@@ -156,6 +156,7 @@ def run_audits(con: duckdb.DuckDBPyConnection, dataset_id: str, models: Sequence
             run.recovery, run.differences = recovery_tables(preds, params["n_boot"], params["seed"])
             run.selections = selection_rows(results)
             tables.update({"decoder_predictions": preds, "decoder_selections": run.selections,
+                           "decoder_configs": config_rows(results),
                            "decoder_config_scores": config_score_rows(results),
                            "recovery_results": run.recovery, "recovery_differences": run.differences})
     if not utility:

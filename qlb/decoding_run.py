@@ -77,54 +77,59 @@ def selection_rows(results: list[DomainDecoding]) -> pd.DataFrame:
                                  "val_log_loss", "n_candidates"])
 
 
-CONFIG_COLUMNS = ["model", "domain", "view", "config", "family", "name", "split", "world_id", "p_s1"]
+def config_rows(results: list[DomainDecoding]) -> pd.DataFrame:
+    """The library of each decoded view (``decoder_configs``): position, family, name."""
+    seen: dict[str, ViewFit] = {}
+    for r in results:
+        for view, vf in r.fits.items():
+            seen.setdefault(view, vf)
+    return pd.DataFrame([(view, k, f, n) for view, vf in seen.items()
+                         for k, (f, n) in enumerate(zip(vf.families, vf.names))],
+                        columns=["view", "config", "family", "name"])
 
 
 def config_score_rows(results: list[DomainDecoding]) -> pd.DataFrame:
-    """Every base configuration's P(s1) per world (``decoder_config_scores``): out-of-fold on
-    train, refit on validation and test."""
+    """Every base configuration's P(s1) per world (``decoder_config_scores``, one list per world in
+    ``config_rows`` order): out-of-fold on train, refit on validation and test."""
     parts = []
     for r in results:
         for view, vf in r.fits.items():
             for split, ids, P in (("train", r.train_world_ids, vf.oof), ("validation", r.val_world_ids, vf.val),
                                   ("test", r.test_world_ids, vf.test)):
-                k = len(vf.names)
-                parts.append(pd.DataFrame({
-                    "model": r.model, "domain": r.domain, "view": view,
-                    "config": np.repeat(np.arange(k, dtype=np.int16), len(ids)),
-                    "family": np.repeat(vf.families, len(ids)), "name": np.repeat(vf.names, len(ids)),
-                    "split": split, "world_id": np.tile(ids, k), "p_s1": P.T.ravel()}))
-    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=CONFIG_COLUMNS)
+                parts.append(pd.DataFrame({"model": r.model, "domain": r.domain, "view": view, "split": split,
+                                           "world_id": ids, "p_s1": list(P)}))
+    columns = ["model", "domain", "view", "split", "world_id", "p_s1"]
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=columns)
 
 
-def fits_from_scores(scores: pd.DataFrame, frame: pd.DataFrame) -> dict[str, dict[str, ViewFit]]:
-    """domain -> view -> ViewFit rebuilt from ``decoder_config_scores`` rows of one model, rows
-    aligned with ``frame``'s worlds in world-id order within each split."""
+def fits_from_scores(scores: pd.DataFrame, configs: pd.DataFrame, frame: pd.DataFrame
+                     ) -> dict[str, dict[str, ViewFit]]:
+    """domain -> view -> ViewFit rebuilt from ``decoder_config_scores`` rows of one model and the
+    run's ``decoder_configs``, rows aligned with ``frame``'s worlds in world-id order per split."""
     out: dict[str, dict[str, ViewFit]] = {}
-    order = {s: f.sort_values("world_id")["world_id"].tolist() for s, f in frame.groupby("split")}
+    order = {s: sorted(f["world_id"]) for s, f in frame.groupby("split")}
     for (domain, view), sub in scores.groupby(["domain", "view"], sort=True):
         dom_ids = set(frame.loc[frame["domain"] == domain, "world_id"])
-        configs = sub.drop_duplicates("config").sort_values("config")
+        lib = configs[configs["view"] == view].sort_values("config")
         mats = {}
         for split in ("train", "validation", "test"):
             ids = [w for w in order.get(split, []) if w in dom_ids]
-            wide = sub[sub["split"] == split].pivot(index="world_id", columns="config", values="p_s1")
-            wide = wide.reindex(index=ids, columns=configs["config"])
-            if wide.isna().to_numpy().any():
+            rows = sub[sub["split"] == split].set_index("world_id")["p_s1"]
+            if not set(ids) <= set(rows.index):
                 raise ValueError(f"stored configuration scores of {domain}/{view} do not cover the "
                                  f"{split} worlds of this dataset")
-            mats[split] = wide.to_numpy()
-        out.setdefault(domain, {})[view] = ViewFit(view, configs["name"].tolist(), configs["family"].tolist(),
+            mats[split] = np.array([np.asarray(rows[w], dtype=float) for w in ids]).reshape(len(ids), len(lib))
+        out.setdefault(domain, {})[view] = ViewFit(view, lib["name"].tolist(), lib["family"].tolist(),
                                                    mats["train"], mats["validation"], mats["test"])
     return out
 
 
-def reselect_from_scores(scores: pd.DataFrame, frame: pd.DataFrame, model: str, view: str,
-                         families: set[str] | None = None) -> list[DomainDecoding]:
+def reselect_from_scores(scores: pd.DataFrame, configs: pd.DataFrame, frame: pd.DataFrame, model: str,
+                         view: str, families: set[str] | None = None) -> list[DomainDecoding]:
     """The decoding protocol for one (model, view) restricted to ``families``, from a run's stored
     base-configuration scores: candidates, validation selection and test scoring as a refit
     with those families would give (``decode_domain`` with ``families``), without fitting."""
-    fits = fits_from_scores(scores, frame)
+    fits = fits_from_scores(scores, configs, frame)
     needed = (view, *SUBVIEWS[view])
     out = []
     for domain in sorted(fits):

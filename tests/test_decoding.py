@@ -226,15 +226,16 @@ def test_shared_scorer_solves_scikit_learns_pairwise_logistic_problem(C):
 def test_reselecting_from_stored_configuration_scores_equals_a_refit():
     """The recompute panel's path: candidates and selection rebuilt from a run's stored
     per-configuration scores, for a subset of families, equal a refit with that subset."""
-    from qlb.decoding_run import config_score_rows, reselect_from_scores
+    from qlb.decoding_run import config_rows, config_score_rows, reselect_from_scores
     frame = planted("confidence", seed=5)
     full = decode_domain("m", "delivery", frame, ("choice_confidence",), {"prior", "logistic", "template", "shared_scorer"})
-    scores = config_score_rows([full])
+    scores, configs = config_score_rows([full]), config_rows([full])
     assert set(scores["view"]) == {"choice_confidence", "choice", "no_output"}
-    assert len(scores) == len(frame) * (4 + 1 + 3 + 3) * 3
+    assert len(scores) == len(frame) * 3 and len(configs) == (4 + 1 + 3 + 3) * 3
+    assert scores["p_s1"].map(len).eq(11).all()
     for families in ({"prior", "logistic", "template", "shared_scorer"}, {"prior", "template"}, {"shared_scorer"}):
         refit = full if len(families) == 4 else decode_domain("m", "delivery", frame, ("choice_confidence",), families)
-        again = reselect_from_scores(scores, frame, "m", "choice_confidence", families)[0]
+        again = reselect_from_scores(scores, configs, frame, "m", "choice_confidence", families)[0]
         a, b = refit.selections["choice_confidence"], again.selections["choice_confidence"]
         assert (a.candidate, a.candidate_view, a.n_candidates) == (b.candidate, b.candidate_view, b.n_candidates)
         assert np.abs(a.test_p - b.test_p).max() < 1e-9     # the stack refits on the same numbers (BLAS order)

@@ -326,8 +326,11 @@ SELECT r.run_id, r.dataset_id, r.kind, r.parameters, r.dataset_fingerprint, r.co
 FROM runs r WHERE r.kind = 'audit' ORDER BY r.started_at DESC, r.run_id DESC;
 
 -- name: decoder_config_scores_for
-SELECT domain, view, config, family, name, split, world_id, p_s1 FROM decoder_config_scores
-WHERE run_id = ? AND model = ? AND list_contains(?, view) ORDER BY domain, view, config, split, world_id;
+SELECT domain, view, split, world_id, p_s1 FROM decoder_config_scores
+WHERE run_id = ? AND model = ? AND list_contains(?, view) ORDER BY domain, view, split, world_id;
+
+-- name: decoder_configs_for
+SELECT view, config, family, name FROM decoder_configs WHERE run_id = ? ORDER BY view, config;
 
 -- name: runs_with_config_scores
-SELECT DISTINCT run_id FROM decoder_config_scores WHERE dataset_id = ?;
+SELECT DISTINCT run_id FROM decoder_configs WHERE dataset_id = ?;
