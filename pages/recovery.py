@@ -116,7 +116,7 @@ def recompute_panel(path: str, dataset: str, run_id: str, pooled: pd.DataFrame, 
         refit = c5.toggle("Refit from scratch", value=not can_reuse, disabled=not can_reuse, key="rc_refit",
                           help="Fit every configuration again instead of reusing the run's fits" +
                                ("" if can_reuse else " (required: the run has no stored configuration scores "
-                                                     "for these families)"))
+                                                     "for these families)")) or not can_reuse
         if st.button("Recompute", key="rc_go", disabled=not families):
             from qlb.decoding_run import prediction_rows, recovery_tables, reselect_from_scores, run_decoding
             bar = st.progress(0.0, text="decoding ...")

@@ -194,6 +194,13 @@ def test_recovery_page(decoded_warehouse, monkeypatch):
         assert not at.exception, [e.value for e in at.exception]
         rc = next(f for f in frames(at) if "result" in f.columns).set_index("result")
         assert rc.loc["recomputed (refit)", "recovery"] == "50.0%"
+        # a family the run did not fit can only be refitted, whatever the switch says
+        at.toggle(key="rc_refit").set_value(False).run()
+        at.multiselect(key="rc_families").set_value(["prior", "forest"]).run()
+        at.button(key="rc_go").click().run()
+        assert not at.exception, [e.value for e in at.exception]
+        rc = next(f for f in frames(at) if "result" in f.columns).set_index("result")
+        assert "recomputed (refit)" in rc.index and rc.loc["recomputed (refit)", "families"] == "prior, forest"
     finally:
         from dashboard.data_access import release_readers
         release_readers()
