@@ -12,7 +12,7 @@ import os
 import threading
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 import duckdb
 import pandas as pd
@@ -132,6 +132,47 @@ def decoding_frame(path: str, dataset: str, model: str) -> pd.DataFrame:
         return build(cur, dataset, model)
     finally:
         cur.close()
+
+
+DECODER_FAMILIES = ("prior", "logistic", "forest", "shared_scorer", "template")
+
+
+def run_decoder_families(path: str, dataset: str, run_id: str) -> list[str]:
+    """The decoder families a run's decoding audit used (all five unless it was restricted)."""
+    import json
+    runs_ = runs(path, dataset)
+    row = runs_[runs_["run_id"] == run_id]
+    params = json.loads(row["parameters"].iloc[0]) if not row.empty else {}
+    return [f for f in DECODER_FAMILIES if not params.get("families") or f in params["families"]]
+
+
+def has_config_scores(path: str, dataset: str, run_id: str) -> bool:
+    """Whether the run stored every base configuration's scores (runs from migration 007 on)."""
+    return run_id in set(query(path, "runs_with_config_scores", (dataset,))["run_id"])
+
+
+def recompute_recovery(path: str, dataset: str, run_id: str, model: str, view: str, families: list[str],
+                       refit: bool, n_boot: int, seed: int, progress: Callable[[float, str], None]
+                       ) -> tuple[pd.Series, str]:
+    """Pooled recovery of one (model, view) under the decoding protocol restricted to
+    ``families``, with a new bootstrap (``n_boot``, ``seed``): refitted, or rebuilt from the run's
+    stored configuration scores. Returns the pooled row and the selected candidate per domain."""
+    from qlb.decoding_run import prediction_rows, recovery_tables, reselect_from_scores, run_decoding
+    from qlb.release_views import SUBVIEWS
+    frame = decoding_frame(path, dataset, model)
+    if refit:
+        results = run_decoding({model: frame}, views=[view], families=set(families),
+                               progress=lambda done, total: progress(done / total, f"domain {done}/{total}"))
+    else:
+        progress(0.2, "reading the run's configuration scores ...")
+        scores = query(path, "decoder_config_scores_for", (run_id, model, [view, *SUBVIEWS[view]]))
+        configs = query(path, "decoder_configs_for", (run_id,))
+        progress(0.6, "building candidates and selecting on validation ...")
+        results = reselect_from_scores(scores, configs, frame, model, view, set(families))
+    rec, _ = recovery_tables(prediction_rows(results), n_boot, seed)
+    chosen = "; ".join(f"{r.domain}: {r.selections[view].candidate} [{r.selections[view].candidate_view}]"
+                       for r in results)
+    return rec[rec["scope"] == "pooled"].iloc[0], chosen
 
 
 def utility_runs(path: str, dataset: str) -> pd.DataFrame:

@@ -2,7 +2,6 @@
 each release view? (TUPLE.md sections 3-4; paper Figure 4, Tables 23-24)."""
 from __future__ import annotations
 
-import json
 import time
 
 import pandas as pd
@@ -12,9 +11,8 @@ from dashboard import data_access as da
 from qlb.figures import recovery_figure
 from dashboard.routing import page_entry
 from dashboard.widgets import audit_page_start, chart, pick_run, percent_columns, table
-from qlb.release_views import SUBVIEWS, VIEWS
+from qlb.release_views import VIEWS
 
-FAMILIES = ("prior", "logistic", "forest", "shared_scorer", "template")
 
 
 INTRO = (
@@ -85,14 +83,6 @@ def predictions_browser(path: str, run_id: str, models: list[str]) -> None:
                                         "sorted hypotheses. Run " + run_id + ".")
 
 
-def run_families(path: str, dataset: str, run_id: str) -> list[str]:
-    """The decoder families the run's decoding audit used (all five unless restricted)."""
-    runs = da.runs(path, dataset)
-    row = runs[runs["run_id"] == run_id]
-    params = json.loads(row["parameters"].iloc[0]) if not row.empty else {}
-    return [f for f in FAMILIES if not params.get("families") or f in params["families"]]
-
-
 def recompute_panel(path: str, dataset: str, run_id: str, pooled: pd.DataFrame, models: list[str]) -> None:
     with st.expander("Recompute one model and view"):
         st.caption(
@@ -102,43 +92,28 @@ def recompute_panel(path: str, dataset: str, run_id: str, pooled: pd.DataFrame, 
             "families gives exactly what a refit with those families gives; the ensembles, the stack, the "
             "validation selection and the test scoring are rebuilt. Switch on *Refit* to fit every "
             "configuration again (minutes per view with the forest family).")
-        available = run_families(path, dataset, run_id)
+        available = da.run_decoder_families(path, dataset, run_id)
         c1, c2 = st.columns(2)
         model = c1.selectbox("Model", models, key="rc_model")
         view = c2.selectbox("View", list(VIEWS), index=1, key="rc_view")
-        families = st.multiselect("Decoder families", FAMILIES, default=available, key="rc_families",
+        families = st.multiselect("Decoder families", da.DECODER_FAMILIES, default=available, key="rc_families",
                                   help="The attacker's library: candidates are built from these families only.")
         c3, c4, c5 = st.columns(3)
         n_boot = c3.number_input("Bootstrap resamples", 200, 5000, 2000, step=100, key="rc_boot")
         seed = c4.number_input("Seed", 0, 2**31 - 1, 20261011, key="rc_seed", help="Seed of the pair resamples.")
-        stored_ok = not da.query(path, "runs_with_config_scores", (dataset,)).query("run_id == @run_id").empty
-        can_reuse = stored_ok and set(families) <= set(available)
+        can_reuse = da.has_config_scores(path, dataset, run_id) and set(families) <= set(available)
         refit = c5.toggle("Refit from scratch", value=not can_reuse, disabled=not can_reuse, key="rc_refit",
                           help="Fit every configuration again instead of reusing the run's fits" +
                                ("" if can_reuse else " (required: the run has no stored configuration scores "
                                                      "for these families)")) or not can_reuse
         if st.button("Recompute", key="rc_go", disabled=not families):
-            from qlb.decoding_run import prediction_rows, recovery_tables, reselect_from_scores, run_decoding
             bar = st.progress(0.0, text="decoding ...")
             t0 = time.perf_counter()
-            frame = da.decoding_frame(path, dataset, model)
-            if refit:
-                results = run_decoding({model: frame}, views=[view], families=set(families),
-                                       progress=lambda done, total: bar.progress(done / total,
-                                                                                 text=f"domain {done}/{total}"))
-            else:
-                bar.progress(0.2, text="reading the run's configuration scores ...")
-                scores = da.query(path, "decoder_config_scores_for", (run_id, model, [view, *SUBVIEWS[view]]))
-                configs = da.query(path, "decoder_configs_for", (run_id,))
-                bar.progress(0.6, text="building candidates and selecting on validation ...")
-                results = reselect_from_scores(scores, configs, frame, model, view, set(families))
-            rec, _ = recovery_tables(prediction_rows(results), int(n_boot), int(seed))
-            new = rec[rec["scope"] == "pooled"].iloc[0]
+            new, sel = da.recompute_recovery(path, dataset, run_id, model, view, families, refit, int(n_boot),
+                                             int(seed), lambda frac, text: bar.progress(frac, text=text))
             stored = pooled[(pooled["model"] == model) & (pooled["view"] == view)]
             how = "refit" if refit else "from the run's fits"
             bar.progress(1.0, text=f"done in {time.perf_counter() - t0:.1f} s ({how})")
-            sel = "; ".join(f"{r.domain}: {r.selections[view].candidate} [{r.selections[view].candidate_view}]"
-                            for r in results)
             rows = [{"result": f"recomputed ({how})", "families": ", ".join(families), "recovery": new["accuracy"],
                      "ci_low": new["ci_low"], "ci_high": new["ci_high"], "selected": sel}]
             if not stored.empty:
