@@ -109,8 +109,13 @@ def recompute_panel(path: str, dataset: str, run_id: str, pooled: pd.DataFrame, 
         if st.button("Recompute", key="rc_go", disabled=not families):
             bar = st.progress(0.0, text="decoding ...")
             t0 = time.perf_counter()
-            new, sel = da.recompute_recovery(path, dataset, run_id, model, view, families, refit, int(n_boot),
-                                             int(seed), lambda frac, text: bar.progress(frac, text=text))
+            try:
+                new, sel = da.recompute_recovery(path, dataset, run_id, model, view, families, refit, int(n_boot),
+                                                 int(seed), lambda frac, text: bar.progress(frac, text=text))
+            except ValueError as exc:      # the dataset changed since the run: its stored fits do not fit it
+                bar.empty()
+                st.error(f"{exc}. The data changed after run {run_id}; switch on *Refit from scratch*.")
+                return
             stored = pooled[(pooled["model"] == model) & (pooled["view"] == view)]
             how = "refit" if refit else "from the run's fits"
             bar.progress(1.0, text=f"done in {time.perf_counter() - t0:.1f} s ({how})")

@@ -240,3 +240,14 @@ def test_reselecting_from_stored_configuration_scores_equals_a_refit():
         assert (a.candidate, a.candidate_view, a.n_candidates) == (b.candidate, b.candidate_view, b.n_candidates)
         assert np.abs(a.test_p - b.test_p).max() < 1e-9     # the stack refits on the same numbers (BLAS order)
         assert np.array_equal(refit.test_world_ids, again.test_world_ids)
+
+
+def test_reselecting_needs_scores_for_every_world():
+    """Stored scores of a run that predates new worlds cannot be reused: a clear error, no guess."""
+    from qlb.decoding_run import config_rows, config_score_rows, reselect_from_scores
+    frame = planted("confidence", seed=6)
+    fit = decode_domain("m", "delivery", frame, ("choice",), {"prior", "template"})
+    scores, configs = config_score_rows([fit]), config_rows([fit])
+    dropped = scores[scores["world_id"] != scores.loc[scores["split"] == "test", "world_id"].iloc[0]]
+    with pytest.raises(ValueError, match="do not cover the test worlds"):
+        reselect_from_scores(dropped, configs, frame, "m", "choice", {"prior"})
