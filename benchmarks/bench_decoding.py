@@ -21,7 +21,7 @@ from qlb.audit import run_audits
 from qlb.decoding_run import (
     decoding_frame, prediction_rows, recovery_tables, reselect_from_scores, run_decoding,
 )
-from qlb.release_views import SUBVIEWS
+from qlb.decoding import with_subviews
 from warehouse import queries
 from qlb.demo import DEMO_DATASET, build_demo
 from warehouse.db import writer
@@ -42,7 +42,7 @@ def main() -> int:
             frame = decoding_frame(con, DEMO_DATASET, "sim-alder")
             t4 = time.perf_counter()
             scores = queries.fetch_df(con, "decoder_config_scores_for",
-                                      [run.run_id, "sim-alder", ["full_native", *SUBVIEWS["full_native"]]])
+                                      [run.run_id, "sim-alder", with_subviews(("full_native",))])
             configs = queries.fetch_df(con, "decoder_configs_for", [run.run_id])
             again = reselect_from_scores(scores, configs, frame, "sim-alder", "full_native")
             rec_again, _ = recovery_tables(prediction_rows(again))

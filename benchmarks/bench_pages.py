@@ -11,7 +11,6 @@ the dashboard is open: moving to each page with the sidebar navigation in one se
 browser already has Streamlit's code; the budget is about the new-session figure)."""
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import tempfile
@@ -23,7 +22,7 @@ from playwright.sync_api import sync_playwright
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_overview import ARGS, BASELINE_APP, ROOT, _serve  # noqa: E402
 
-from qlb.demo import build_demo  # noqa: E402
+from demo_warehouse import warehouse_or_demo  # noqa: E402
 
 PAGES = {"": "QuasiLeak documents", "data": "Quarantine", "refusal": "Withholding and recovery per model",
          "recovery": "Recovery per release view", "fronts": "On the front:", "sensitivity": "comparisons of",
@@ -80,14 +79,8 @@ def _in_app(browser, url: str) -> dict[str, float]:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--warehouse", type=Path, help="an existing demo warehouse (default: build one)")
-    args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        wh = args.warehouse
-        if wh is None:
-            wh = Path(tmp) / "qlb.duckdb"
-            build_demo(wh, decode=False)
+        wh = warehouse_or_demo(__doc__.splitlines()[0], tmp)
         (Path(tmp) / "baseline.py").write_text(BASELINE_APP)
         proc, url = _serve(ROOT / "app.py", ROOT, {**os.environ, "QLB_WAREHOUSE": str(wh)})
         base_proc, base_url = _serve(Path(tmp) / "baseline.py", Path(tmp), dict(os.environ))

@@ -4,26 +4,18 @@ Builds the report of the newest, most complete run of a warehouse (``--warehouse
 the one `qlb demo` built; default: a fresh demo without the decoding audit), best and worst of 3."""
 from __future__ import annotations
 
-import argparse
 import sys
 import tempfile
 import time
-from pathlib import Path
 
-from qlb.demo import build_demo
+from demo_warehouse import warehouse_or_demo
 from qlb.report import build_report
 from warehouse.db import reader
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--warehouse", type=Path, help="an existing demo warehouse (default: build one)")
-    args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        wh = args.warehouse
-        if wh is None:
-            wh = Path(tmp) / "qlb.duckdb"
-            build_demo(wh, decode=False)
+        wh = warehouse_or_demo(__doc__.splitlines()[0], tmp)
         times, size = [], 0
         for _ in range(3):
             t0 = time.perf_counter()

@@ -8,6 +8,7 @@ read-write and a read-only handle on one file in the same process.
 """
 from __future__ import annotations
 
+import json
 import os
 import threading
 from contextlib import contextmanager
@@ -18,6 +19,7 @@ import duckdb
 import pandas as pd
 import streamlit as st
 
+from qlb.release_views import DECODER_FAMILIES, release_columns
 from warehouse import queries
 from warehouse.db import default_path, open_reader, writer
 from warehouse.ingest import IngestResult, ValidationReport, ingest_file, validate_file
@@ -134,16 +136,17 @@ def decoding_frame(path: str, dataset: str, model: str) -> pd.DataFrame:
         cur.close()
 
 
-DECODER_FAMILIES = ("prior", "logistic", "forest", "shared_scorer", "template")
+def run_parameters(path: str, dataset: str, run_id: str) -> dict:
+    """The parameters an audit run was stored with ({} for an unknown run)."""
+    runs_ = runs(path, dataset)
+    row = runs_[runs_["run_id"] == run_id]
+    return json.loads(row["parameters"].iloc[0]) if not row.empty else {}
 
 
 def run_decoder_families(path: str, dataset: str, run_id: str) -> list[str]:
     """The decoder families a run's decoding audit used (all five unless it was restricted)."""
-    import json
-    runs_ = runs(path, dataset)
-    row = runs_[runs_["run_id"] == run_id]
-    params = json.loads(row["parameters"].iloc[0]) if not row.empty else {}
-    return [f for f in DECODER_FAMILIES if not params.get("families") or f in params["families"]]
+    chosen = run_parameters(path, dataset, run_id).get("families")
+    return [f for f in DECODER_FAMILIES if not chosen or f in chosen]
 
 
 def has_config_scores(path: str, dataset: str, run_id: str) -> bool:
@@ -157,15 +160,15 @@ def recompute_recovery(path: str, dataset: str, run_id: str, model: str, view: s
     """Pooled recovery of one (model, view) under the decoding protocol restricted to
     ``families``, with a new bootstrap (``n_boot``, ``seed``): refitted, or rebuilt from the run's
     stored configuration scores. Returns the pooled row and the selected candidate per domain."""
+    from qlb.decoding import with_subviews
     from qlb.decoding_run import prediction_rows, recovery_tables, reselect_from_scores, run_decoding
-    from qlb.release_views import SUBVIEWS
     frame = decoding_frame(path, dataset, model)
     if refit:
         results = run_decoding({model: frame}, views=[view], families=set(families),
                                progress=lambda done, total: progress(done / total, f"domain {done}/{total}"))
     else:
         progress(0.2, "reading the run's configuration scores ...")
-        scores = query(path, "decoder_config_scores_for", (run_id, model, [view, *SUBVIEWS[view]]))
+        scores = query(path, "decoder_config_scores_for", (run_id, model, with_subviews((view,))))
         configs = query(path, "decoder_configs_for", (run_id,))
         progress(0.6, "building candidates and selecting on validation ...")
         results = reselect_from_scores(scores, configs, frame, model, view, set(families))
@@ -214,7 +217,6 @@ def frozen_policies(path: str, run_id: str, model: str) -> dict:
 
 def world_release(path: str, dataset: str, model: str, world_id: str) -> pd.DataFrame:
     """One world with this model's native release, as the audits read it."""
-    from qlb.release_views import release_columns
     return release_columns(query(path, "native_response_of", (model, dataset, world_id)))
 
 

@@ -44,8 +44,7 @@ def render() -> None:
     colours = model_colours(da.query(path, "models_with_responses", (dataset,))["model"])
     main = res[res["defense"].isin(ORDER)]
 
-    params = da.runs(path, dataset).set_index("run_id")["parameters"]
-    families = json.loads(params[run_id]).get("defense_families") if run_id in params.index else None
+    families = da.run_parameters(path, dataset, run_id).get("defense_families")
     st.subheader("Recovery per defense")
     chart(defense_figure(main, colours), main, "defense_recovery",
           f"Paper Figure 10: defense-aware test recovery per model and defense with 95% pair-clustered intervals; "

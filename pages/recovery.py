@@ -11,7 +11,7 @@ from dashboard import data_access as da
 from qlb.figures import recovery_figure
 from dashboard.routing import page_entry
 from dashboard.widgets import audit_page_start, chart, pick_run, percent_columns, table
-from qlb.release_views import VIEWS
+from qlb.release_views import DECODER_FAMILIES, VIEWS
 
 
 
@@ -96,7 +96,7 @@ def recompute_panel(path: str, dataset: str, run_id: str, pooled: pd.DataFrame, 
         c1, c2 = st.columns(2)
         model = c1.selectbox("Model", models, key="rc_model")
         view = c2.selectbox("View", list(VIEWS), index=1, key="rc_view")
-        families = st.multiselect("Decoder families", da.DECODER_FAMILIES, default=available, key="rc_families",
+        families = st.multiselect("Decoder families", DECODER_FAMILIES, default=available, key="rc_families",
                                   help="The attacker's library: candidates are built from these families only.")
         c3, c4, c5 = st.columns(3)
         n_boot = c3.number_input("Bootstrap resamples", 200, 5000, 2000, step=100, key="rc_boot")

@@ -17,7 +17,8 @@ import pandas as pd
 
 from qlb import refusal
 from qlb.decoding_run import (
-    config_rows, config_score_rows, decoding_frame, prediction_rows, recovery_json, recovery_tables, run_decoding, selection_rows,
+    config_rows, config_score_rows, decoding_frame, prediction_rows, recovery_json, recovery_tables, run_decoding,
+    selection_rows,
 )
 from qlb.quasileak import METRIC_KEYS
 from qlb.release_views import VIEWS

@@ -34,6 +34,7 @@ def _warehouse_arg(p: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     from qlb.demo import DEFAULT_SEED
+    from qlb.release_views import DECODER_FAMILIES
     from warehouse.ingest import KINDS
 
     parser = _Parser(prog="qlb", description="qlb: privacy-utility audits of AI decision outputs "
@@ -85,7 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     aud.add_argument("--defense-models", nargs="+", metavar="MODEL",
                      help="evaluate the defenses on these models only (default: every audited model)")
     aud.add_argument("--defense-families", nargs="+", metavar="FAMILY",
-                     choices=["prior", "logistic", "forest", "shared_scorer", "template"],
+                     choices=list(DECODER_FAMILIES),
                      help="decoder families of the defense-aware attacker (default: prior logistic template; "
                           "all five take several times longer)")
     aud.add_argument("--json", action="store_true", help="print the run summary as JSON on stdout")

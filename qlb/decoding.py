@@ -159,11 +159,16 @@ def restrict(vf: ViewFit, families: set[str] | None) -> ViewFit:
                    vf.val[:, ks], vf.test[:, ks])
 
 
+def with_subviews(views: tuple[str, ...]) -> list[str]:
+    """The views and every subview they may fall back to, each once, in first-seen order."""
+    return list(dict.fromkeys(v for view in views for v in (view, *SUBVIEWS[view])))
+
+
 def select_views(out: DomainDecoding, fits: dict[str, ViewFit], y_train: np.ndarray, y_val: np.ndarray,
                  views: tuple[str, ...]) -> DomainDecoding:
     """Candidates from the base fits of each view and its permitted subviews, selection on
     validation only (the test labels are not read), the chosen candidate's test predictions."""
-    needed = list(dict.fromkeys(v for view in views for v in (view, *SUBVIEWS[view])))
+    needed = with_subviews(views)
     pools = {v: view_candidates(fits[v], y_train) for v in needed}
     for view in views:
         pool = pools[view] + [c for sub in SUBVIEWS[view] for c in pools[sub]]
@@ -180,6 +185,12 @@ def split_frames(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, pd.Da
     return tuple(frame[frame["split"] == s].reset_index(drop=True) for s in ("train", "validation", "test"))
 
 
+def _result(model: str, domain: str, train: pd.DataFrame, val: pd.DataFrame, test: pd.DataFrame) -> DomainDecoding:
+    """An empty result for one (model, domain) with its worlds' ids and test labels."""
+    return DomainDecoding(model, domain, test["world_id"].to_numpy(), test["pair_id"].to_numpy(), labels(test),
+                          train_world_ids=train["world_id"].to_numpy(), val_world_ids=val["world_id"].to_numpy())
+
+
 def decode_domain(model: str, domain: str, frame: pd.DataFrame, views: tuple[str, ...] = VIEWS,
                   families: set[str] | None = None, reuse: dict[str, ViewFit] | None = None) -> DomainDecoding:
     """Decode one model's releases in one domain for every requested view (and the subviews
@@ -189,14 +200,13 @@ def decode_domain(model: str, domain: str, frame: pd.DataFrame, views: tuple[str
     dom = load_ontology().domain(domain)
     train, val, test = split_frames(with_public_features(frame))
     y_train, y_val = labels(train), labels(val)
-    needed = list(dict.fromkeys(v for view in views for v in (view, *SUBVIEWS[view])))
+    needed = with_subviews(views)
     reuse = {} if reuse is None else reuse
     for v in needed:
         if v not in reuse:
             reuse[v] = fit_view(train, y_train, val, test, v, dom.classes, dom.mechanisms, families=families)
-    out = DomainDecoding(model, domain, test["world_id"].to_numpy(), test["pair_id"].to_numpy(), labels(test),
-                         train_world_ids=train["world_id"].to_numpy(), val_world_ids=val["world_id"].to_numpy())
-    return select_views(out, {v: reuse[v] for v in needed}, y_train, y_val, views)
+    return select_views(_result(model, domain, train, val, test), {v: reuse[v] for v in needed}, y_train, y_val,
+                        views)
 
 
 def reselect(model: str, domain: str, frame: pd.DataFrame, fits: dict[str, ViewFit], views: tuple[str, ...],
@@ -204,6 +214,5 @@ def reselect(model: str, domain: str, frame: pd.DataFrame, fits: dict[str, ViewF
     """``decode_domain`` without fitting: candidates, selection and test scoring from stored base
     fits (rows in world-id order within each split), restricted to ``families``."""
     train, val, test = split_frames(frame)
-    out = DomainDecoding(model, domain, test["world_id"].to_numpy(), test["pair_id"].to_numpy(), labels(test),
-                         train_world_ids=train["world_id"].to_numpy(), val_world_ids=val["world_id"].to_numpy())
-    return select_views(out, {v: restrict(f, families) for v, f in fits.items()}, labels(train), labels(val), views)
+    return select_views(_result(model, domain, train, val, test), {v: restrict(f, families) for v, f in fits.items()},
+                        labels(train), labels(val), views)

@@ -11,8 +11,10 @@ import pandas as pd
 
 from qlb.bootstrap import N_BOOT, SEED, PairResamples, percentile_interval, resampled_means
 from qlb.parallel import domain_tasks, run_tasks
-from qlb.decoding import FOLDS, DomainDecoding, ViewFit, correct, decode_domain, log_loss_per_world, reselect
-from qlb.release_views import SUBVIEWS, VIEWS, release_columns
+from qlb.decoding import (
+    FOLDS, DomainDecoding, ViewFit, correct, decode_domain, log_loss_per_world, reselect, split_frames, with_subviews,
+)
+from qlb.release_views import VIEWS, release_columns
 from warehouse import queries
 
 log = logging.getLogger(__name__)
@@ -107,13 +109,11 @@ def fits_from_scores(scores: pd.DataFrame, configs: pd.DataFrame, frame: pd.Data
     """domain -> view -> ViewFit rebuilt from ``decoder_config_scores`` rows of one model and the
     run's ``decoder_configs``, rows aligned with ``frame``'s worlds in world-id order per split."""
     out: dict[str, dict[str, ViewFit]] = {}
-    order = {s: sorted(f["world_id"]) for s, f in frame.groupby("split")}
     for (domain, view), sub in scores.groupby(["domain", "view"], sort=True):
-        dom_ids = set(frame.loc[frame["domain"] == domain, "world_id"])
         lib = configs[configs["view"] == view].sort_values("config")
         mats = {}
-        for split in ("train", "validation", "test"):
-            ids = [w for w in order.get(split, []) if w in dom_ids]
+        for split, worlds in zip(("train", "validation", "test"), split_frames(frame[frame["domain"] == domain])):
+            ids = worlds["world_id"].tolist()
             rows = sub[sub["split"] == split].set_index("world_id")["p_s1"]
             if not set(ids) <= set(rows.index):
                 raise ValueError(f"stored configuration scores of {domain}/{view} do not cover the "
@@ -130,7 +130,7 @@ def reselect_from_scores(scores: pd.DataFrame, configs: pd.DataFrame, frame: pd.
     base-configuration scores: candidates, validation selection and test scoring as a refit
     with those families would give (``decode_domain`` with ``families``), without fitting."""
     fits = fits_from_scores(scores, configs, frame)
-    needed = (view, *SUBVIEWS[view])
+    needed = with_subviews((view,))
     out = []
     for domain in sorted(fits):
         missing = [v for v in needed if v not in fits[domain]]

@@ -14,6 +14,8 @@ import numpy as np
 import pandas as pd
 
 VIEWS: tuple[str, ...] = ("no_output", "choice", "choice_confidence", "full_probabilities", "full_native")
+# The decoder library's families, in library order (TUPLE.md section 4; qlb.decoders.base_library).
+DECODER_FAMILIES: tuple[str, ...] = ("prior", "logistic", "forest", "shared_scorer", "template")
 VIEW_FIELDS: dict[str, frozenset[str]] = {
     "no_output": frozenset(),
     "choice": frozenset({"choice"}),

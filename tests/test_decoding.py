@@ -53,8 +53,10 @@ def accuracy(res, view):
 
 
 def test_library_sizes_match_the_paper():
+    from qlb.release_views import DECODER_FAMILIES
     for view in VIEWS:
         lib = base_library(view, DOM.classes, DOM.mechanisms)
+        assert tuple(dict.fromkeys(f for f, _, _ in lib)) == DECODER_FAMILIES
         assert len(lib) == (27 if view in ("full_probabilities", "full_native") else 15)
         for _, _, est in lib:
             clone(est)          # scikit-learn conventions: parameters stored verbatim
