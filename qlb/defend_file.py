@@ -22,6 +22,7 @@ from qlb.defenses import apply, to_dict, to_vector
 from qlb.records import read_records
 from qlb.schemas import NativeResponse, World
 from qlb.wcpq import Policy, map_domain
+from warehouse.ingest import describe_error
 
 
 @dataclass
@@ -39,12 +40,6 @@ class DefendReport:
                 "passed_through": self.passed_through,
                 "wcpq_fallbacks": self.fallbacks if self.method == "wcpq" else None,
                 "rejected": len(self.rejects)}
-
-
-def _first_error(exc: ValidationError) -> str:
-    err = exc.errors()[0]
-    loc = ".".join(str(x) for x in err.get("loc", ())) or "line"
-    return f"{loc}: {err.get('msg', 'invalid')}"
 
 
 def defend_file(in_path: str | Path, out_path: str | Path, method: str, seed: int,
@@ -67,7 +62,8 @@ def defend_file(in_path: str | Path, out_path: str | Path, method: str, seed: in
                 raise ValueError("not a JSON object")
             resp = NativeResponse.model_validate(raw)
         except ValidationError as exc:
-            report.rejects.append((rec.line_no, _first_error(exc)))
+            where, reason = describe_error(exc)          # the same wording as `qlb ingest`
+            report.rejects.append((rec.line_no, f"{where or 'line'}: {reason}"))
             continue
         except ValueError as exc:
             report.rejects.append((rec.line_no, f"line: {exc}"))
