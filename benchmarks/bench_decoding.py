@@ -17,11 +17,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from qlb.audit import run_audits
-from qlb.decoding_run import (
-    decoding_frame, prediction_rows, recovery_tables, reselect_from_scores, run_decoding,
+from qlb.runs.audit import run_audits
+from qlb.tuple.recovery import (
+    prediction_rows, recovery_tables, reselect_from_scores, run_decoding,
 )
-from qlb.decoding import with_subviews
+from qlb.tuple.decoding import with_subviews
+from qlb.runs.decoding import decoding_frame
 from warehouse import queries
 from qlb.demo import DEMO_DATASET, build_demo
 from warehouse.db import writer

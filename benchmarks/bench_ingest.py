@@ -12,7 +12,7 @@ from pathlib import Path
 
 from qlb.demo import DEFAULT_SEED, write_exports
 from warehouse.db import writer
-from warehouse.ingest import ingest_file
+from warehouse.ingest import IngestRequest, ingest_file
 
 
 def main() -> int:
@@ -23,9 +23,9 @@ def main() -> int:
             runs = []
             for attempt in range(5):       # a fresh warehouse each time; best and median reported
                 with writer(Path(tmp) / f"{kind}{attempt}.duckdb") as con:
-                    ingest_file(con, "worlds", paths["worlds"], "bench")
+                    ingest_file(con, IngestRequest("worlds", paths["worlds"], "bench"))
                     t0 = time.perf_counter()
-                    result = ingest_file(con, kind, paths[kind], "bench")
+                    result = ingest_file(con, IngestRequest(kind, paths[kind], "bench"))
                     runs.append(result.report.n_lines / (time.perf_counter() - t0))
             runs.sort()
             rates[kind] = runs[-1]

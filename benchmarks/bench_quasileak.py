@@ -8,8 +8,8 @@ from __future__ import annotations
 import sys
 import time
 
-from qlb.detectors import builtin_detectors
-from qlb.quasileak import breakdowns, corpus_metrics, document_bootstrap, score_detector
+from qlb.quasileak.detectors import builtin_detectors
+from qlb.quasileak.scoring import breakdowns, corpus_metrics, document_bootstrap, score_detector
 from qlb.simulate.quasileak_sim import simulate_corpus
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import duckdb
 
 from qlb.demo import build_demo
-from qlb.refusal import score_responses, summarize
+from qlb.tuple.refusal import score_responses, summarize
 from warehouse import queries
 
 

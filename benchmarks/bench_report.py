@@ -9,7 +9,7 @@ import tempfile
 import time
 
 from demo_warehouse import warehouse_or_demo
-from qlb.report import build_report
+from qlb.runs.report import build_report
 from warehouse.db import reader
 
 

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import duckdb
 
-from qlb.decoding_run import decoding_frame
+from qlb.runs.decoding import decoding_frame
 from qlb.demo import DEMO_DATASET, build_demo
-from qlb.utility import (action_rows, policy_rows, prepare_domain, result_tables, run_utility, stored_candidates,
+from qlb.tuple.utility import (action_rows, policy_rows, prepare_domain, result_tables, run_utility, stored_candidates,
                          whatif)
 from warehouse import queries
 

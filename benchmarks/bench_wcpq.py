@@ -15,12 +15,13 @@ from pathlib import Path
 import duckdb
 import numpy as np
 
-from qlb.decoding_run import decoding_frame
-from qlb.defenses import static_grid
+from qlb.runs.decoding import decoding_frame
+from qlb.tuple.defenses import static_grid
 from qlb.demo import DEMO_DATASET, build_demo
-from qlb.ontology import load_ontology
-from qlb.recipients import candidate_ranks
-from qlb.wcpq import frozen_policies, map_domain, signature
+from qlb.records.ontology import load_ontology
+from qlb.tuple.recipients import candidate_ranks
+from qlb.runs.policies import frozen_policies
+from qlb.tuple.wcpq import map_domain, signature
 from warehouse import queries
 
 MODEL = "sim-alder"

@@ -19,10 +19,10 @@ import duckdb
 import pandas as pd
 import streamlit as st
 
-from qlb.release_views import DECODER_FAMILIES, release_columns
+from qlb.tuple.release_views import DECODER_FAMILIES, release_columns
 from warehouse import queries
 from warehouse.db import default_path, open_reader, writer
-from warehouse.ingest import IngestResult, ValidationReport, ingest_file, validate_file
+from warehouse.ingest import IngestRequest, IngestResult, ValidationReport, ingest_file, validate_file
 
 _write_lock = threading.Lock()
 
@@ -33,6 +33,7 @@ def warehouse_path() -> str:
 
 
 def warehouse_exists(path: str) -> bool:
+    """Whether a warehouse file exists at ``path``."""
     return os.path.exists(path)
 
 
@@ -69,6 +70,7 @@ def release_readers() -> None:
 
 
 def datasets(path: str) -> pd.DataFrame:
+    """Every dataset with its counts of worlds, models, responses, documents and prediction lines, oldest first."""
     return query(path, "datasets")
 
 
@@ -78,7 +80,7 @@ def validate_upload(path: str, kind: str, file_path: str, dataset: str, model: s
     con = _reader(path) if warehouse_exists(path) else None
     cur = con.cursor() if con is not None else None
     try:
-        return validate_file(cur, kind, file_path, dataset, model or None, display_name=display_name)
+        return validate_file(cur, IngestRequest(kind, file_path, dataset, model=model or None, display_name=display_name))
     finally:
         if cur is not None:
             cur.close()
@@ -101,7 +103,7 @@ def ingest_upload(path: str, kind: str, file_path: str, dataset: str, model: str
                   display_name: str) -> IngestResult:
     """Ingest an uploaded file through the same ingest API as ``qlb ingest`` (one transaction)."""
     with _writing(path) as con:
-        return ingest_file(con, kind, file_path, dataset, model or None, display_name=display_name)
+        return ingest_file(con, IngestRequest(kind, file_path, dataset, model=model or None, display_name=display_name))
 
 
 def runs(path: str, dataset: str) -> pd.DataFrame:
@@ -112,23 +114,25 @@ def runs(path: str, dataset: str) -> pd.DataFrame:
 def run_audit_now(path: str, dataset: str):
     """Recompute the refusal audit and the QuasiLeak scores on demand through the engine (a new
     run). The decoding audit takes minutes and has its own per-(model, view) recompute panel."""
-    from qlb.audit import run_audits
+    from qlb.runs.audit import run_audits
     with _writing(path) as con:
         return run_audits(con, dataset, force=True, decode=False, utility=False)
 
 
 def quasileak_runs(path: str, dataset: str) -> pd.DataFrame:
+    """Runs of the dataset that hold QuasiLeak scores, newest first."""
     return query(path, "ql_runs", (dataset,))
 
 
 def decoding_runs(path: str, dataset: str) -> pd.DataFrame:
+    """Runs of the dataset that hold recovery results (the decoding audit), newest first."""
     return query(path, "decoding_runs", (dataset,))
 
 
 @st.cache_data(ttl=300, max_entries=16, show_spinner=False)
 def decoding_frame(path: str, dataset: str, model: str) -> pd.DataFrame:
     """The worlds with one model's release, as the decoding audit reads them (for recomputes)."""
-    from qlb.decoding_run import decoding_frame as build
+    from qlb.runs.decoding import decoding_frame as build
     cur = _reader(path).cursor()
     try:
         return build(cur, dataset, model)
@@ -160,8 +164,8 @@ def recompute_recovery(path: str, dataset: str, run_id: str, model: str, view: s
     """Pooled recovery of one (model, view) under the decoding protocol restricted to
     ``families``, with a new bootstrap (``n_boot``, ``seed``): refitted, or rebuilt from the run's
     stored configuration scores. Returns the pooled row and the selected candidate per domain."""
-    from qlb.decoding import with_subviews
-    from qlb.decoding_run import prediction_rows, recovery_tables, reselect_from_scores, run_decoding
+    from qlb.tuple.decoding import with_subviews
+    from qlb.tuple.recovery import prediction_rows, recovery_tables, reselect_from_scores, run_decoding
     frame = decoding_frame(path, dataset, model)
     if refit:
         results = run_decoding({model: frame}, views=[view], families=set(families),
@@ -179,10 +183,12 @@ def recompute_recovery(path: str, dataset: str, run_id: str, model: str, view: s
 
 
 def utility_runs(path: str, dataset: str) -> pd.DataFrame:
+    """Runs of the dataset that hold utility results, newest first."""
     return query(path, "utility_runs", (dataset,))
 
 
 def front_runs(path: str, dataset: str) -> pd.DataFrame:
+    """Runs of the dataset that hold privacy-utility front points, newest first."""
     return query(path, "front_runs", (dataset,))
 
 
@@ -190,7 +196,7 @@ def front_runs(path: str, dataset: str) -> pd.DataFrame:
 def prepared_utility(path: str, dataset: str, run_id: str, model: str, views: tuple[str, ...]) -> list:
     """One model's recipient candidates as frozen in ``run_id`` (their fits never depend on costs)
     with q on validation and test, every domain: what a what-if replay re-selects from."""
-    from qlb.utility import prepare_domain, stored_candidates
+    from qlb.tuple.utility import prepare_domain, stored_candidates
     frame = decoding_frame(path, dataset, model)
     stored = stored_candidates(query(path, "recipient_models_for", (run_id, model)))
     out = []
@@ -201,13 +207,14 @@ def prepared_utility(path: str, dataset: str, run_id: str, model: str, views: tu
 
 
 def defense_runs(path: str, dataset: str) -> pd.DataFrame:
+    """Runs of the dataset that hold defense results, newest first."""
     return query(path, "defense_runs", (dataset,))
 
 
 @st.cache_data(ttl=600, max_entries=32, show_spinner=False)
 def frozen_policies(path: str, run_id: str, model: str) -> dict:
     """{domain: the 18 frozen full-native policies} of one model in a stored run."""
-    from qlb.wcpq import frozen_policies as load
+    from qlb.runs.policies import frozen_policies as load
     cur = _reader(path).cursor()
     try:
         return load(cur, run_id, model)
@@ -223,7 +230,7 @@ def world_release(path: str, dataset: str, model: str, world_id: str) -> pd.Data
 @st.cache_data(ttl=600, max_entries=8, show_spinner=False)
 def report_html(path: str, dataset: str, run_id: str | None = None) -> str:
     """The self-contained HTML report of a run (default: the dataset's newest most complete)."""
-    from qlb.report import build_report
+    from qlb.runs.report import build_report
     cur = _reader(path).cursor()
     try:
         return build_report(cur, run_id, dataset)
@@ -232,5 +239,87 @@ def report_html(path: str, dataset: str, run_id: str | None = None) -> str:
 
 
 def all_runs(path: str, dataset: str) -> pd.DataFrame:
+    """The dataset's audit runs with the number of result kinds each holds, newest first."""
     runs = query(path, "all_runs", ())
     return runs[runs["dataset_id"] == dataset].reset_index(drop=True)
+
+
+# ------------------------------------------------------------------ collection (``qlb collect`` runs)
+
+def collections(path: str, dataset: str) -> pd.DataFrame:
+    """The dataset's ``qlb collect`` runs (settings as stored JSON, answer counts), newest first."""
+    return query(path, "collections", (dataset,))
+
+
+def collection_totals(path: str, dataset: str) -> pd.DataFrame:
+    """Per (probe, model): the dataset's collection runs, answers asked and stored by outcome, and
+    how many runs stopped early."""
+    return query(path, "collection_totals", (dataset,))
+
+
+def collection_latency(path: str, dataset: str) -> pd.DataFrame:
+    """Per collection run of the dataset: calls and their latency percentiles (p50, p90, p99, max; ms)."""
+    return query(path, "collection_latency", (dataset,))
+
+
+def collection_median_latency(path: str, dataset: str) -> float | None:
+    """The median latency (ms) over every archived call of the dataset's collection runs (None without calls)."""
+    row = query(path, "collection_dataset_latency", (dataset,)).iloc[0]
+    return None if int(row["calls"]) == 0 else float(row["p50_ms"])
+
+
+def wilson_interval(k: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
+    """The Wilson score interval of the proportion k / n (NaN, NaN when n = 0)."""
+    if n <= 0:
+        return float("nan"), float("nan")
+    from scipy.stats import binomtest
+    ci = binomtest(int(k), int(n)).proportion_ci(confidence_level=confidence, method="wilson")
+    return float(ci.low), float(ci.high)
+
+
+def collection_answer_outcomes(run: pd.Series) -> pd.DataFrame:
+    """One collection run's stored answers by outcome (valid, invalid, unavailable): answers, share
+    of the stored answers and its 95% Wilson interval (``run`` is a row of ``collections``)."""
+    stored = int(run["stored"])
+    rows = []
+    for outcome in ("valid", "invalid", "unavailable"):
+        k = int(run[outcome])
+        low, high = wilson_interval(k, stored)
+        rows.append({"outcome": outcome, "answers": k, "share": k / stored if stored else float("nan"),
+                     "ci_low": low, "ci_high": high})
+    return pd.DataFrame(rows)
+
+
+def collection_reasons(path: str, collection_id: str) -> pd.DataFrame:
+    """One collection run's calls by outcome and reason (every attempt counted once)."""
+    return query(path, "collection_outcomes", (collection_id,))
+
+
+def collection_worlds(path: str, collection_id: str) -> pd.DataFrame:
+    """The worlds one collection run asked about: attempts and the outcome of the last attempt."""
+    return query(path, "collection_worlds_of", (collection_id,))
+
+
+def collection_attempts(path: str, collection_id: str, world_id: str) -> pd.DataFrame:
+    """Every archived call (attempt) of one world in one collection run, with its raw answer."""
+    return query(path, "collection_call", (collection_id, world_id))
+
+
+def rebuilt_request(path: str, dataset: str, world_id: str, probe: str, endpoint_model: str
+                    ) -> tuple[dict, str] | None:
+    """The request body ``qlb collect`` sent for one world, rebuilt from the stored world (the body
+    itself is not archived, only its sha256), and that body's sha256; None when the world is no
+    longer in the dataset."""
+    from qlb.collect.requests import body_sha256, request_body
+    from qlb.records.ontology import load_ontology
+    world = query(path, "collection_world", (dataset, world_id))
+    if world.empty:
+        return None
+    row = world.iloc[0].to_dict()
+    body = request_body(row, load_ontology().domain(row["domain"]), probe, endpoint_model)
+    return body, body_sha256(body)
+
+
+def response_history(path: str, dataset: str) -> pd.DataFrame:
+    """Responses of the dataset replaced by ``qlb collect --replace-invalid``, newest first."""
+    return query(path, "response_history", (dataset,))

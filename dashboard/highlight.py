@@ -18,6 +18,7 @@ def _colour(attr: str) -> str:
 
 
 def policy_chips(policy: Mapping[str, str]) -> str:
+    """The policy as one coloured chip per attribute (hide, keep, neutral), as escaped HTML."""
     chips = []
     for attr, label in policy.items():
         c = POLICY_COLOURS.get(label, "#444444")
@@ -60,6 +61,8 @@ def document_html(text: str, gold: Sequence[tuple[str, Sequence[tuple[int, int]]
 
 
 def legend_html(attributes: Sequence[str]) -> str:
+    """The document viewer's legend, how gold and predicted cues are drawn and a swatch per attribute, as escaped
+    HTML."""
     items = [f'<span style="margin-right:12px"><span style="background:{_colour(a)}40;padding:0 6px">'
              f'{escape(a)}</span></span>' for a in attributes]
     return ('<div style="font-size:0.85em">Gold cues shaded by attribute (hide targets in bold); predicted '

@@ -1,12 +1,15 @@
 """The router (page config, shared sidebar, st.navigation) and the guarantee that every page
 runs through it.
 
-Streamlit still knows the legacy "pages/ folder" mode: on a server's very first script run
-(and on every AppTest run), before app.py has called st.navigation, a request for a page can
-execute pages/<page>.py on its own: no sidebar, no dataset, the wrong navigation. Pages end with
-``page_entry(render)``: when the run did not come through the router, the router is run right
-there, in the same script run (so widget events such as a button click are kept), and it
-serves the page the URL names.
+Streamlit still knows the legacy "pages/ folder" mode: a folder named ``pages`` beside the main
+script switches it on until the first ``st.navigation`` call of the server process. On a
+server's very first script run (and on every AppTest run) a request for a page can therefore
+execute ``pages/<page>.py`` on its own: no sidebar, no dataset, the wrong navigation. Pages end
+with ``page_entry(render)``: when the run did not come through the router, the router is run
+right there, in the same script run (so widget events such as a button click are kept). Its
+``st.navigation`` call is the documented way to leave the legacy mode (it switches the mode
+off for the process), and it serves the page the URL names. No private Streamlit API is used;
+the README's Architecture section says why the folder keeps its name.
 """
 from __future__ import annotations
 
@@ -19,10 +22,11 @@ _state = threading.local()
 _warmed = threading.Event()
 # what the recompute and what-if panels need; loaded in the background after the first page
 WARM_IMPORTS = ("sklearn.linear_model", "sklearn.ensemble", "sklearn.model_selection", "sklearn.preprocessing",
-                "joblib", "qlb.decoding_run")
+                "joblib", "qlb.tuple.recovery", "qlb.tuple.recipient_estimators")
 
 
 def _warm_up() -> None:
+    """Import what the recompute panels need, in the background, once per server process."""
     import importlib
     for name in WARM_IMPORTS:
         try:
@@ -33,6 +37,7 @@ def _warm_up() -> None:
 PAGES = [
     ("pages/overview.py", "Overview", ":material/dashboard:", "overview"),
     ("pages/data.py", "Data", ":material/upload_file:", "data"),
+    ("pages/collection.py", "Collection", ":material/cloud_download:", "collection"),
     ("pages/refusal.py", "Refusal audit", ":material/block:", "refusal"),
     ("pages/recovery.py", "Release-view recovery", ":material/key:", "recovery"),
     ("pages/fronts.py", "Privacy-utility fronts", ":material/scatter_plot:", "fronts"),
@@ -65,13 +70,10 @@ def run_router() -> None:
 
 
 def page_entry(render: Callable[[], None]) -> None:
+    """Draw the page when the router is running it; otherwise run the router (legacy-mode
+    script run: see the module docstring), which then serves this page through st.navigation."""
     if getattr(_state, "routed", False):
         _state.routed = False
         render()
         return
-    try:
-        from streamlit.runtime.pages_manager import PagesManager
-        PagesManager.uses_pages_directory = False
-    except ImportError:  # a future Streamlit without the legacy mode: nothing to undo
-        pass
     run_router()

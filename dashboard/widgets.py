@@ -97,6 +97,7 @@ def pick_run(runs: pd.DataFrame, key: str, empty: str) -> str | None:
 
 
 def simulated_banner(simulated: bool) -> None:
+    """Show the SIMULATED-data warning when the dataset is simulated."""
     if simulated:
         st.warning(SIMULATED_NOTE, icon=":material/science:")
 

@@ -11,8 +11,8 @@ import streamlit as st
 from dashboard import data_access as da
 from dashboard.routing import page_entry
 from dashboard.widgets import audit_page_start, chart, table
-from qlb.palette import VIEW_COLOURS
-from qlb.release_views import VIEWS
+from qlb.present.palette import VIEW_COLOURS
+from qlb.tuple.release_views import VIEWS
 
 INTRO = (
     "Pick two audit runs of this dataset (say, before and after a model update or new exports). "
@@ -28,6 +28,7 @@ def _side(a: pd.DataFrame, b: pd.DataFrame, keys: list[str], value: str) -> pd.D
 
 
 def change_figure(rec: pd.DataFrame) -> go.Figure:
+    """Grouped bars of pooled test recovery, run B minus run A, per model and release view."""
     fig = go.Figure()
     for view in VIEWS:
         d = rec[rec["view"] == view]
@@ -44,6 +45,8 @@ def change_figure(rec: pd.DataFrame) -> go.Figure:
 
 
 def render() -> None:
+    """The Compare runs page: the provenance of two chosen runs, then recovery, downstream cost, defenses and refusal
+    in both, with B − A."""
     start = audit_page_start("Compare runs", INTRO)
     if start is None:
         return

@@ -39,6 +39,8 @@ def _save_upload(upload) -> tuple[str, str]:
 
 
 def upload_section(path: str, dataset: str | None) -> None:
+    """Load a file: choose kind, dataset and model, upload, read the line-by-line validation report, then ingest the
+    accepted lines."""
     st.subheader("Load a file")
     c1, c2, c3 = st.columns(3)
     kind = c1.selectbox("Kind", KINDS, help="What the file holds. " + " ".join(
@@ -116,6 +118,7 @@ def upload_section(path: str, dataset: str | None) -> None:
 
 
 def quarantine_section(path: str, dataset: str) -> None:
+    """The dataset's rejected lines (with their raw text) and its invalid native responses."""
     st.subheader("Quarantine")
     kind = st.selectbox("Kind", ["all"] + list(KINDS), key="quarantine_kind")
     k = None if kind == "all" else kind
@@ -135,6 +138,7 @@ def quarantine_section(path: str, dataset: str) -> None:
 
 
 def render() -> None:
+    """The Data page: the upload and ingest section, and the quarantine of the selected dataset."""
     st.title("Data")
     path, dataset, simulated = current_dataset()
     simulated_banner(simulated)

@@ -9,13 +9,13 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import data_access as da
-from qlb.figures import DEFENSE_LABELS as LABELS, DEFENSE_ORDER as ORDER, defense_figure
-from qlb.palette import model_colours
+from qlb.present.figures import DEFENSE_LABELS as LABELS, DEFENSE_ORDER as ORDER, defense_figure
+from qlb.present.palette import model_colours
 from dashboard.routing import page_entry
 from dashboard.widgets import audit_page_start, chart, pick_run, table
-from qlb.ontology import load_ontology
-from qlb.recipients import candidate_ranks
-from qlb.workflows import TASKS, action_labels, argmax_public, run_task
+from qlb.records.ontology import load_ontology
+from qlb.tuple.recipients import candidate_ranks
+from qlb.tuple.workflows import TASKS, action_labels, argmax_public, run_task
 
 INTRO = (
     "Every defense starts from the same native response and changes only the probability field "
@@ -29,6 +29,8 @@ INTRO = (
 )
 
 def render() -> None:
+    """The Defenses page: recovery per defense (Figure 10, Table 3), WCPQ verification (Table 13), the recipient's
+    cost per defense and the world inspector."""
     start = audit_page_start("Defenses and WCPQ verification", INTRO)
     if start is None:
         return
@@ -110,6 +112,8 @@ def render() -> None:
 
 
 def inspector(path: str, dataset: str, run_id: str, models: list[str]) -> None:
+    """One test world of a model: its native and defended releases side by side, and what each of the 18 frozen
+    policies does with the native and the WCPQ release."""
     st.subheader("World inspector")
     c1, c2 = st.columns(2)
     model = c1.selectbox("Model", models, key="model", bind="query-params")

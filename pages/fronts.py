@@ -7,12 +7,12 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import data_access as da
-from qlb.figures import front_figure
-from qlb.palette import model_colours
+from qlb.present.figures import front_figure
+from qlb.present.palette import model_colours
 from dashboard.routing import page_entry
 from dashboard.widgets import audit_page_start, chart, pick_run, table
-from qlb.costs import PROFILES
-from qlb.workflows import TASKS
+from qlb.tuple.costs import PROFILES
+from qlb.tuple.workflows import TASKS
 
 INTRO = (
     "Each point is one release: how often an attacker recovers the protected mechanism from it "
@@ -27,6 +27,8 @@ TASK_HELP = {"selective": "route or send to trusted review", "clarification": "a
 
 
 def render() -> None:
+    """The Privacy-utility fronts page: test recovery against mean cost per task and profile with the non-dominated
+    set, and the front's members per task."""
     start = audit_page_start("Privacy-utility fronts", INTRO)
     if start is None:
         return

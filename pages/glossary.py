@@ -47,6 +47,7 @@ TERMS: list[tuple[str, str]] = [
 
 
 def render() -> None:
+    """The Glossary page: the audit's terms as qlb uses them."""
     st.title("Glossary")
     st.caption("The audit's terms as qlb uses them (TUPLE.md and QUASILEAK.md fix the details).")
     for term, text in TERMS:

@@ -36,6 +36,8 @@ def response_outcome_figure(models: pd.DataFrame) -> tuple[go.Figure, pd.DataFra
 
 
 def render() -> None:
+    """The Overview page: the dataset's headline counts, then its worlds and models, its QuasiLeak corpus, or its
+    ingests and quarantine."""
     st.title("Overview")
     path, dataset, simulated = current_dataset()
     if dataset is None:

@@ -12,8 +12,8 @@ from dashboard import data_access as da
 from dashboard.highlight import ATTRIBUTE_COLOURS, document_html, legend_html, policy_chips
 from dashboard.routing import page_entry
 from dashboard.widgets import audit_page_start, chart, table
-from qlb.figures import f1_figure
-from qlb.quasileak import HEADLINE, METRIC_KEYS, explain_targets
+from qlb.present.figures import f1_figure
+from qlb.quasileak.scoring import HEADLINE, METRIC_KEYS, explain_targets
 
 LEADERBOARD_METRICS = ("complete_recall", "graded_recall", "strict_precision", "lenient_precision", "complete_f1",
                        "graded_f1", "binding_error_rate", "over_flag_rate", "document_flag_recall", "span_f1")
@@ -60,6 +60,8 @@ def leaderboard_frame(scores: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]
 
 
 def breakdown_figure(data: pd.DataFrame, metric: str, kind: str) -> go.Figure:
+    """Grouped bars of ``metric`` per detector over the slices of one breakdown (arity, attribute, distance or
+    context)."""
     fig = go.Figure()
     for i, (det, sub) in enumerate(data.groupby("detector", sort=True)):
         fig.add_bar(name=det, x=sub["slice"], y=sub["value"], marker_color=DETECTOR_PALETTE[i % len(DETECTOR_PALETTE)],
@@ -71,6 +73,7 @@ def breakdown_figure(data: pd.DataFrame, metric: str, kind: str) -> go.Figure:
 
 
 def render() -> None:
+    """The QuasiLeak page: a run's detector leaderboard and F1 chart, breakdowns by slice, and the document viewer."""
     start = audit_page_start("QuasiLeak detectors", INTRO)
     if start is None:
         return
@@ -115,6 +118,8 @@ def render() -> None:
 
 
 def document_viewer(path: str, dataset: str, scores: pd.DataFrame, split: str) -> None:
+    """One document under one detector: the policy, gold and predicted cues highlighted, each target's credit and the
+    predicted groups."""
     st.subheader("Document viewer")
     v1, v2 = st.columns(2)
     detector = v1.selectbox("Detector", sorted(scores["detector"].unique()), key="ql_view_detector")

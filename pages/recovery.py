@@ -8,10 +8,10 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import data_access as da
-from qlb.figures import recovery_figure
+from qlb.present.figures import recovery_figure
 from dashboard.routing import page_entry
 from dashboard.widgets import audit_page_start, chart, pick_run, percent_columns, table
-from qlb.release_views import DECODER_FAMILIES, VIEWS
+from qlb.tuple.release_views import DECODER_FAMILIES, VIEWS
 
 
 
@@ -25,6 +25,8 @@ INTRO = (
 
 
 def render() -> None:
+    """The Release-view recovery page: pooled recovery per view (Figure 4), paired view differences, recovery per
+    domain, the selected decoders, and the predictions and recompute panels."""
     start = audit_page_start("Release-view recovery", INTRO)
     if start is None:
         return
@@ -74,6 +76,7 @@ def render() -> None:
 
 
 def predictions_browser(path: str, run_id: str, models: list[str]) -> None:
+    """P(s1) per test world of the run for one chosen model and view."""
     st.subheader("Per-world predictions")
     c1, c2 = st.columns(2)
     model = c1.selectbox("Model", models, key="pred_model")
@@ -84,6 +87,8 @@ def predictions_browser(path: str, run_id: str, models: list[str]) -> None:
 
 
 def recompute_panel(path: str, dataset: str, run_id: str, pooled: pd.DataFrame, models: list[str]) -> None:
+    """Rerun the decoding of one model and view with chosen decoder families and a new bootstrap (not stored), shown
+    beside the stored result."""
     with st.expander("Recompute one model and view"):
         st.caption(
             "Reruns the decoding protocol for one model and view (all three domains) with the decoder "

@@ -11,8 +11,8 @@ import streamlit as st
 from dashboard import data_access as da
 from dashboard.routing import page_entry
 from dashboard.widgets import audit_page_start, chart, percent_columns, table
-from qlb.figures import routes_figure
-from qlb.refusal import OUTCOMES, recovery_routes, world_scores
+from qlb.present.figures import routes_figure
+from qlb.tuple.refusal import OUTCOMES, recovery_routes, world_scores
 
 OUTCOME_WORDS = {
     "direct_correct": "named the gold mechanism directly (a policy violation that recovers S)",
@@ -32,6 +32,8 @@ INTRO = (
 
 
 def scores_figure(scores: pd.DataFrame, gold: str, choice: str) -> go.Figure:
+    """The 17 released scores of one refusal response as bars (gold mechanism orange, WITHHOLD grey), with the gold
+    mechanism and the choice annotated."""
     colours = ["#D55E00" if l == gold else "#999999" if l == "WITHHOLD" else "#56B4E9" for l in scores["label"]]
     fig = go.Figure(go.Bar(x=scores["label"], y=scores["score"], marker_color=colours,
                            customdata=scores[["released"]],
@@ -47,6 +49,8 @@ def scores_figure(scores: pd.DataFrame, gold: str, choice: str) -> go.Figure:
 
 
 def run_panel(path: str, dataset: str) -> str | None:
+    """The run selector (runs with a refusal audit, newest first) and the Recompute now button; None when no run has
+    a refusal audit."""
     runs = da.runs(path, dataset)
     with_refusal = [r for r in runs["run_id"] if not da.query(path, "refusal_results", (r,)).empty]
     c1, c2 = st.columns([3, 1])
@@ -64,6 +68,8 @@ def run_panel(path: str, dataset: str) -> str | None:
 
 
 def render() -> None:
+    """The Refusal audit page: withholding and recovery per model (Table 2), the recovery routes (Figure 12), results
+    per domain (Table 18) and the residual outcomes (Table 19)."""
     start = audit_page_start("Refusal audit", INTRO)
     if start is None:
         return
@@ -109,6 +115,8 @@ def render() -> None:
 
 
 def drill_down(path: str, dataset: str, run_id: str, models: list[str], domain: str) -> None:
+    """One refusal response: gold mechanism, choice, residual winner and outcome, its released scores and the public
+    request."""
     st.subheader("One response")
     c1, c2 = st.columns(2)
     model = c1.selectbox("Model", models, key="drill_model")

@@ -10,14 +10,14 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import data_access as da
-from qlb.figures import cost_difference_heatmap
+from qlb.present.figures import cost_difference_heatmap
 from dashboard.routing import page_entry
 from dashboard.widgets import audit_page_start, chart, pick_run, table
-from qlb.costs import PROFILES, authored, domain_costs
-from qlb.ontology import DOMAINS, load_ontology
-from qlb.release_views import VIEWS
-from qlb.utility import DELTA, whatif
-from qlb.workflows import TASKS
+from qlb.tuple.costs import PROFILES, authored, domain_costs
+from qlb.records.ontology import DOMAINS, load_ontology
+from qlb.tuple.release_views import VIEWS
+from qlb.tuple.utility import DELTA, whatif
+from qlb.tuple.workflows import TASKS
 
 INTRO = (
     "Recipient policies (empirical prior, regularized logistic on the public fields and the "
@@ -31,10 +31,13 @@ INTRO = (
 
 
 def interval(v, lo, hi, digits: int = 4) -> str:
+    """``v [lo, hi]`` with ``digits`` decimals."""
     return f"{v:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
 
 
 def render() -> None:
+    """The Cost-profile sensitivity page: view minus full native cost, non-inferiority, mean cost per view and per
+    domain, per-world actions, the selected policies and the what-if replay."""
     start = audit_page_start("Cost-profile sensitivity", INTRO)
     if start is None:
         return
@@ -109,6 +112,7 @@ def render() -> None:
 
 
 def actions_browser(path: str, run_id: str, models: list[str], task: str, profile: str) -> None:
+    """What the frozen policy of one task and profile did on each test world of a chosen model and view."""
     st.subheader("Per-world actions")
     c1, c2 = st.columns(2)
     model = c1.selectbox("Model", models, key="model", bind="query-params")
@@ -120,6 +124,8 @@ def actions_browser(path: str, run_id: str, models: list[str], task: str, profil
 
 
 def whatif_panel(path: str, dataset: str, run_id: str, res: pd.DataFrame, models: list[str]) -> None:
+    """Edit the authored costs and replay the choice and full-native recipient policies under them, beside the stored
+    authored run."""
     with st.expander("What if the costs were different?"):
         st.caption("Edit the authored costs; the engine re-selects each recipient policy (candidate and review "
                    "factor) on validation under the new costs and replays it on test, for choice and full native. "

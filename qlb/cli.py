@@ -8,11 +8,12 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import shlex
 import sys
 from pathlib import Path
 from typing import Sequence
 
-EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_REJECTED = 0, 1, 2, 3
+EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_REJECTED, EXIT_STOPPED = 0, 1, 2, 3, 4
 
 
 class _Parser(argparse.ArgumentParser):
@@ -33,8 +34,9 @@ def _warehouse_arg(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The `qlb` argument parser: every command with its options and help text."""
     from qlb.demo import DEFAULT_SEED
-    from qlb.release_views import DECODER_FAMILIES
+    from qlb.tuple.release_views import DECODER_FAMILIES
     from warehouse.ingest import KINDS
 
     parser = _Parser(prog="qlb", description="qlb: privacy-utility audits of AI decision outputs "
@@ -158,7 +160,56 @@ def build_parser() -> argparse.ArgumentParser:
     qr.add_argument("--api-key-env", default="QLB_API_KEY", help="environment variable holding the API key")
     qr.add_argument("--timeout", type=float, default=60.0, help="seconds per request (default 60)")
     _warehouse_arg(qr)
+    _collect_parser(sub)
     return parser
+
+
+def _collect_parser(sub) -> None:
+    col = sub.add_parser(
+        "collect", help="ask a real model about every world of a dataset and store its answers",
+        description="Ask a model (a typed-decision endpoint, an OpenAI-compatible chat server, or a local Python "
+                    "function) about every world of the dataset, once, and store its answers through the same "
+                    "validation as `qlb ingest` (COLLECT.md). Rerunning the same command resumes: a world with a "
+                    "stored answer is never asked again. Exit 4 when an HTTP 408/429/5xx, a timeout or a "
+                    "connection error stopped it early (the answers so far are kept).",
+        epilog="examples:\n"
+               "  qlb collect native --dataset mine --model m1 --transport typed --base-url http://127.0.0.1:8000\n"
+               "  qlb collect native --dataset mine --model m1 --transport openai --base-url http://127.0.0.1:8080/v1 "
+               "--endpoint-model llama3 --answer letters\n"
+               "  qlb collect refusal --dataset mine --model m1 --transport python "
+               "--target qlb.examples.triage_model:answer",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    col.add_argument("probe", choices=["native", "refusal"],
+                     help="native: the coarse decision; refusal: the fine mechanism or WITHHOLD")
+    col.add_argument("--dataset", required=True, metavar="NAME", help="dataset whose worlds are asked")
+    col.add_argument("--model", required=True, metavar="NAME", help="the model's name in the warehouse")
+    col.add_argument("--transport", required=True, choices=["typed", "openai", "python"])
+    col.add_argument("--base-url", metavar="URL", help="endpoint base URL (typed, openai)")
+    col.add_argument("--path", default="/v1/decisions", metavar="P", help="typed: request path (default /v1/decisions)")
+    col.add_argument("--endpoint-model", metavar="M", help="the model name sent in the request (openai: required)")
+    col.add_argument("--api-key-env", metavar="VAR",
+                     help="environment variable holding an API key (sent as a bearer token; never stored or printed)")
+    col.add_argument("--answer", choices=["json", "letters"], default="json",
+                     help="openai: a JSON answer (default) or one letter with top_logprobs")
+    col.add_argument("--no-schema", action="store_true", help="openai --answer json: do not send a JSON schema")
+    col.add_argument("--target", metavar="MODULE:FUNCTION", help="python: the function called with each request body")
+    col.add_argument("--split", nargs="+", metavar="S", help="only these splits (default: every world)")
+    col.add_argument("--limit", type=int, metavar="N", help="ask at most N worlds this time")
+    col.add_argument("--interval", type=float, default=0.0, metavar="S",
+                     help="seconds between dispatches (default 0)")
+    col.add_argument("--timeout", type=float, default=180.0, metavar="S", help="seconds per request (default 180)")
+    col.add_argument("--concurrency", type=int, default=1, metavar="N",
+                     help="requests in flight (default 1, as in the paper)")
+    col.add_argument("--retries", type=int, default=0, metavar="N",
+                     help="retry 408/429/5xx/timeouts/connection errors N times with exponential backoff "
+                          "(honours Retry-After; default 0)")
+    col.add_argument("--replace-invalid", action="store_true",
+                     help="ask again only the worlds whose stored answer is invalid or unavailable (the earlier "
+                          "answer is kept as history)")
+    col.add_argument("--show-request", action="store_true",
+                     help="print the request body for the first world that would be asked, and ask nothing")
+    col.add_argument("--json", action="store_true", help="print the summary as JSON")
+    _warehouse_arg(col)
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
@@ -206,8 +257,8 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 def _cmd_ingest(args: argparse.Namespace) -> int:
     from warehouse.db import default_path, open_reader, writer
-    from qlb.records import count_lines
-    from warehouse.ingest import ingest_file, validate_file
+    from qlb.records.readers import count_lines
+    from warehouse.ingest import IngestRequest, ingest_file, validate_file
 
     path = args.warehouse or default_path()
     if not args.file.is_file():
@@ -220,14 +271,14 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
     if args.dry_run:
         con = open_reader(path) if Path(path).exists() else None
         try:
-            report = validate_file(con, args.kind, args.file, args.dataset, args.model, progress)
+            report = validate_file(con, IngestRequest(args.kind, args.file, args.dataset, model=args.model), progress=progress)
         finally:
             if con is not None:
                 con.close()
         ingest_id, duplicate = None, False
     else:
         with writer(path) as con:
-            result = ingest_file(con, args.kind, args.file, args.dataset, args.model, progress=progress)
+            result = ingest_file(con, IngestRequest(args.kind, args.file, args.dataset, model=args.model), progress=progress)
         report, ingest_id, duplicate = result.report, result.ingest_id, result.duplicate
     bar.close()
     for msg in report.messages():
@@ -250,15 +301,15 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
 
 
 def _cmd_refusal(args: argparse.Namespace) -> int:
-    from qlb import refusal
-    from warehouse.ingest import validate_file
+    from qlb.tuple import refusal
+    from warehouse.ingest import IngestRequest, validate_file
 
     for f in (args.worlds, args.responses):
         if not f.is_file():
             raise _UserError(f"{f}: no such file")
-    worlds_report = validate_file(None, "worlds", args.worlds, "stateless")
+    worlds_report = validate_file(None, IngestRequest("worlds", args.worlds, "stateless"))
     worlds = {w.world_id: w for _, w in worlds_report.accepted}
-    resp_report = validate_file(None, "refusal", args.responses, "stateless", worlds=worlds)
+    resp_report = validate_file(None, IngestRequest("refusal", args.responses, "stateless"), worlds=worlds)
     for report, path in ((worlds_report, args.worlds), (resp_report, args.responses)):
         for r in report.rejects:
             print(f"{path}:{r.line_no}: " + (f"{r.field}: " if r.field else "") + r.reason, file=sys.stderr)
@@ -272,8 +323,8 @@ def _cmd_refusal(args: argparse.Namespace) -> int:
 
 
 def _cmd_defend(args: argparse.Namespace) -> int:
-    from qlb.defend_file import defend_file
-    from warehouse.ingest import validate_file
+    from qlb.runs.defend_file import defend_file
+    from warehouse.ingest import IngestRequest, validate_file
 
     if not args.in_file.is_file():
         raise _UserError(f"{args.in_file}: no such file")
@@ -282,7 +333,7 @@ def _cmd_defend(args: argparse.Namespace) -> int:
     if args.worlds is not None:
         if not args.worlds.is_file():
             raise _UserError(f"{args.worlds}: no such file")
-        report = validate_file(None, "worlds", args.worlds, "stateless")
+        report = validate_file(None, IngestRequest("worlds", args.worlds, "stateless"))
         for r in report.rejects:
             print(f"{args.worlds}:{r.line_no}: " + (f"{r.field}: " if r.field else "") + r.reason, file=sys.stderr)
         rejected = bool(report.rejects)
@@ -311,8 +362,68 @@ def _cmd_defend(args: argparse.Namespace) -> int:
     return EXIT_REJECTED if rep.rejects or rejected else EXIT_OK
 
 
+def _cmd_collect(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    from qlb.runs.collect import CollectError, CollectOptions, collect, first_request, make_transport
+    from warehouse.db import default_path, reader, writer
+
+    opts = CollectOptions(probe=args.probe, dataset_id=args.dataset, model=args.model, transport=args.transport,
+                          base_url=args.base_url, path=args.path, endpoint_model=args.endpoint_model,
+                          api_key_env=args.api_key_env, answer=args.answer, schema=not args.no_schema,
+                          target=args.target, splits=args.split, limit=args.limit, interval=args.interval,
+                          timeout=args.timeout, concurrency=args.concurrency, retries=args.retries,
+                          replace_invalid=args.replace_invalid)
+    path = args.warehouse or default_path()
+    if not Path(path).exists():
+        raise _UserError(f"{path}: no warehouse here yet (ingest the dataset's worlds first)")
+    try:
+        opts.check()
+    except CollectError as exc:
+        raise _UsageError(str(exc)) from None
+    if args.show_request:
+        with reader(path) as con:
+            body = first_request(con, opts)
+        if body is None:
+            print("nothing to ask: every world already has a stored answer", file=sys.stderr)
+            return EXIT_OK
+        try:
+            transport = make_transport(opts)
+        except CollectError as exc:
+            raise _UsageError(str(exc)) from None
+        payload = transport.payload(body, opts.probe) if hasattr(transport, "payload") else body
+        transport.close()
+        print(json.dumps(payload, indent=2, ensure_ascii=False))
+        return EXIT_OK
+    bar = _progress(f"collect {args.probe} {args.model}", None)
+    bar.unit = "answer"
+
+    def progress(stored: int, total: int) -> None:
+        bar.total, bar.n = total, stored
+        bar.refresh()
+
+    try:
+        with writer(path) as con:
+            result = collect(con, opts, progress=progress)
+    except CollectError as exc:
+        raise _UsageError(str(exc)) from None
+    finally:
+        bar.close()
+    if args.json:
+        print(json.dumps(result.to_json(), indent=2))
+    else:
+        print(f"{args.probe} answers of {args.model!r} in dataset {args.dataset!r}: {result.stored} stored "
+              f"({result.valid} valid, {result.invalid} invalid, {result.unavailable} unavailable); "
+              f"{result.skipped_existing} worlds skipped (already answered)"
+              + (f"; collection {result.collection_id}" if result.collection_id else ""))
+    if result.stopped:
+        resume = "qlb " + shlex.join(list(argv))
+        print(f"qlb collect: stopped: {result.stopped}; {result.stored} answers stored; resume with: {resume}",
+              file=sys.stderr)
+        return EXIT_STOPPED
+    return EXIT_OK
+
+
 def _cmd_report(args: argparse.Namespace) -> int:
-    from qlb.report import build_report
+    from qlb.runs.report import build_report
     from warehouse.db import default_path, reader
 
     path = args.warehouse or default_path()
@@ -329,7 +440,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 def _frozen_policies(args: argparse.Namespace) -> dict:
-    from qlb.wcpq import frozen_policies
+    from qlb.runs.policies import frozen_policies
     from warehouse import queries
     from warehouse.db import default_path, reader
 
@@ -364,14 +475,14 @@ def _resolve_dataset(con, name: str | None) -> str:
 
 
 def _cmd_audit(args: argparse.Namespace) -> int:
-    from qlb import refusal
-    from qlb.audit import run_audits
+    from qlb.tuple import refusal
+    from qlb.runs.audit import AuditOptions, run_audits
     from warehouse.db import default_path, writer
 
     path = args.warehouse or default_path()
     if not Path(path).exists():
         raise _UserError(f"{path}: no warehouse here yet (run `qlb demo` or `qlb ingest`)")
-    from qlb.release_views import VIEWS
+    from qlb.tuple.release_views import VIEWS
     bar = _progress("audit", None)
 
     def progress(label: str, done: int, total: int) -> None:
@@ -381,10 +492,11 @@ def _cmd_audit(args: argparse.Namespace) -> int:
 
     with writer(path) as con:
         dataset = _resolve_dataset(con, args.dataset)
-        run = run_audits(con, dataset, args.models, force=args.force, decode=not args.no_decoding,
-                         views=args.views or VIEWS, jobs=args.jobs, progress=progress, utility=not args.no_utility,
-                         defenses=not args.no_defenses, defense_models=args.defense_models,
-                         defense_families=set(args.defense_families) if args.defense_families else None)
+        options = AuditOptions(models=args.models, force=args.force, decode=not args.no_decoding,
+                               views=args.views or VIEWS, jobs=args.jobs, utility=not args.no_utility,
+                               defenses=not args.no_defenses, defense_models=args.defense_models,
+                               defense_families=set(args.defense_families) if args.defense_families else None)
+        run = run_audits(con, dataset, options, progress)
     bar.close()
     if args.json:
         print(json.dumps(run.to_json(), indent=2))
@@ -417,16 +529,15 @@ def _cmd_quasileak(args: argparse.Namespace) -> int:
 
 
 def _cmd_ql_score(args: argparse.Namespace) -> int:
-    from qlb import quasileak
-    from warehouse.ingest import validate_file
+    from qlb.quasileak import scoring as quasileak
+    from warehouse.ingest import IngestRequest, validate_file
 
     for f in (args.corpus, args.predictions):
         if not f.is_file():
             raise _UserError(f"{f}: no such file")
-    corpus_report = validate_file(None, "corpus", args.corpus, "stateless")
+    corpus_report = validate_file(None, IngestRequest("corpus", args.corpus, "stateless"))
     docs = [d for _, d in corpus_report.accepted]
-    pred_report = validate_file(None, "predictions", args.predictions, "stateless",
-                                documents={d.doc_id: len(d.text) for d in docs})
+    pred_report = validate_file(None, IngestRequest("predictions", args.predictions, "stateless"), documents={d.doc_id: len(d.text) for d in docs})
     for report, path in ((corpus_report, args.corpus), (pred_report, args.predictions)):
         for r in report.rejects:
             print(f"{path}:{r.line_no}: " + (f"{r.field}: " if r.field else "") + r.reason, file=sys.stderr)
@@ -450,9 +561,9 @@ def _cmd_ql_score(args: argparse.Namespace) -> int:
 def _cmd_ql_run(args: argparse.Namespace) -> int:
     import os
 
-    from qlb.audit import run_audits
-    from qlb.detectors import ChatEndpointDetector, builtin_detectors
-    from qlb.quasileak_run import run_detector
+    from qlb.runs.audit import run_audits
+    from qlb.quasileak.detectors import ChatEndpointDetector, builtin_detectors
+    from qlb.runs.quasileak import run_detector
     from warehouse.db import default_path, writer
 
     if args.detector == "chat":
@@ -494,7 +605,9 @@ class _UsageError(Exception):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one `qlb` command; the exit code (0 ok, 2 bad usage, 3 rejected input lines, 1 other failure)."""
     parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
@@ -503,7 +616,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     handlers = {"demo": _cmd_demo, "ingest": _cmd_ingest, "refusal": _cmd_refusal, "audit": _cmd_audit,
                 "defend": _cmd_defend, "report": _cmd_report,
-                "quasileak": _cmd_quasileak}
+                "quasileak": _cmd_quasileak, "collect": lambda a: _cmd_collect(a, argv)}
     try:
         return handlers[args.command](args)
     except _UsageError as exc:

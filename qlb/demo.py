@@ -7,12 +7,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from qlb.audit import AuditRun, run_audits
-from qlb.detectors import builtin_detectors
-from qlb.quasileak_run import run_detector
+from qlb.runs.audit import AuditRun, run_audits
+from qlb.quasileak.detectors import builtin_detectors
+from qlb.runs.quasileak import run_detector
 from qlb.simulate import quasileak_sim, tuple_sim
 from warehouse.db import writer
-from warehouse.ingest import IngestResult, ingest_file
+from warehouse.ingest import DatasetInfo, IngestRequest, IngestResult, ingest_file
 
 log = logging.getLogger(__name__)
 
@@ -28,6 +28,8 @@ Step = Callable[[str, int, int], None]  # (stage label, done, total)
 
 
 def demo_dataset_name(seed: int) -> str:
+    """The demo dataset's name for ``seed``: ``simulated-reference`` for the default seed, else with a ``-s<seed>``
+    suffix."""
     return DEMO_DATASET if seed == DEFAULT_SEED else f"{DEMO_DATASET}-s{seed}"
 
 
@@ -83,11 +85,11 @@ def build_demo(warehouse_path: str | Path, seed: int = DEFAULT_SEED, step: Step 
     with writer(warehouse_path) as con:
         kinds = list(paths)
         total = len(kinds) + 1
+        info = DatasetInfo(simulated=True, description=DEMO_DESCRIPTION, seed=seed,
+                           model_descriptions=tuple_sim.MODEL_DESCRIPTIONS)
         for i, kind in enumerate(kinds):
             say(f"ingesting {paths[kind].name}", i, total)
-            result.ingests[kind] = ingest_file(
-                con, kind, paths[kind], dataset, simulated=True, description=DEMO_DESCRIPTION,
-                seed=seed, model_descriptions=tuple_sim.MODEL_DESCRIPTIONS)
+            result.ingests[kind] = ingest_file(con, IngestRequest(kind, paths[kind], dataset, dataset=info))
         say("running the built-in detectors on the QuasiLeak test split", len(kinds), total)
         for detector in builtin_detectors().values():
             run_detector(con, dataset, detector, split="test")

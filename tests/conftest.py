@@ -78,7 +78,7 @@ def decoded_warehouse(demo_warehouse, tmp_path_factory) -> Path:
     """The demo plus a small decoding audit (two models, the fast decoder families), the utility
     audit and fronts, and the defense audit of one model."""
     import shutil
-    from qlb.audit import run_audits
+    from qlb.runs.audit import run_audits
     path = tmp_path_factory.mktemp("decoded") / "qlb.duckdb"
     shutil.copy(demo_warehouse, path)
     with writer(path) as con:

@@ -24,6 +24,7 @@ class WarehouseError(RuntimeError):
 
 
 def default_path() -> str:
+    """The warehouse file: ``$QLB_WAREHOUSE``, else ``warehouse/qlb.duckdb``."""
     return os.environ.get(ENV_VAR) or DEFAULT_PATH
 
 
@@ -32,6 +33,7 @@ def _sql_text(name: str) -> str:
 
 
 def schema_version_of_file() -> int:
+    """The schema_version that ``schema.sql`` declares."""
     m = re.search(r"schema_version:\s*(\d+)", _sql_text("schema.sql"))
     assert m, "schema.sql must declare its schema_version"
     return int(m.group(1))
@@ -53,10 +55,12 @@ def migrations(directory: Path | None = None) -> list[tuple[int, str, str]]:
 
 
 def latest_version(directory: Path | None = None) -> int:
+    """The newest schema version: the highest of schema.sql's and the migrations'."""
     return max([schema_version_of_file()] + [v for v, _, _ in migrations(directory)])
 
 
 def current_version(con: duckdb.DuckDBPyConnection) -> int | None:
+    """The warehouse's schema version, or None when it has no schema_version table yet."""
     exists = con.execute(
         "SELECT count(*) FROM information_schema.tables WHERE table_name = 'schema_version'"
     ).fetchone()[0]
@@ -136,6 +140,7 @@ def open_reader(path: str | Path | None = None) -> duckdb.DuckDBPyConnection:
 
 @contextmanager
 def writer(path: str | Path | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
+    """The read-write handle (``open_writer``) for a ``with`` block, closed on exit."""
     con = open_writer(path)
     try:
         yield con
@@ -145,6 +150,7 @@ def writer(path: str | Path | None = None) -> Iterator[duckdb.DuckDBPyConnection
 
 @contextmanager
 def reader(path: str | Path | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A read-only handle (``open_reader``) for a ``with`` block, closed on exit."""
     con = open_reader(path)
     try:
         yield con

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 import duckdb
 import pandas as pd
@@ -23,9 +23,9 @@ import pyarrow as pa
 from pydantic import BaseModel, ValidationError
 from pydantic_core import to_json
 
-from qlb.records import Record, detect_format, file_sha256, read_records
-from qlb.schemas import (
-    PAIR_SHARED_FIELDS, NativeResponse, QLDocument, QLPrediction, RefusalResponse, World,
+from qlb.records.readers import Record, detect_format, file_sha256, read_records
+from qlb.records.schemas import (
+    PAIR_SHARED_FIELDS, NativeResponse, QLDocument, QLPrediction, RefusalResponse, World, describe_error,
 )
 from warehouse import queries
 
@@ -67,6 +67,7 @@ class ValidationReport:
 
     @property
     def n_lines(self) -> int:
+        """Non-blank input lines: accepted, rejected, and already stored by an earlier ingest of the file."""
         return len(self.accepted) + len(self.rejects) + self.already_stored
 
     @property
@@ -91,31 +92,56 @@ class ValidationReport:
 
 @dataclass(frozen=True)
 class IngestResult:
+    """One ingest: its id, whether the file was already stored, and its validation report."""
+
     ingest_id: int
     duplicate: bool
     report: ValidationReport
 
 
+@dataclass(frozen=True)
+class DatasetInfo:
+    """How a dataset is described when an ingest creates it (ignored when it exists)."""
+
+    simulated: bool = False
+    description: str | None = None
+    seed: int | None = None
+    model_descriptions: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class IngestRequest:
+    """One file to validate or ingest: its kind, where it is, the dataset it goes into, the
+    model its responses belong to (default: each line's own), the name the user knows it by
+    (an upload's original name; default the file's) and the dataset's description."""
+
+    kind: str
+    path: Path
+    dataset_id: str
+    model: str | None = None
+    display_name: str | None = None
+    dataset: DatasetInfo = DatasetInfo()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "path", Path(self.path))
+
+    @property
+    def file_name(self) -> str:
+        """The name rejects and reports use."""
+        return self.display_name or self.path.name
+
+
+@dataclass
+class _Validated:
+    """A validated file on its way into the warehouse."""
+
+    request: IngestRequest
+    report: ValidationReport
+    retry_of: int | None
+    started: datetime
+
+
 # ------------------------------------------------------------------------------- error message
-def describe_error(exc: ValidationError) -> tuple[str | None, str]:
-    """(field, reason) for the first error of a pydantic ValidationError, in plain words."""
-    err = exc.errors(include_url=False)[0]
-    loc = ".".join(str(p) for p in err["loc"])
-    msg = err["msg"]
-    if msg.startswith("Value error, "):
-        msg = msg[len("Value error, "):]
-    if err["type"] == "missing":
-        msg = "required field is missing"
-    elif err["type"] == "json_invalid":
-        return None, "line is not valid JSON: " + str(err.get("ctx", {}).get("error", msg))
-    elif err["type"] in ("model_type", "model_attributes_type", "dict_type") and not loc:
-        return None, "line is not a JSON object"
-    elif "input" in err and err["type"] not in ("missing",) and loc:
-        shown = repr(err["input"])
-        msg = f"{msg} (got {shown[:60]})"
-    return loc or None, msg
-
-
 # -------------------------------------------------------------------------------------- kinds
 class _Kind:
     """How one input kind is validated against the warehouse and turned into table rows."""
@@ -167,7 +193,7 @@ class _Kind:
         raise NotImplementedError
 
 
-def _insert(con: duckdb.DuckDBPyConnection, table: str, frame: pd.DataFrame | dict[str, list]) -> None:
+def insert_rows(con: duckdb.DuckDBPyConnection, table: str, frame: pd.DataFrame | dict[str, list]) -> None:
     """Append rows to ``table`` (an internal table name, never user text). Column lists go
     through Arrow, which is several times faster than a DataFrame for plain lists."""
     if isinstance(frame, dict):
@@ -237,7 +263,7 @@ class _Worlds(_Kind):
                      intake_channel=w.intake_channel, operating_window=w.operating_window,
                      case_context=w.case_context, diagnostic_note=w.diagnostic_note,
                      ingest_id=ingest_id, line_no=n) for n, w in accepted]
-        _insert(con, "worlds", pd.DataFrame(rows))
+        insert_rows(con, "worlds", pd.DataFrame(rows))
 
 
 def _json(value: Any) -> str | None:
@@ -334,7 +360,7 @@ class _Responses(_ResponsesBase):
             "ingest_id": ingest_id,
             "line_no": [n for n, _ in accepted],
         })
-        _insert(con, "responses", frame)
+        insert_rows(con, "responses", frame)
 
 
 class _Refusal(_ResponsesBase):
@@ -348,6 +374,7 @@ class _Refusal(_ResponsesBase):
         problem = obj.label_problem(domain)
         if problem is not None:
             raise _RecordRejected(*problem)
+        obj.__dict__.update(valid=True, invalid_reason=None)     # validity is derived, never read from input
         return obj
 
     def write(self, con, accepted, ingest_id):
@@ -358,10 +385,12 @@ class _Refusal(_ResponsesBase):
             "status": [r.status for _, r in accepted],
             "choice": [r.choice for _, r in accepted],
             "scores": [_json(r.scores) for _, r in accepted],
+            "valid": [r.valid for _, r in accepted],
+            "invalid_reason": [r.invalid_reason for _, r in accepted],
             "ingest_id": ingest_id,
             "line_no": [n for n, _ in accepted],
         })
-        _insert(con, "refusal_responses", frame)
+        insert_rows(con, "refusal_responses", frame)
 
 
 def cue_distance(cues: Iterable[tuple[int, int]]) -> int:
@@ -398,8 +427,8 @@ class _Corpus(_Kind):
                                    attribute=g.attribute, policy_label=d.policy[g.attribute],
                                    arity=len(g.cues), cues=json.dumps([list(c) for c in g.cues]),
                                    cue_distance=cue_distance(g.cues)))
-        _insert(con, "ql_documents", pd.DataFrame(docs))
-        _insert(con, "ql_groups", pd.DataFrame(groups))
+        insert_rows(con, "ql_documents", pd.DataFrame(docs))
+        insert_rows(con, "ql_groups", pd.DataFrame(groups))
 
 
 class _Predictions(_Kind):
@@ -427,7 +456,7 @@ class _Predictions(_Kind):
                                                       for g in p.groups]),
                                    n_groups=len(p.groups), ingest_id=ingest_id, line_no=n)
                               for n, p in accepted])
-        _insert(con, "ql_predictions", frame)
+        insert_rows(con, "ql_predictions", frame)
 
 
 _KIND_CLASSES: dict[str, type[_Kind]] = {
@@ -483,101 +512,121 @@ def _validate_loop(kind: _Kind, records: Iterable[Record], report: ValidationRep
             progress(i)
 
 
+def make_validator(kind: str, con, dataset_id: str, model: str | None) -> _Kind:
+    """The validator ``qlb ingest`` uses for ``kind`` (reads what it needs from ``con``)."""
+    return _make_kind(kind, con, dataset_id, model)
+
+
+def validate_record(validator: _Kind, rec: Record) -> BaseModel:
+    """One record through the ingest validation (``validate_file``'s per-line path without
+    the file-level duplicate rule): the validated object, or RecordRejected naming the field."""
+    try:
+        return validator.validate(rec)
+    except ValidationError as exc:
+        raise RecordRejected(*describe_error(exc)) from None
+    except _RecordRejected as exc:
+        raise RecordRejected(exc.field, exc.reason) from None
+
+
+class RecordRejected(ValueError):
+    """A record the ingest validation rejects: the field (or None) and the reason."""
+
+    def __init__(self, field: str | None, reason: str):
+        super().__init__(f"{field}: {reason}" if field else reason)
+        self.field, self.reason = field, reason
+
+
 def _make_kind(kind: str, con, dataset_id: str, model: str | None) -> _Kind:
     if kind not in _KIND_CLASSES:
         raise IngestError(f"unknown kind {kind!r}; expected one of {', '.join(KINDS)}")
     return _KIND_CLASSES[kind](con, dataset_id, model)
 
 
-def validate_file(con: duckdb.DuckDBPyConnection | None, kind: str, path: str | Path, dataset_id: str,
-                  model: str | None = None, progress: Progress | None = None,
-                  display_name: str | None = None, retry_of: int | None = None,
-                  worlds: dict[str, World] | None = None,
+def validate_file(con: duckdb.DuckDBPyConnection | None, request: IngestRequest, progress: Progress | None = None,
+                  *, retry_of: int | None = None, worlds: dict[str, World] | None = None,
                   documents: dict[str, int] | None = None) -> ValidationReport:
-    """Validate ``path`` as ``kind`` against the dataset's current contents; write nothing.
+    """Validate ``request.path`` as ``request.kind`` against the dataset's current contents;
+    write nothing.
 
     ``con`` may be a read-only handle, or None for a warehouse that does not exist yet; the
-    stateless commands pass ``worlds`` (validated from a file) instead of a warehouse."""
-    path = Path(path)
+    stateless commands pass ``worlds`` (validated from a file) or ``documents`` instead of a
+    warehouse. ``retry_of`` names an earlier ingest of the same file whose stored lines are
+    skipped."""
+    path = request.path
     if not path.is_file():
         raise IngestError(f"{path}: no such file")
     try:
-        fmt = detect_format(display_name or path)
+        fmt = detect_format(request.display_name or path)
     except ValueError as exc:
         raise IngestError(str(exc)) from exc
-    k = _make_kind(kind, con, dataset_id, model)
+    k = _make_kind(request.kind, con, request.dataset_id, request.model)
     k.retry_of = retry_of
     if worlds is not None and isinstance(k, _ResponsesBase):
         k.context = {"worlds": {wid: k.world_key(w) for wid, w in worlds.items()}}
     if documents is not None and isinstance(k, _Predictions):
         k.context = {"documents": dict(documents)}
-    report = ValidationReport(kind=kind, file_name=display_name or path.name, file_format=fmt,
-                              sha256=file_sha256(path), dataset_id=dataset_id, model=model)
+    report = ValidationReport(kind=request.kind, file_name=request.file_name, file_format=fmt,
+                              sha256=file_sha256(path), dataset_id=request.dataset_id, model=request.model)
     reader = read_records(path, k.json_columns, fmt=fmt)
     _validate_records(k, reader, report, progress)
     report.validator = k
     return report
 
 
-def ingest_file(con: duckdb.DuckDBPyConnection, kind: str, path: str | Path, dataset_id: str,
-                model: str | None = None, simulated: bool = False, description: str | None = None,
-                seed: int | None = None, model_descriptions: dict[str, str] | None = None,
-                progress: Progress | None = None, display_name: str | None = None) -> IngestResult:
+def ingest_file(con: duckdb.DuckDBPyConnection, request: IngestRequest, progress: Progress | None = None
+                ) -> IngestResult:
     """Validate and store one file in one transaction (see module docstring).
 
     The same file again (same dataset, kind and sha256) changes nothing when its first ingest
     rejected nothing. When it did reject lines (say, responses sent before their worlds), the
     same file can be ingested again: lines stored the first time are skipped, the rejected ones
     are tried again, and that file's quarantine is replaced by the new verdicts."""
-    path = Path(path)
-    if not path.is_file():
-        raise IngestError(f"{path}: no such file")
-    sha = file_sha256(path)
-    earlier = queries.fetch_df(con, "ingest_by_sha", [dataset_id, kind, sha])
+    if not request.path.is_file():
+        raise IngestError(f"{request.path}: no such file")
+    sha = file_sha256(request.path)
+    earlier = queries.fetch_df(con, "ingest_by_sha", [request.dataset_id, request.kind, sha])
     retry_of = None
     if not earlier.empty:
         if int(earlier["n_rejected"][0]) == 0:
-            report = ValidationReport(kind=kind, file_name=display_name or path.name,
+            report = ValidationReport(kind=request.kind, file_name=request.file_name,
                                       file_format=str(earlier["file_format"][0]), sha256=sha,
-                                      dataset_id=dataset_id, model=model)
+                                      dataset_id=request.dataset_id, model=request.model)
             return IngestResult(int(earlier["ingest_id"][0]), True, report)
         retry_of = int(earlier["ingest_id"][0])
     started = datetime.now(timezone.utc).replace(tzinfo=None)
-    report = validate_file(con, kind, path, dataset_id, model, progress, display_name, retry_of=retry_of)
-    k = report.validator
+    report = validate_file(con, request, progress, retry_of=retry_of)
     with _collector_paused():
-        return _store(con, k, report, kind, dataset_id, model, sha, retry_of, started, simulated, description,
-                      seed, model_descriptions)
+        return _store(con, _Validated(request, report, retry_of, started))
 
 
-def _store(con, k: "_Kind", report: ValidationReport, kind: str, dataset_id: str, model: str | None, sha: str,
-           retry_of: int | None, started: datetime, simulated: bool, description: str | None, seed: int | None,
-           model_descriptions: dict[str, str] | None) -> IngestResult:
+def _store(con: duckdb.DuckDBPyConnection, v: _Validated) -> IngestResult:
     """Write one validated file in one transaction (rolled back on any exception)."""
+    req, report, retry_of, k = v.request, v.report, v.retry_of, v.report.validator
+    dataset_id, info = req.dataset_id, req.dataset
     con.begin()
     try:
         if queries.fetch_df(con, "dataset_by_id", [dataset_id]).empty:
-            queries.execute(con, "insert_dataset", [dataset_id, simulated, description, seed])
+            queries.execute(con, "insert_dataset", [dataset_id, info.simulated, info.description, info.seed])
         ingest_id = retry_of or int(queries.fetch_df(con, "next_ingest_id", [])["next_id"][0])
         k.write(con, report.accepted, ingest_id)
         if isinstance(k, _ResponsesBase):
             for m in k.models(report.accepted):
                 queries.execute(con, "insert_model_if_absent",
-                                [dataset_id, m, simulated, (model_descriptions or {}).get(m), dataset_id, m])
+                                [dataset_id, m, info.simulated, info.model_descriptions.get(m), dataset_id, m])
         if retry_of is not None:
             queries.execute(con, "retry_ingest_forget_rejects", [retry_of])
-        _insert(con, "rejects", {"ingest_id": [ingest_id] * len(report.rejects), "dataset_id": dataset_id,
-                                 "kind": kind, "file_name": report.file_name,
-                                 "line_no": [r.line_no for r in report.rejects],
-                                 "field": [r.field for r in report.rejects],
-                                 "reason": [r.reason for r in report.rejects],
-                                 "raw_text": [r.raw for r in report.rejects]})
+        insert_rows(con, "rejects", {"ingest_id": [ingest_id] * len(report.rejects), "dataset_id": dataset_id,
+                                     "kind": req.kind, "file_name": report.file_name,
+                                     "line_no": [r.line_no for r in report.rejects],
+                                     "field": [r.field for r in report.rejects],
+                                     "reason": [r.reason for r in report.rejects],
+                                     "raw_text": [r.raw for r in report.rejects]})
         finished = datetime.now(timezone.utc).replace(tzinfo=None)
         if retry_of is None:
-            queries.execute(con, "insert_ingest", [ingest_id, dataset_id, kind, report.file_name,
-                                                   report.file_format, sha, model, report.n_lines,
+            queries.execute(con, "insert_ingest", [ingest_id, dataset_id, req.kind, report.file_name,
+                                                   report.file_format, report.sha256, req.model, report.n_lines,
                                                    len(report.accepted), report.n_invalid, len(report.rejects),
-                                                   started, finished])
+                                                   v.started, finished])
         else:
             queries.execute(con, "retry_ingest_update", [report.n_lines, len(report.accepted), report.n_invalid,
                                                          len(report.rejects), finished, retry_of])
@@ -585,7 +634,6 @@ def _store(con, k: "_Kind", report: ValidationReport, kind: str, dataset_id: str
     except Exception:
         con.rollback()
         raise
-    log.info("ingested %s %s: %d accepted, %d rejected", kind, report.file_name, len(report.accepted),
+    log.info("ingested %s %s: %d accepted, %d rejected", req.kind, report.file_name, len(report.accepted),
              len(report.rejects))
     return IngestResult(ingest_id, False, report)
-

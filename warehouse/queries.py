@@ -12,6 +12,7 @@ import pandas as pd
 
 @lru_cache(maxsize=1)
 def named_queries() -> dict[str, str]:
+    """Every ``-- name:`` query of ``queries.sql``, by name (read once per process)."""
     text = resources.files("warehouse").joinpath("queries.sql").read_text("utf-8")
     out: dict[str, str] = {}
     for block in re.split(r"^-- name: ", text, flags=re.M)[1:]:
@@ -21,6 +22,7 @@ def named_queries() -> dict[str, str]:
 
 
 def sql(name: str) -> str:
+    """The SQL text of the named query (KeyError naming queries.sql when there is none)."""
     try:
         return named_queries()[name]
     except KeyError:
@@ -33,4 +35,5 @@ def fetch_df(con: duckdb.DuckDBPyConnection, name: str, params: Sequence[Any] = 
 
 
 def execute(con: duckdb.DuckDBPyConnection, name: str, params: Sequence[Any] = ()) -> None:
+    """Run a named query with bound parameters, discarding any rows."""
     con.execute(sql(name), list(params))

@@ -127,7 +127,9 @@ UNION ALL SELECT 'rejects', count(*) FROM rejects WHERE dataset_id = ?
 UNION ALL SELECT 'ingests', count(*) FROM ingests WHERE dataset_id = ?;
 
 -- name: refusal_audit_input
-SELECT r.model, r.world_id, w.domain, w.mechanism, r.status, r.choice, r.scores
+SELECT r.model, r.world_id, w.domain, w.mechanism,
+       CASE WHEN r.valid THEN r.status ELSE 'unavailable' END AS status,
+       CASE WHEN r.valid THEN r.choice END AS choice, CASE WHEN r.valid THEN r.scores END AS scores
 FROM refusal_responses r JOIN worlds w ON w.dataset_id = r.dataset_id AND w.world_id = r.world_id
 WHERE r.dataset_id = ?
 ORDER BY r.model, r.world_id;
@@ -168,7 +170,7 @@ FROM refusal_responses r JOIN worlds w ON w.dataset_id = r.dataset_id AND w.worl
 WHERE r.dataset_id = ? AND r.model = ? AND r.world_id = ?;
 
 -- name: ql_corpus
-SELECT doc_id, split, context_id, text, policy FROM ql_documents WHERE dataset_id = ? ORDER BY doc_id;
+SELECT doc_id, split, context_id, text, profile, policy FROM ql_documents WHERE dataset_id = ? ORDER BY doc_id;
 
 -- name: ql_gold_groups
 SELECT doc_id, group_index, attribute, cues FROM ql_groups WHERE dataset_id = ? ORDER BY doc_id, group_index;
@@ -334,3 +336,96 @@ SELECT view, config, family, name FROM decoder_configs WHERE run_id = ? ORDER BY
 
 -- name: runs_with_config_scores
 SELECT DISTINCT run_id FROM decoder_configs WHERE dataset_id = ?;
+
+-- ------------------------------------------------------------------------------ collection
+
+-- name: collect_worlds
+SELECT world_id, domain, split, recipient_role, candidate_order, request, intake_channel, operating_window,
+       case_context, diagnostic_note
+FROM worlds WHERE dataset_id = ? ORDER BY world_id;
+
+-- name: collect_stored_native
+SELECT world_id, (status <> 'ok' OR NOT valid) AS replaceable FROM responses WHERE dataset_id = ? AND model = ?;
+
+-- name: collect_stored_refusal
+SELECT world_id, (status <> 'ok' OR NOT coalesce(valid, TRUE)) AS replaceable
+FROM refusal_responses WHERE dataset_id = ? AND model = ?;
+
+-- name: collect_insert_collection
+INSERT INTO collections (collection_id, dataset_id, model, probe, transport, endpoint, endpoint_model, settings,
+                         instruction_version, ingest_id, started_at, skipped_existing)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
+
+-- name: collect_update_collection
+UPDATE collections SET asked = asked + ?, stored = stored + ?, valid = valid + ?, invalid = invalid + ?,
+                       unavailable = unavailable + ?, finished_at = ?, stopped = ?
+WHERE collection_id = ?;
+
+-- name: collect_update_ingest
+UPDATE ingests SET sha256 = ?, n_lines = n_lines + ?, n_accepted = n_accepted + ?, n_invalid = n_invalid + ?,
+                   finished_at = ?
+WHERE ingest_id = ?;
+
+-- name: collect_history_native
+INSERT INTO response_history (dataset_id, model, probe, world_id, status, choice, probabilities, confidence,
+                              scores, valid, invalid_reason, ingest_id, line_no, replaced_at, replaced_by)
+SELECT dataset_id, model, 'native', world_id, status, choice, probabilities, confidence, NULL, valid,
+       invalid_reason, ingest_id, line_no, ?, ?
+FROM responses WHERE dataset_id = ? AND model = ? AND list_contains(?, world_id);
+
+-- name: collect_delete_native
+DELETE FROM responses WHERE dataset_id = ? AND model = ? AND list_contains(?, world_id);
+
+-- name: collect_history_refusal
+INSERT INTO response_history (dataset_id, model, probe, world_id, status, choice, probabilities, confidence,
+                              scores, valid, invalid_reason, ingest_id, line_no, replaced_at, replaced_by)
+SELECT dataset_id, model, 'refusal', world_id, status, choice, NULL, NULL, scores, valid, invalid_reason,
+       ingest_id, line_no, ?, ?
+FROM refusal_responses WHERE dataset_id = ? AND model = ? AND list_contains(?, world_id);
+
+-- name: collect_delete_refusal
+DELETE FROM refusal_responses WHERE dataset_id = ? AND model = ? AND list_contains(?, world_id);
+
+-- name: collections
+SELECT collection_id, model, probe, transport, endpoint, endpoint_model, settings, instruction_version,
+       started_at, finished_at, asked, stored, valid, invalid, unavailable, skipped_existing, stopped
+FROM collections WHERE dataset_id = ? ORDER BY started_at DESC, collection_id DESC;
+
+-- name: collection_latency
+SELECT collection_id, count(*) AS calls,
+       quantile_cont(latency_ms, 0.5) AS p50_ms, quantile_cont(latency_ms, 0.9) AS p90_ms,
+       quantile_cont(latency_ms, 0.99) AS p99_ms, max(latency_ms) AS max_ms
+FROM collection_calls WHERE dataset_id = ? GROUP BY collection_id;
+
+-- name: collection_outcomes
+SELECT outcome, coalesce(reason, '') AS reason, count(*) AS calls
+FROM collection_calls WHERE collection_id = ? GROUP BY outcome, reason ORDER BY calls DESC, outcome, reason;
+
+-- name: collection_calls_of
+SELECT world_id, attempt, request_sha256, http_status, latency_ms, outcome, reason, called_at
+FROM collection_calls WHERE collection_id = ? ORDER BY called_at, world_id, attempt;
+
+-- name: collection_call
+SELECT world_id, attempt, request_sha256, http_status, latency_ms, raw_answer, outcome, reason, called_at
+FROM collection_calls WHERE collection_id = ? AND world_id = ? ORDER BY attempt;
+
+-- name: response_history
+SELECT model, probe, world_id, status, choice, valid, invalid_reason, replaced_at, replaced_by
+FROM response_history WHERE dataset_id = ? ORDER BY replaced_at DESC, model, world_id;
+
+-- name: collection_dataset_latency
+SELECT count(*) AS calls, quantile_cont(latency_ms, 0.5) AS p50_ms FROM collection_calls WHERE dataset_id = ?;
+
+-- name: collection_worlds_of
+SELECT world_id, count(*) AS attempts, arg_max(outcome, attempt) AS outcome
+FROM collection_calls WHERE collection_id = ? GROUP BY world_id ORDER BY world_id;
+
+-- name: collection_world
+SELECT world_id, domain, split, recipient_role, candidate_order, request, intake_channel, operating_window,
+       case_context, diagnostic_note
+FROM worlds WHERE dataset_id = ? AND world_id = ?;
+
+-- name: collection_totals
+SELECT probe, model, count(*) AS runs, sum(asked) AS asked, sum(stored) AS stored, sum(valid) AS valid,
+       sum(invalid) AS invalid, sum(unavailable) AS unavailable, count(stopped) AS stopped_runs
+FROM collections WHERE dataset_id = ? GROUP BY probe, model ORDER BY probe, model;

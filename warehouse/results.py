@@ -12,11 +12,12 @@ import duckdb
 import pandas as pd
 
 from warehouse import queries
-from warehouse.ingest import _insert
+from warehouse.ingest import insert_rows
 
 
 
 def now() -> datetime:
+    """The current UTC time as a naive datetime (how runs are timestamped)."""
     return datetime.now(timezone.utc).replace(tzinfo=None)
 
 
@@ -55,7 +56,7 @@ def store_run(con: duckdb.DuckDBPyConnection, *, run_id: str, dataset_id: str, k
             frame = frame.copy()
             frame.insert(0, "dataset_id", dataset_id)
             frame.insert(0, "run_id", run_id)
-            _insert(con, table, frame)
+            insert_rows(con, table, frame)
         con.commit()
     except Exception:
         con.rollback()

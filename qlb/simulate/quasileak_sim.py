@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from qlb.schemas import ATTRIBUTES
+from qlb.records.schemas import ATTRIBUTES
 from qlb.simulate.ql_lexicon import CLOSERS, CONTEXTS, CUE_FRAMES, CUES, DISTRACTORS, FILLERS, OPENERS
 
 N_PROFILES = 500
@@ -21,6 +21,8 @@ ARITY_WEIGHTS = {2: 0.4, 3: 0.35, 4: 0.25}
 
 
 def policy_of(context_index: int) -> dict[str, str]:
+    """The policy of context ``context_index`` (j): attribute a is hide when (j + 3a) mod 5 is 0 or 1, keep for 2 or
+    3, neutral for 4."""
     labels = {}
     for a, attr in enumerate(ATTRIBUTES):
         r = (context_index + 3 * a) % 5
@@ -29,11 +31,14 @@ def policy_of(context_index: int) -> dict[str, str]:
 
 
 def simulate_contexts() -> list[dict]:
+    """The 20 simulated contexts: id, recipient, purpose and policy."""
     return [dict(context_id=f"ctx_{j + 1:02d}", recipient=rec, purpose=pur, policy=policy_of(j))
             for j, (rec, pur) in enumerate(CONTEXTS)]
 
 
 def simulate_profiles(seed: int) -> list[dict]:
+    """The 500 simulated profiles: one lexicon value per attribute and a split by profile (350 train / 75 validation
+    / 75 test)."""
     rng = np.random.default_rng([seed, 10])
     order = rng.permutation(N_PROFILES)
     split_of = {}

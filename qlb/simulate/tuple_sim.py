@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from qlb.ontology import DOMAINS, WITHHOLD, load_ontology
+from qlb.records.ontology import DOMAINS, WITHHOLD, load_ontology
 from qlb.simulate.tuple_text import CONTEXTS, DIAGNOSTIC_NOTES, REQUESTS, SLOTS
 
 PAIRS_PER_CLASS = 60
@@ -238,6 +238,8 @@ def simulate_refusal(worlds: list[dict], model: SimModel, seed: int) -> list[dic
 
 # Lines an export can contain that ingest must quarantine (planted in the demo files).
 def quarantine_examples(native: list[dict], refusal: list[dict]) -> tuple[list[bytes], list[bytes]]:
+    """Native and refusal lines ingest must quarantine (duplicate, truncated, unknown world, bad UTF-8, bad field
+    values)."""
     first = native[0]
     bad_native = [
         json.dumps(first).encode(),                                      # duplicate (model, world)
@@ -254,6 +256,7 @@ def quarantine_examples(native: list[dict], refusal: list[dict]) -> tuple[list[b
 
 
 def write_jsonl(path: Path, rows: list[dict], extra_lines: list[bytes] = ()) -> None:
+    """Write ``rows`` as JSON Lines, then each raw line of ``extra_lines`` as given."""
     with open(path, "wb") as fh:
         for r in rows:
             fh.write(json.dumps(r).encode())
@@ -264,4 +267,5 @@ def write_jsonl(path: Path, rows: list[dict], extra_lines: list[bytes] = ()) -> 
 
 
 def model_table() -> list[dict]:
+    """The simulated models' behaviour parameters, one dict per model."""
     return [asdict(m) for m in SIM_MODELS]

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from dashboard.routing import PAGES
 from tests.conftest import ROOT, two_pairs
 
 CHROMIUM = os.environ.get("QLB_CHROMIUM", "/usr/bin/chromium")
@@ -33,14 +34,8 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def server(decoded_warehouse, tmp_path_factory):
-    if os.environ.get("QLB_SKIP_BROWSER") == "1":
-        pytest.skip("QLB_SKIP_BROWSER=1")
-    assert Path(CHROMIUM).exists(), f"{CHROMIUM} missing: install Debian's chromium (bash scripts/test.sh does)"
-    wh = tmp_path_factory.mktemp("browser") / "qlb.duckdb"
-    shutil.copy(decoded_warehouse, wh)
-    _add_html_corpus(wh, tmp_path_factory.mktemp("html"))
+def _start_server(wh: Path) -> tuple[subprocess.Popen, str]:
+    """A real `streamlit run app.py` on a free loopback port, serving warehouse ``wh``."""
     port = _free_port()
     env = {**os.environ, "QLB_WAREHOUSE": str(wh)}
     proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
@@ -51,18 +46,36 @@ def server(decoded_warehouse, tmp_path_factory):
     while time.time() < deadline:
         try:
             if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
-                break
+                return proc, url
         except OSError:
             time.sleep(0.3)
-    else:
-        proc.kill()
-        pytest.fail("streamlit did not start: " + proc.stdout.read().decode()[-2000:])
-    yield url
+    proc.kill()
+    pytest.fail("streamlit did not start: " + proc.stdout.read().decode()[-2000:])
+
+
+def _stop(proc: subprocess.Popen) -> None:
     proc.terminate()
     try:
         proc.wait(timeout=10)
     except subprocess.TimeoutExpired:
         proc.kill()
+
+
+def _skip_without_chromium() -> None:
+    if os.environ.get("QLB_SKIP_BROWSER") == "1":
+        pytest.skip("QLB_SKIP_BROWSER=1")
+    assert Path(CHROMIUM).exists(), f"{CHROMIUM} missing: install Debian's chromium (bash scripts/test.sh does)"
+
+
+@pytest.fixture(scope="module")
+def server(decoded_warehouse, tmp_path_factory):
+    _skip_without_chromium()
+    wh = tmp_path_factory.mktemp("browser") / "qlb.duckdb"
+    shutil.copy(decoded_warehouse, wh)
+    _add_html_corpus(wh, tmp_path_factory.mktemp("html"))
+    proc, url = _start_server(wh)
+    yield url
+    _stop(proc)
 
 
 @pytest.fixture(scope="module")
@@ -79,11 +92,11 @@ HOSTILE = '<script>window.__pwned = 1</script><b>bold?</b>'
 
 def _add_html_corpus(wh: Path, folder: Path) -> None:
     """A dataset whose document text carries markup, scored by a simulated detector."""
-    from qlb.audit import run_audits
-    from qlb.detectors import SIMULATED_DETECTORS
-    from qlb.quasileak_run import run_detector
+    from qlb.runs.audit import run_audits
+    from qlb.quasileak.detectors import SIMULATED_DETECTORS
+    from qlb.runs.quasileak import run_detector
     from warehouse.db import writer
-    from warehouse.ingest import ingest_file
+    from warehouse.ingest import IngestRequest, ingest_file
 
     text = f"Hello {HOSTILE} I keep a juice box by the bed and the fridge stays cold."
     cues = [[text.index(c), text.index(c) + len(c)] for c in ("a juice box by the bed", "the fridge stays cold")]
@@ -93,7 +106,7 @@ def _add_html_corpus(wh: Path, folder: Path) -> None:
            "policy": policy, "groups": [{"attribute": "health", "cues": cues}]}
     (folder / "c.jsonl").write_text(json.dumps(doc) + "\n")
     with writer(wh) as con:
-        ingest_file(con, "corpus", folder / "c.jsonl", "html-check")
+        ingest_file(con, IngestRequest("corpus", folder / "c.jsonl", "html-check"))
         run_detector(con, "html-check", SIMULATED_DETECTORS[0], split="test")
         run_audits(con, "html-check")
 
@@ -245,7 +258,8 @@ def test_defenses_page_in_browser(server, browser, decoded_warehouse):
 
 
 PAGE_CHECKS = {
-    "": "QuasiLeak documents", "data": "Quarantine", "refusal": "Withholding and recovery per model",
+    "": "QuasiLeak documents", "data": "Quarantine", "collection": "No collection runs in this dataset yet",
+    "refusal": "Withholding and recovery per model",
     "recovery": "Recovery per release view", "fronts": "On the front:", "sensitivity": "Non-inferiority",
     "defenses": "WCPQ verification", "quasileak": "Leaderboard", "compare": "Run A", "glossary": "Plan agreement",
 }
@@ -264,3 +278,26 @@ def test_every_page_renders_in_browser(server, browser, url):
     page.screenshot(path=str(ARTIFACTS / f"page_{url or 'overview'}.png"), full_page=True)
     print(f"first render of /{url}: {elapsed:.2f} s")
     page.close()
+
+
+def test_a_page_url_as_the_first_request_of_a_fresh_server(demo_warehouse, browser, tmp_path):
+    """Streamlit's legacy pages-folder mode is on until the first st.navigation call: the very
+    first request of a new server, for a page URL, must still get the router (sidebar with every
+    page once, the dataset picker) and that page."""
+    _skip_without_chromium()
+    wh = tmp_path / "qlb.duckdb"
+    shutil.copy(demo_warehouse, wh)
+    proc, url = _start_server(wh)
+    try:
+        page = browser.new_page(viewport={"width": 1400, "height": 1800})
+        page.goto(f"{url}/refusal?dataset=simulated-reference")
+        page.get_by_role("heading", name="Refusal audit").first.wait_for(timeout=30000)
+        _no_exception(page)
+        nav = page.locator('[data-testid="stSidebarNav"] a')
+        labels = [nav.nth(i).inner_text().strip().split("\n")[-1] for i in range(nav.count())]   # after the icon
+        titles = [t for _, t, _, _ in PAGES]
+        assert [lab for lab in labels if lab in titles] == titles          # every page, once, in order
+        assert page.get_by_text("SIMULATED").count() >= 1                   # the shared sidebar ran
+        page.close()
+    finally:
+        _stop(proc)

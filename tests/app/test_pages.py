@@ -346,3 +346,115 @@ def test_compare_runs_page(decoded_warehouse, monkeypatch):
     finally:
         from dashboard.data_access import release_readers
         release_readers()
+
+
+def test_collection_page_without_collections_says_how_to_collect(app, demo_warehouse):
+    """The simulated demo holds no `qlb collect` run: the page gives the exact commands."""
+    import shlex
+    from pathlib import Path
+    at = app.run()
+    at.switch_page("pages/collection.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.title[0].value == "Collection"
+    assert any("No collection runs in this dataset yet" in i.value for i in at.info)
+    commands = "\n".join(c.value for c in at.code)
+    where = shlex.quote(str(Path(demo_warehouse).resolve()))
+    for transport in ("--transport typed --base-url http://127.0.0.1:8000",
+                      "--transport openai --base-url http://127.0.0.1:8080/v1 --endpoint-model llama3",
+                      "--transport python --target my_module:answer"):
+        assert (f"qlb collect native --dataset simulated-reference --model my-model --warehouse {where} "
+                f"{transport}") in commands
+    assert f"qlb audit --dataset simulated-reference --warehouse {where}" in commands
+    assert "Collecting answers from your own model" in texts(at)
+    assert not frames(at) and not at.get("plotly_chart")
+
+
+@pytest.fixture
+def collected_warehouse(tmp_path):
+    """A small warehouse with two runs of the real collector (python transport, tests.app.collect_target):
+    the first stores 2 valid and 2 invalid answers (w2: probabilities summing to 2; w3: an HTML choice),
+    the second asks w2 and w3 again with --replace-invalid and gets valid answers."""
+    from qlb.runs.collect import CollectOptions, collect
+    from tests.conftest import two_pairs, write_lines
+    from warehouse.db import writer
+    from warehouse.ingest import IngestRequest, ingest_file
+    rows = two_pairs()
+    for r in rows[2:]:
+        r["request"] = "Order #2 is late"       # the target tells the two pairs apart by their request
+    path = tmp_path / "qlb.duckdb"
+    with writer(path) as con:
+        ingest_file(con, IngestRequest("worlds", write_lines(tmp_path / "worlds.jsonl", rows), "ds"))
+        first = collect(con, CollectOptions(probe="native", dataset_id="ds", model="m1", transport="python",
+                                            target="tests.app.collect_target:answer"))
+        second = collect(con, CollectOptions(probe="native", dataset_id="ds", model="m1", transport="python",
+                                             target="tests.app.collect_target:fixed", replace_invalid=True))
+    assert (first.stored, first.valid, first.invalid) == (4, 2, 2)
+    assert (second.stored, second.valid, second.skipped_existing) == (2, 2, 2)
+    return path, first.collection_id, second.collection_id
+
+
+def test_collection_page_shows_runs_outcomes_reasons_and_calls(collected_warehouse, monkeypatch):
+    from qlb.collect.requests import body_sha256
+    from tests.app.collect_target import HOSTILE
+    path, first, second = collected_warehouse
+    monkeypatch.setenv("QLB_WAREHOUSE", str(path))
+    monkeypatch.chdir(ROOT)
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    at.switch_page("pages/collection.py").run()
+    try:
+        assert not at.exception, [e.value for e in at.exception]
+        import html
+        summary = html.unescape(texts(at))
+        assert ("2 collection runs for this dataset: 6 native answers from m1 (4 valid, 2 invalid, 0 unavailable), "
+                "median latency") in summary
+        assert "2 earlier answers replaced" in summary
+        runs = next(f for f in frames(at) if "collection_id" in f.columns and "settings" in f.columns)
+        assert runs["collection_id"].tolist() == [second, first]                      # newest first
+        assert runs[["asked", "stored", "valid", "invalid", "skipped (already answered)"]].values.tolist() == [
+            [2, 2, 2, 0, 2], [4, 4, 2, 2, 0]]
+        assert runs["endpoint"].tolist() == ["tests.app.collect_target:fixed", "tests.app.collect_target:answer"]
+        assert "replace_invalid=True" in runs["settings"].iloc[0] and "timeout=180.0" in runs["settings"].iloc[0]
+        assert "{" not in runs["settings"].iloc[0]
+        assert at.selectbox(key="collection").value == second
+        assert any("Every call of this run gave a valid answer" in s.value for s in at.success)
+
+        at.selectbox(key="collection").select(first).run()
+        assert not at.exception, [e.value for e in at.exception]
+        shown = stats(at)
+        assert (shown["Worlds asked"], shown["Valid"], shown["Invalid"], shown["Unavailable"], shown["Calls"]) == (
+            "4", "2", "2", "0", "4")
+        outcomes = next(f for f in frames(at) if "share of stored answers [95% interval]" in f.columns)
+        # Wilson 95% for 2 of 4: 0.5 +- 1.96 * sqrt(1 + 1.96^2 / 4) / (4 + 1.96^2) = [0.150, 0.850]
+        assert outcomes.set_index("outcome")["share of stored answers [95% interval]"].to_dict() == {
+            "valid": "50.0% [15.0, 85.0]", "invalid": "50.0% [15.0, 85.0]", "unavailable": "0.0% [0.0, 49.0]"}
+        bars = plotly_traces(at.get("plotly_chart")[0])[0]
+        assert list(bars["x"]) == ["valid", "invalid", "unavailable"] and list(bars["y"]) == [2, 2, 0]
+        reasons = next(f for f in frames(at) if "reason" in f.columns and "calls" in f.columns)
+        assert set(reasons["outcome"]) == {"invalid"} and reasons["calls"].tolist() == [1, 1]
+        assert "probabilities sum to 2, outside 1 +- 0.001" in reasons["reason"].tolist()
+        assert any(HOSTILE in r for r in reasons["reason"])
+
+        # the inspector opens the first world without a valid answer: w2, probabilities summing to 2
+        assert at.selectbox(key="world").value == "w2"
+        attempts = next(f for f in frames(at) if "attempt" in f.columns)
+        assert attempts[["attempt", "outcome"]].values.tolist() == [[1, "invalid"]]
+        body_code, raw_code = at.code[0].value, at.code[1].value
+        assert body_sha256(json.loads(body_code)) == attempts["request_sha256"].iloc[0]     # the body that was sent
+        assert any("Matches the archived sha256" in s.value for s in at.success)
+        assert json.loads(raw_code)["answers"]["coarse_cause"]["probabilities"]["DELAY"] == 1.4
+
+        # a hostile raw answer is code (text), never Markdown or HTML
+        at.selectbox(key="world").select("w3").run()
+        assert not at.exception, [e.value for e in at.exception]
+        raw = at.code[1]
+        assert HOSTILE in raw.value and raw.language == "json"
+        rendered = ([m.value for m in at.markdown] + [c.value for c in at.caption] + [s.value for s in at.success]
+                    + [w.value for w in at.warning] + [i.value for i in at.info])
+        assert not any("<script>" in v for v in rendered)
+
+        history = next(f for f in frames(at) if "replaced_by" in f.columns)
+        assert sorted(history["world_id"]) == ["w2", "w3"] and set(history["replaced_by"]) == {second}
+        assert HOSTILE in history["choice"].tolist()
+    finally:
+        from dashboard.data_access import release_readers
+        release_readers()

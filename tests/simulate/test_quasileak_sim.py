@@ -5,7 +5,7 @@ from collections import Counter, defaultdict
 
 import pytest
 
-from qlb.schemas import ATTRIBUTES, QLDocument
+from qlb.records.schemas import ATTRIBUTES, QLDocument
 from qlb.simulate.ql_lexicon import CUES, DISTRACTORS
 from qlb.simulate.quasileak_sim import simulate_contexts, simulate_corpus
 

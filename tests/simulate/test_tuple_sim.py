@@ -5,8 +5,8 @@ from collections import Counter
 
 import pytest
 
-from qlb.ontology import load_ontology
-from qlb.schemas import PAIR_SHARED_FIELDS, NativeResponse, RefusalResponse, World
+from qlb.records.ontology import load_ontology
+from qlb.records.schemas import PAIR_SHARED_FIELDS, NativeResponse, RefusalResponse, World
 from qlb.simulate.tuple_sim import SIM_MODELS, simulate_native, simulate_refusal, simulate_worlds
 
 

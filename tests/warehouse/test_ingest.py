@@ -11,7 +11,7 @@ from tests.conftest import make_world, native, two_pairs, write_lines
 from warehouse import ingest as ingest_mod
 from warehouse import queries
 from warehouse.db import current_version, latest_version, migrate, open_reader, writer
-from warehouse.ingest import ingest_file, validate_file
+from warehouse.ingest import IngestRequest, ingest_file, validate_file
 
 
 def count(con, table: str) -> int:
@@ -24,10 +24,10 @@ def snapshot(con) -> dict:
 
 
 def test_worlds_then_responses(wh, worlds_file, tmp_path):
-    r = ingest_file(wh, "worlds", worlds_file, "ds")
+    r = ingest_file(wh, IngestRequest("worlds", worlds_file, "ds"))
     assert len(r.report.accepted) == 4 and not r.report.rejects
     resp = write_lines(tmp_path / "r.jsonl", [native("m1", w) for w in ("w1", "w2", "w3", "w4")])
-    r2 = ingest_file(wh, "responses", resp, "ds")
+    r2 = ingest_file(wh, IngestRequest("responses", resp, "ds"))
     assert len(r2.report.accepted) == 4
     row = wh.execute("SELECT probabilities, valid, choice_not_argmax FROM responses WHERE world_id = 'w1'").fetchone()
     assert json.loads(row[0]) == native("m1", "w1")["probabilities"] and row[1] is True and row[2] is False
@@ -35,45 +35,45 @@ def test_worlds_then_responses(wh, worlds_file, tmp_path):
 
 
 def test_same_file_twice_changes_nothing(wh, worlds_file):
-    first = ingest_file(wh, "worlds", worlds_file, "ds")
+    first = ingest_file(wh, IngestRequest("worlds", worlds_file, "ds"))
     before = snapshot(wh)
-    second = ingest_file(wh, "worlds", worlds_file, "ds")
+    second = ingest_file(wh, IngestRequest("worlds", worlds_file, "ds"))
     assert second.duplicate and second.ingest_id == first.ingest_id
     assert snapshot(wh) == before
 
 
 def test_same_worlds_in_another_file_are_rejected_not_duplicated(wh, worlds_file, tmp_path):
-    ingest_file(wh, "worlds", worlds_file, "ds")
+    ingest_file(wh, IngestRequest("worlds", worlds_file, "ds"))
     again = write_lines(tmp_path / "again.jsonl", two_pairs()[:2] + [make_world("w9", "p9", "missed_transfer")])
-    r = ingest_file(wh, "worlds", again, "ds")
+    r = ingest_file(wh, IngestRequest("worlds", again, "ds"))
     assert [x.line_no for x in r.report.rejects] == [1, 2]
     assert "duplicate world_id 'w1'" in r.report.rejects[0].reason
     assert count(wh, "worlds") == 5
 
 
 def test_failure_mid_file_leaves_warehouse_unchanged(wh, worlds_file, tmp_path, monkeypatch):
-    ingest_file(wh, "worlds", worlds_file, "ds")
+    ingest_file(wh, IngestRequest("worlds", worlds_file, "ds"))
     resp = write_lines(tmp_path / "r.jsonl", [json.dumps(native("m1", w)).encode() for w in ("w1", "w2")]
                        + [b"{bad"], raw=True)
     before = snapshot(wh)
-    real_insert = ingest_mod._insert
+    real_insert = ingest_mod.insert_rows
 
     def failing_insert(con, table, frame):
         real_insert(con, table, frame)      # the responses go in ...
         if table == "rejects":
             raise RuntimeError("disk full")  # ... then the write fails part-way
 
-    monkeypatch.setattr(ingest_mod, "_insert", failing_insert)
+    monkeypatch.setattr(ingest_mod, "insert_rows", failing_insert)
     with pytest.raises(RuntimeError, match="disk full"):
-        ingest_file(wh, "responses", resp, "ds")
+        ingest_file(wh, IngestRequest("responses", resp, "ds"))
     assert snapshot(wh) == before
-    monkeypatch.setattr(ingest_mod, "_insert", real_insert)
-    r = ingest_file(wh, "responses", resp, "ds")      # and the retry works
+    monkeypatch.setattr(ingest_mod, "insert_rows", real_insert)
+    r = ingest_file(wh, IngestRequest("responses", resp, "ds"))      # and the retry works
     assert not r.duplicate and count(wh, "responses") == 2
 
 
 def test_quarantine_keeps_raw_line_number_and_reason(wh, worlds_file, tmp_path):
-    ingest_file(wh, "worlds", worlds_file, "ds")
+    ingest_file(wh, IngestRequest("worlds", worlds_file, "ds"))
     lines = [
         json.dumps(native("m1", "w1")).encode(),
         b"",                                                         # blank: skipped
@@ -86,7 +86,7 @@ def test_quarantine_keeps_raw_line_number_and_reason(wh, worlds_file, tmp_path):
         json.dumps(native("m1", "w2", probabilities={"DELAY": 2.0})).encode(),  # invalid but kept
     ]
     resp = write_lines(tmp_path / "r.jsonl", lines, raw=True)
-    r = ingest_file(wh, "responses", resp, "ds")
+    r = ingest_file(wh, IngestRequest("responses", resp, "ds"))
     rejects = wh.execute("SELECT line_no, field, reason, raw_text, file_name FROM rejects ORDER BY line_no").fetchall()
     assert [x[0] for x in rejects] == [3, 4, 5, 6, 7, 8]
     reasons = {x[0]: x[2] for x in rejects}
@@ -107,13 +107,13 @@ def test_quarantine_keeps_raw_line_number_and_reason(wh, worlds_file, tmp_path):
 
 
 def test_model_option(wh, worlds_file, tmp_path):
-    ingest_file(wh, "worlds", worlds_file, "ds")
+    ingest_file(wh, IngestRequest("worlds", worlds_file, "ds"))
     rows = [{k: v for k, v in native("x", "w1").items() if k != "model"}, native("other", "w2")]
     resp = write_lines(tmp_path / "r.jsonl", rows)
-    r = ingest_file(wh, "responses", resp, "ds", model="named")
+    r = ingest_file(wh, IngestRequest("responses", resp, "ds", model="named"))
     assert [x.field for x in r.report.rejects] == ["model"]
     assert wh.execute("SELECT model FROM responses").fetchall() == [("named",)]
-    r2 = validate_file(wh, "responses", resp, "ds2")
+    r2 = validate_file(wh, IngestRequest("responses", resp, "ds2"))
     assert r2.rejects[0].reason.startswith("model is missing")
 
 
@@ -127,7 +127,7 @@ def test_pair_rules(wh, tmp_path):
         make_world("c2", "pc", "sorting_backlog"),
         make_world("c3", "pc", "sorting_backlog"),                      # third world of a pair
     ]
-    r = ingest_file(wh, "worlds", write_lines(tmp_path / "w.jsonl", worlds), "ds")
+    r = ingest_file(wh, IngestRequest("worlds", write_lines(tmp_path / "w.jsonl", worlds), "ds"))
     reasons = {x.line_no: x.reason for x in r.report.rejects}
     assert set(reasons) == {2, 4, 7}
     assert "both worlds have mechanism" in reasons[2]
@@ -136,7 +136,7 @@ def test_pair_rules(wh, tmp_path):
 
 
 def test_refusal_rules(wh, worlds_file, tmp_path):
-    ingest_file(wh, "worlds", worlds_file, "ds")
+    ingest_file(wh, IngestRequest("worlds", worlds_file, "ds"))
     base = {"model": "m", "status": "ok", "choice": "WITHHOLD", "scores": {"missed_transfer": 0.4, "WITHHOLD": 0.9}}
     rows = [
         {**base, "world_id": "w1"},
@@ -146,7 +146,7 @@ def test_refusal_rules(wh, worlds_file, tmp_path):
         {**base, "world_id": "w1"},
         {**base, "world_id": "w2", "status": "unavailable", "choice": None, "scores": None},
     ]
-    r = ingest_file(wh, "refusal", write_lines(tmp_path / "f.jsonl", rows), "ds")
+    r = ingest_file(wh, IngestRequest("refusal", write_lines(tmp_path / "f.jsonl", rows), "ds"))
     assert [x.line_no for x in r.report.rejects] == [2, 3, 4, 5]
     assert [x.field for x in r.report.rejects][:3] == ["choice", "scores.missed_transfer", "scores"]
     assert count(wh, "refusal_responses") == 2
@@ -159,31 +159,31 @@ def test_corpus_and_predictions(wh, tmp_path):
                                   "relationship")} | {"health": "hide"}
     docs = [{"doc_id": "d1", "split": "test", "context_id": "c", "text": text, "profile": {"health": "diabetes"},
              "policy": policy, "groups": [{"attribute": "health", "cues": cues}]}]
-    ingest_file(wh, "corpus", write_lines(tmp_path / "c.jsonl", docs), "ds")
+    ingest_file(wh, IngestRequest("corpus", write_lines(tmp_path / "c.jsonl", docs), "ds"))
     assert wh.execute("SELECT n_targets, n_groups FROM ql_documents").fetchone() == (1, 1)
     assert wh.execute("SELECT attribute, policy_label, arity, cue_distance FROM ql_groups").fetchone() == \
         ("health", "hide", 2, cues[1][1] - cues[0][0])
     preds = [{"doc_id": "d1", "detector": "lex", "groups": [{"attribute": "health", "cues": cues}]},
              {"doc_id": "d2", "detector": "lex", "groups": []},
              {"doc_id": "d1", "detector": "lex", "groups": []}]
-    r = ingest_file(wh, "predictions", write_lines(tmp_path / "p.jsonl", preds), "ds")
+    r = ingest_file(wh, IngestRequest("predictions", write_lines(tmp_path / "p.jsonl", preds), "ds"))
     assert [x.line_no for x in r.report.rejects] == [2, 3]
     assert count(wh, "ql_predictions") == 1
 
 
 def test_csv_and_parquet_ingest_match_jsonl(wh, worlds_file, tmp_path):
-    ingest_file(wh, "worlds", worlds_file, "ds")
+    ingest_file(wh, IngestRequest("worlds", worlds_file, "ds"))
     rows = [native("m1", "w1"), native("m1", "w2", confidence=None),
             native("m1", "w3", status="unavailable", choice=None, probabilities=None, confidence=None)]
     frame = pd.DataFrame(rows)
     frame["probabilities"] = [json.dumps(p) if p else None for p in frame["probabilities"]]
     frame.to_csv(tmp_path / "r.csv", index=False)
-    ingest_file(wh, "worlds", worlds_file, "csv")
-    r = ingest_file(wh, "responses", tmp_path / "r.csv", "csv")
+    ingest_file(wh, IngestRequest("worlds", worlds_file, "csv"))
+    r = ingest_file(wh, IngestRequest("responses", tmp_path / "r.csv", "csv"))
     assert len(r.report.accepted) == 3 and not r.report.rejects
     frame.to_parquet(tmp_path / "r.parquet")
-    ingest_file(wh, "worlds", worlds_file, "pq")
-    r = ingest_file(wh, "responses", tmp_path / "r.parquet", "pq")
+    ingest_file(wh, IngestRequest("worlds", worlds_file, "pq"))
+    r = ingest_file(wh, IngestRequest("responses", tmp_path / "r.parquet", "pq"))
     assert len(r.report.accepted) == 3 and not r.report.rejects
     got = wh.execute("SELECT dataset_id, world_id, status, choice, probabilities, confidence FROM responses "
                      "WHERE dataset_id IN ('csv', 'pq') ORDER BY dataset_id, world_id").fetchall()
@@ -194,7 +194,7 @@ def test_csv_and_parquet_ingest_match_jsonl(wh, worlds_file, tmp_path):
 def test_readers_are_read_only(tmp_path, worlds_file):
     path = tmp_path / "wh.duckdb"
     with writer(path) as con:
-        ingest_file(con, "worlds", worlds_file, "ds")
+        ingest_file(con, IngestRequest("worlds", worlds_file, "ds"))
     con = open_reader(path)
     try:
         with pytest.raises(Exception, match="read-only"):
@@ -220,14 +220,14 @@ def test_forward_migration(tmp_path):
 
 def test_retry_after_rejects_resumes_without_duplicates(wh, worlds_file, tmp_path):
     resp = write_lines(tmp_path / "r.jsonl", [native("m1", "w1"), native("m1", "w5")])
-    first = ingest_file(wh, "responses", resp, "ds")      # no worlds yet: both rejected
+    first = ingest_file(wh, IngestRequest("responses", resp, "ds"))      # no worlds yet: both rejected
     assert len(first.report.rejects) == 2
-    ingest_file(wh, "worlds", worlds_file, "ds")
-    second = ingest_file(wh, "responses", resp, "ds")     # same file: rejected lines retried
+    ingest_file(wh, IngestRequest("worlds", worlds_file, "ds"))
+    second = ingest_file(wh, IngestRequest("responses", resp, "ds"))     # same file: rejected lines retried
     assert not second.duplicate and second.ingest_id == first.ingest_id
     assert len(second.report.accepted) == 1 and len(second.report.rejects) == 1
     assert count(wh, "rejects") == 1                      # quarantine replaced, not appended
-    third = ingest_file(wh, "responses", resp, "ds")      # w1 already stored by this file: skipped
+    third = ingest_file(wh, IngestRequest("responses", resp, "ds"))      # w1 already stored by this file: skipped
     assert third.report.already_stored == 1 and len(third.report.rejects) == 1
     assert count(wh, "responses") == 1 and count(wh, "rejects") == 1
     assert wh.execute("SELECT n_accepted, n_rejected FROM ingests WHERE kind = 'responses'").fetchone() == (1, 1)

@@ -1,0 +1,264 @@
+"""The three transports of COLLECT.md section 2 and the error rules of section 3.
+
+A transport makes one call for one request body and classifies what came back:
+
+- ``answer``: HTTP 200 (or a Python target's return value) that could be read; the fields then go
+  through the ingest validation, which may still make the response invalid;
+- ``invalid``: HTTP 200 whose body could not be read (stored invalid, with the reason and raw body);
+- ``unavailable``: HTTP 4xx other than 408 and 429 (stored as ``unavailable``);
+- ``stop``: HTTP 408, 429, 5xx, a timeout, a connection error, or a Python target that raised:
+  nothing is stored for that world and, once retries are spent, the collection stops.
+
+HTTP goes through one ``httpx.Client`` per transport (connection reuse; thread-safe, so several
+requests can be in flight). An API key is only ever held in memory, in the client's headers.
+"""
+from __future__ import annotations
+
+import importlib
+import json
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Protocol
+
+import httpx
+
+from qlb.collect.answers import (
+    AnswerError, answer_fields, chat_content, letters, letters_answer, parse_json_text, score_key, typed_answer,
+)
+from qlb.collect.requests import QUESTION_KEYS
+
+RAW_LIMIT = 64 * 1024        # bytes of the raw answer kept in the call archive
+RETRYABLE = frozenset({408, 429})
+OUTCOMES = ("answer", "invalid", "unavailable", "stop")
+
+
+@dataclass
+class Reply:
+    """What one call gave back, classified (see the module docstring)."""
+
+    outcome: str
+    status: int | None = None          # HTTP status; None for a Python target or a transport error
+    latency_ms: float = 0.0
+    raw: str = ""                      # the raw answer as received (truncated to RAW_LIMIT bytes)
+    fields: dict[str, Any] | None = None
+    reason: str | None = None
+    retry_after: float | None = None   # seconds, from a Retry-After header
+
+
+class Transport(Protocol):
+    """Makes one call for one request body."""
+
+    description: str
+
+    def call(self, body: dict[str, Any], probe: str) -> Reply:
+        """One call, classified."""
+        ...
+
+    def close(self) -> None:
+        """Release connections."""
+        ...
+
+
+def truncate(text: str) -> str:
+    """The first 64 KiB of a raw answer (whole characters)."""
+    data = text.encode("utf-8", errors="replace")
+    return text if len(data) <= RAW_LIMIT else data[:RAW_LIMIT].decode("utf-8", errors="ignore")
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    value = response.headers.get("retry-after")
+    try:
+        return max(0.0, float(value)) if value is not None else None
+    except ValueError:                  # an HTTP date: not honoured, the backoff applies
+        return None
+
+
+class _HTTPTransport:
+    """Shared HTTP plumbing: POST JSON, time it, classify the status."""
+
+    description = ""
+
+    def __init__(self, url: str, api_key: str | None, timeout: float) -> None:
+        headers = {"Content-Type": "application/json"}
+        if api_key:
+            headers["Authorization"] = f"Bearer {api_key}"
+        self.url = url
+        self.client = httpx.Client(timeout=timeout, headers=headers)
+
+    def read(self, payload: Any, body: dict[str, Any], probe: str) -> dict[str, Any]:
+        """The response fields of a 200 answer (AnswerError when unreadable)."""
+        raise NotImplementedError
+
+    def payload(self, body: dict[str, Any], probe: str) -> dict[str, Any]:
+        """What is POSTed for one request body."""
+        return body
+
+    def call(self, body: dict[str, Any], probe: str) -> Reply:
+        """POST one request and classify the answer (COLLECT.md section 3)."""
+        start = time.perf_counter()
+        try:
+            response = self.client.post(self.url, content=json.dumps(self.payload(body, probe)))
+        except httpx.TimeoutException as exc:
+            return Reply("stop", None, (time.perf_counter() - start) * 1000, "",
+                         reason=f"timeout after {self.client.timeout.read}s ({type(exc).__name__})")
+        except httpx.HTTPError as exc:
+            return Reply("stop", None, (time.perf_counter() - start) * 1000, "",
+                         reason=f"connection error: {type(exc).__name__}: {exc}")
+        latency = (time.perf_counter() - start) * 1000
+        text = response.text
+        status = response.status_code
+        if status == 200:
+            try:
+                return Reply("answer", status, latency, truncate(text), self.read(parse_json_text(text), body, probe))
+            except AnswerError as exc:
+                return Reply("invalid", status, latency, truncate(text), reason=str(exc))
+        why = f"HTTP {status} {response.reason_phrase}".strip()
+        if status in RETRYABLE or status >= 500:
+            return Reply("stop", status, latency, truncate(text), reason=why, retry_after=_retry_after(response))
+        if 400 <= status < 500:
+            return Reply("unavailable", status, latency, truncate(text), reason=why)
+        return Reply("invalid", status, latency, truncate(text), reason=f"unexpected {why}")
+
+    def close(self) -> None:
+        """Close the connection pool."""
+        self.client.close()
+
+
+class TypedTransport(_HTTPTransport):
+    """``typed``: POST the body to a typed-decision endpoint (default path /v1/decisions)."""
+
+    def __init__(self, base_url: str, path: str = "/v1/decisions", api_key: str | None = None,
+                 timeout: float = 180.0) -> None:
+        super().__init__(base_url.rstrip("/") + path, api_key, timeout)
+        self.description = f"typed {self.url}"
+
+    def read(self, payload, body, probe):
+        """``answers.<question key>``, or the top-level object."""
+        return typed_answer(payload, QUESTION_KEYS[probe], probe)
+
+
+def _criteria(body: dict[str, Any]) -> dict[str, str]:
+    return body["questions"][0]["criteria"]
+
+
+def answer_schema(body: dict[str, Any], probe: str) -> dict[str, Any]:
+    """The JSON schema of the answer object (sent as ``response_format`` unless --no-schema)."""
+    keys = list(_criteria(body))
+    dist = {"type": "object", "properties": {k: {"type": "number"} for k in keys},
+            "required": keys, "additionalProperties": False}
+    props: dict[str, Any] = {"choice": {"type": "string", "enum": keys}, score_key(probe): dist}
+    if probe == "native":
+        props["confidence"] = {"type": "number"}
+    return {"type": "object", "properties": props, "required": list(props), "additionalProperties": False}
+
+
+class OpenAITransport(_HTTPTransport):
+    """``openai``: any OpenAI-compatible ``/chat/completions`` server. ``answer="json"`` asks for a
+    JSON answer object; ``answer="letters"`` asks for one letter and reads the probabilities from
+    the first token's ``top_logprobs``."""
+
+    def __init__(self, base_url: str, endpoint_model: str, answer: str = "json", schema: bool = True,
+                 api_key: str | None = None, timeout: float = 180.0) -> None:
+        super().__init__(base_url.rstrip("/") + "/chat/completions", api_key, timeout)
+        if answer not in ("json", "letters"):
+            raise ValueError(f"unknown answer format {answer!r}; expected json or letters")
+        self.endpoint_model, self.answer, self.schema = endpoint_model, answer, schema
+        self.description = f"openai {self.url} ({answer})"
+
+    def messages(self, body: dict[str, Any], probe: str) -> list[dict[str, str]]:
+        """The system message (instruction and answer rules) and the user message (state and
+        criteria as JSON)."""
+        question = body["questions"][0]
+        criteria = question["criteria"]
+        if self.answer == "letters":
+            lettered = dict(zip(letters(len(criteria)), criteria))
+            rules = ("The candidates are lettered in the user message. Answer with the single letter of your "
+                     "choice and nothing else.")
+            user = {"state": body["state"], "criteria": criteria,
+                    "candidates": {letter: f"{key}: {criteria[key]}" for letter, key in lettered.items()}}
+        else:
+            fields = ('{"choice": <one criteria key>, "' + score_key(probe) + '": {<criteria key>: <number>, ...}'
+                      + (', "confidence": <number from 0 to 1>}' if probe == "native" else "}"))
+            rules = f"Answer with one JSON object and nothing else: {fields}."
+            user = {"state": body["state"], "criteria": criteria}
+        return [{"role": "system", "content": f"{question['instruction']}\n\n{rules}"},
+                {"role": "user", "content": json.dumps(user, ensure_ascii=False)}]
+
+    def payload(self, body, probe):
+        """The chat-completions request."""
+        out: dict[str, Any] = {"model": self.endpoint_model, "messages": self.messages(body, probe), "temperature": 0}
+        if self.answer == "letters":
+            out.update(logprobs=True, top_logprobs=20, max_tokens=1)
+        elif self.schema:
+            out["response_format"] = {"type": "json_schema",
+                                      "json_schema": {"name": f"qlb_{probe}_answer", "strict": True,
+                                                      "schema": answer_schema(body, probe)}}
+        return out
+
+    def read(self, payload, body, probe):
+        """The JSON answer in the message content, or the letters reading."""
+        if self.answer == "letters":
+            return letters_answer(payload, list(_criteria(body)), probe)
+        return answer_fields(parse_json_text(chat_content(payload)), probe)
+
+
+class PythonTransport:
+    """``python``: ``module:function`` called with the body (a dict); it returns the same answer
+    object as a typed endpoint. An exception it raises stops the collection like a server error."""
+
+    def __init__(self, target: str) -> None:
+        self.description = f"python {target}"
+        self.function = load_target(target)
+
+    def call(self, body: dict[str, Any], probe: str) -> Reply:
+        """Call the function and read its answer."""
+        start = time.perf_counter()
+        try:
+            result = self.function(json.loads(json.dumps(body)))     # a fresh copy: the target may mutate it
+        except Exception as exc:    # the target is user code: any exception is its failure, reported
+            return Reply("stop", None, (time.perf_counter() - start) * 1000, "",
+                         reason=f"the target raised {type(exc).__name__}: {exc}")
+        latency = (time.perf_counter() - start) * 1000
+        try:
+            raw = json.dumps(result, allow_nan=True, default=str)
+        except (TypeError, ValueError):
+            raw = repr(result)
+        try:
+            return Reply("answer", None, latency, truncate(raw), typed_answer(result, QUESTION_KEYS[probe], probe))
+        except AnswerError as exc:
+            return Reply("invalid", None, latency, truncate(raw), reason=str(exc))
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
+def load_target(target: str) -> Callable[[dict[str, Any]], Any]:
+    """The function named ``module:function`` (ValueError with a plain message otherwise)."""
+    module_name, sep, attr = target.partition(":")
+    if not sep or not module_name or not attr:
+        raise ValueError(f"--target {target!r}: expected module:function")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ValueError(f"--target {target!r}: cannot import {module_name!r}: {exc}") from None
+    function = getattr(module, attr, None)
+    if not callable(function):
+        raise ValueError(f"--target {target!r}: {module_name} has no function {attr!r}")
+    return function
+
+
+def call_with_retries(transport: Transport, body: dict[str, Any], probe: str, retries: int = 0,
+                      backoff: float = 1.0, sleep: Callable[[float], None] = time.sleep) -> list[Reply]:
+    """Every attempt for one body: a ``stop`` reply is retried up to ``retries`` times with
+    exponential backoff (``backoff`` x 2^attempt seconds, or the server's Retry-After when it
+    says longer). The last reply decides."""
+    replies = [transport.call(body, probe)]
+    for attempt in range(retries):
+        if replies[-1].outcome != "stop":
+            break
+        wait = backoff * (2 ** attempt)
+        if replies[-1].retry_after is not None:
+            wait = max(wait, replies[-1].retry_after)
+        sleep(wait)
+        replies.append(transport.call(body, probe))
+    return replies

@@ -1,0 +1,225 @@
+"""``qlb report``: one self-contained HTML file for stakeholders (works offline: plotly.js is
+inlined once; no external scripts, fonts or images).
+
+Everything in it is computed from one stored audit run: headline findings as plain sentences,
+the main figures (interactive), the key tables, and the provenance (dataset fingerprint,
+simulated or not, code version, parameters, seeds, ``test_used_for_selection``). Every piece of
+text that comes from data is escaped before it becomes HTML.
+"""
+from __future__ import annotations
+
+import html
+import json
+from dataclasses import dataclass, field
+
+import pandas as pd
+import plotly.graph_objects as go
+import plotly.io as pio
+
+from qlb.present import figures
+from qlb.present.palette import model_colours
+from qlb.tuple.release_views import VIEWS
+from qlb.tuple.workflows import TASKS
+
+CSS = """
+body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;max-width:1100px;margin:2rem auto;
+padding:0 1rem;color:#1f2328;line-height:1.5}
+h1{margin-bottom:.2rem}h2{margin-top:2.2rem;border-bottom:1px solid #d0d7de;padding-bottom:.3rem}
+.sim{background:#fff4e5;border:1px solid #f0b35a;padding:.6rem 1rem;border-radius:6px;font-weight:600}
+.findings li{margin:.35rem 0}.caption{color:#57606a;font-size:.9rem;margin-top:.2rem}
+table{border-collapse:collapse;font-size:.85rem;margin:.5rem 0}th,td{border:1px solid #d0d7de;padding:.25rem .5rem;
+text-align:left}th{background:#f6f8fa}code,pre{background:#f6f8fa;padding:.1rem .3rem;border-radius:4px}
+pre{padding:.6rem;overflow-x:auto;font-size:.8rem}
+"""
+
+
+@dataclass
+class RunData:
+    run: pd.Series
+    dataset: pd.Series
+    refusal: pd.DataFrame
+    recovery: pd.DataFrame
+    recovery_diff: pd.DataFrame
+    utility: pd.DataFrame
+    utility_diff: pd.DataFrame
+    fronts: pd.DataFrame
+    defenses: pd.DataFrame
+    defense_costs: pd.DataFrame
+    ql: pd.DataFrame
+    models: list[str] = field(default_factory=list)
+
+
+def _pct(v: float, digits: int = 1) -> str:
+    return f"{100 * v:.{digits}f}%"
+
+
+def findings(d: RunData) -> list[str]:
+    """Headline findings as plain sentences, computed from the run."""
+    out = []
+    ref = d.refusal[d.refusal["domain"] == "all"] if not d.refusal.empty else d.refusal
+    if not ref.empty:
+        rec = ref["overall_recovery"].dropna()
+        out.append(f"Refusal does not stop the leak: across {len(ref)} models, the fine-grained mechanism is recovered "
+                   f"from refusal-probe responses in {_pct(rec.min())} to {_pct(rec.max())} of cases "
+                   f"(direct answers plus withheld responses whose residual scores still single it out).")
+    pooled = d.recovery[d.recovery["scope"] == "pooled"] if not d.recovery.empty else d.recovery
+    if not pooled.empty:
+        by = pooled.pivot(index="model", columns="view", values="accuracy")
+        parts = []
+        for view, words in (("choice", "the coarse choice alone"), ("full_native", "the full native output")):
+            if view in by:
+                parts.append(f"{words} lets an attacker recover it in {_pct(by[view].min())} to "
+                             f"{_pct(by[view].max())} of test worlds")
+        if parts:
+            out.append("Against a 50% guessing baseline, " + "; ".join(parts) + ".")
+        diff = d.recovery_diff[(d.recovery_diff["view_a"] == "full_native") & (d.recovery_diff["view_b"] == "choice")]
+        if not diff.empty:
+            out.append(f"Releasing the probabilities and confidence on top of the choice adds "
+                       f"{100 * diff['difference'].min():+.1f} to {100 * diff['difference'].max():+.1f} points of "
+                       f"recovery, model by model.")
+    ud = d.utility_diff
+    if not ud.empty:
+        auth = ud[(ud["profile"] == "authored") & (ud["view_a"] == "choice")]
+        counts = ", ".join(f"{int(auth[auth['task'] == t]['noninferior'].sum())} of "
+                           f"{int((auth['task'] == t).sum())} models in {t}" for t in TASKS if (auth["task"] == t).any())
+        out.append(f"A choice-only release is non-inferior to full native for the legitimate recipient (paired 95% "
+                   f"upper bound of the extra cost at most 0.1) for {counts}.")
+    if not d.fronts.empty:
+        f = d.fronts[(d.fronts["profile"] == "authored") & (d.fronts["view"] == "full_native")
+                     & d.fronts["nondominated_models"]]
+        members = {t: sorted(f[f["task"] == t]["model"]) for t in TASKS if (f["task"] == t).any()}
+        distinct = {tuple(m) for m in members.values()}
+        if len(distinct) == 1 and len(next(iter(distinct))) == 1:
+            out.append(f"One model, {next(iter(distinct))[0]}, is non-dominated (lowest recovery and lowest cost "
+                       f"together) in every task under the authored costs.")
+        else:
+            sets = "; ".join(f"{t}: {', '.join(m)}" for t, m in members.items())
+            out.append(f"The non-dominated models (no other model both leaks less and costs less) change with the "
+                       f"task: {sets}.")
+    if not d.defenses.empty:
+        w = d.defenses[d.defenses["defense"] == "wcpq"]
+        if not w.empty:
+            agree = (w["plan_agreement"] == w["plan_comparisons"]).all() and (w["max_abs_cost_diff"] == 0).all()
+            out.append(f"The workflow-constrained quantizer changes recovery by {100 * w['diff_vs_native'].min():+.1f} "
+                       f"to {100 * w['diff_vs_native'].max():+.1f} points on {len(w)} models while "
+                       + ("every one of the 18 frozen recipient policies keeps its exact plan and cost in every test world."
+                          if agree else "NOT preserving every recipient plan (see the verification table)."))
+        q = d.defenses[d.defenses["defense"] == "noise"]
+        if not q.empty:
+            out.append(f"Gaussian noise (three seeds) changes recovery by {100 * q['diff_vs_native'].min():+.1f} to "
+                       f"{100 * q['diff_vs_native'].max():+.1f} points.")
+    if not d.ql.empty:
+        allm = d.ql[(d.ql["slice_kind"] == "all") & (d.ql["metric"] == "complete_f1")]
+        if not allm.empty:
+            best = allm.sort_values("value", ascending=False).iloc[0]
+            out.append(f"Among {allm['detector'].nunique()} privacy detectors on the QuasiLeak corpus, the best complete-"
+                       f"group F1 is {best['value']:.3f} ({best['detector']}).")
+    return out
+
+
+def _table(df: pd.DataFrame, percent: bool = False) -> str:
+    """An escaped HTML table; ``percent`` shows the numbers as percentages."""
+    df = df.copy()
+    df.columns = [str(c) for c in df.columns]          # no index or column-axis names in the header
+    fmt = (lambda v: f"{100 * v:.1f}%") if percent else (lambda v: f"{v:.4f}")
+    return df.to_html(index=False, escape=True, border=0, na_rep="—", float_format=fmt)
+
+
+def _figure(fig: go.Figure, first: bool) -> str:
+    return pio.to_html(fig, include_plotlyjs=True if first else False, full_html=False,
+                       config={"displaylogo": False, "toImageButtonOptions": {"format": "png"}})
+
+
+def render_report(d: RunData) -> str:
+    """The self-contained HTML report of one loaded run."""
+    esc = html.escape
+    run_id = str(d.run["run_id"])
+    colours = model_colours(d.models)
+    simulated = bool(d.dataset["simulated"])
+    parts = [f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>qlb audit report · {esc(run_id)}"
+             f"</title><style>{CSS}</style></head><body>",
+             f"<h1>Privacy–utility audit report</h1><p>Dataset <b>{esc(str(d.dataset['dataset_id']))}</b> · run "
+             f"<code>{esc(run_id)}</code> · finished {esc(str(d.run['finished_at']))}</p>"]
+    if simulated:
+        parts.append("<p class='sim'>SIMULATED data: generated by qlb to the papers' shapes and sizes. No real model "
+                     "produced these responses; the numbers illustrate the method, not any product.</p>")
+    parts.append("<h2>Headline findings</h2><ul class='findings'>"
+                 + "".join(f"<li>{esc(s)}</li>" for s in findings(d)) + "</ul>")
+    first = [True]
+
+    def fig(f: go.Figure, caption: str) -> None:
+        parts.append(_figure(f, first[0]) + f"<p class='caption'>{esc(caption)}</p>")
+        first[0] = False
+
+    ref = d.refusal[d.refusal["domain"] == "all"] if not d.refusal.empty else d.refusal
+    if not ref.empty:
+        parts.append("<h2>Does withholding stop the leak?</h2>")
+        routes = ref.assign(direct_share=ref["direct_correct"] / ref["n"],
+                            residual_share=ref["residual_unique_correct"] / ref["n"])
+        fig(figures.routes_figure(routes), "Share of refusal-probe responses that recover the mechanism directly or "
+                                           "through the residual scores; dashed: a uniform guess among 16.")
+        parts.append(_table(ref[["model", "withhold_rate", "conditional_residual_recovery", "overall_recovery"]],
+                            percent=True))
+    pooled = d.recovery[d.recovery["scope"] == "pooled"] if not d.recovery.empty else d.recovery
+    if not pooled.empty:
+        parts.append("<h2>What each release view reveals</h2>")
+        fig(figures.recovery_figure(pooled), "Secret recovery on the test split per model and release view, 95% "
+                                             "pair-clustered intervals; dashed: 50% guessing.")
+        wide = pooled.pivot(index="model", columns="view", values="accuracy")
+        parts.append(_table(wide[[v for v in VIEWS if v in wide.columns]].reset_index(), percent=True))
+        dd = d.recovery_diff[(d.recovery_diff["view_b"] == "choice")].copy()
+        if not dd.empty:
+            dd["comparison"] = dd["view_a"] + " − " + dd["view_b"]
+            parts.append("<p class='caption'>What the scores add over the choice: paired differences in recovery "
+                         "(same worlds, same resamples, 95% interval):</p>"
+                         + _table(dd[["model", "comparison", "difference", "ci_low", "ci_high"]], percent=True))
+    if not d.utility.empty:
+        parts.append("<h2>What each release is worth downstream</h2>")
+        u = d.utility[(d.utility["scope"] == "pooled") & (d.utility["profile"] == "authored")]
+        parts.append(_table(u.pivot_table(index=["model", "view"], columns="task", values="mean_cost").reset_index()))
+        parts.append("<p class='caption'>Mean test cost of the validation-selected recipient policy (authored "
+                     "profile, benchmark units).</p>")
+        for task in TASKS:
+            if ((d.utility_diff["task"] == task) & (d.utility_diff["view_a"] == "choice")).any():
+                fig(figures.cost_difference_heatmap(d.utility_diff, task, "choice"),
+                    f"{task}: choice minus full native mean cost over model × cost profile; ✓ non-inferior at 0.1.")
+    if not d.fronts.empty:
+        parts.append("<h2>Privacy–utility fronts</h2>")
+        for task in TASKS:
+            pts = d.fronts[(d.fronts["task"] == task) & (d.fronts["profile"] == "authored")
+                           & (d.fronts["view"] == "full_native")]
+            if not pts.empty:
+                fig(figures.front_figure(pts, "nondominated_models", colours, False),
+                    f"{task}: test recovery against mean cost (authored profile) of each model's full native "
+                    f"release; outlined points are non-dominated.")
+    if not d.defenses.empty:
+        parts.append("<h2>Output defenses and WCPQ</h2>")
+        main = d.defenses[d.defenses["defense"].isin(figures.DEFENSE_ORDER)]
+        fig(figures.defense_figure(main, colours), "Defense-aware secret recovery per model and defense, 95% intervals.")
+        parts.append(_table(main[["model", "defense", "accuracy", "ci_low", "ci_high", "diff_vs_native"]], percent=True))
+        w = d.defenses[d.defenses["defense"] == "wcpq"]
+        parts.append("<p class='caption'>WCPQ verification (test worlds × 18 frozen policies):</p>"
+                     + _table(w[["model", "coverage", "fallbacks", "plan_agreement", "plan_comparisons",
+                                 "max_abs_cost_diff"]]))
+    if not d.ql.empty:
+        parts.append("<h2>QuasiLeak detectors</h2>")
+        allm = d.ql[d.ql["slice_kind"] == "all"].pivot_table(index="detector", columns="metric", values="value")
+        numeric = allm.reset_index()
+        for m in ("complete_f1", "graded_f1"):
+            lo = d.ql[(d.ql["slice_kind"] == "all") & (d.ql["metric"] == m)].set_index("detector")
+            if "ci_low" in lo:
+                numeric[f"{m}_ci_low"] = numeric["detector"].map(lo["ci_low"])
+                numeric[f"{m}_ci_high"] = numeric["detector"].map(lo["ci_high"])
+        if "complete_f1" in numeric:
+            fig(figures.f1_figure(numeric), "Complete and graded group F1 per detector (test split).")
+        parts.append(_table(numeric[[c for c in numeric.columns if not c.endswith(("_ci_low", "_ci_high"))]]))
+    params = json.loads(d.run["parameters"]) if isinstance(d.run["parameters"], str) else {}
+    prov = {"run_id": run_id, "dataset": str(d.dataset["dataset_id"]), "simulated": simulated,
+            "dataset_fingerprint": str(d.run["dataset_fingerprint"]), "code_version": str(d.run["code_version"]),
+            "test_used_for_selection": bool(d.run["test_used_for_selection"]),
+            "started_at": str(d.run["started_at"]), "finished_at": str(d.run["finished_at"]),
+            "bootstrap": {"resamples": params.get("n_boot"), "seed": params.get("seed")}, "parameters": params}
+    parts.append("<h2>Provenance</h2><pre>" + esc(json.dumps(prov, indent=2, default=str)) + "</pre>")
+    parts.append("<p class='caption'>Generated by qlb from the warehouse; every number above is computed from "
+                 "this run. Charts are interactive (hover for values; the camera icon saves a PNG).</p></body></html>")
+    return "\n".join(parts)

@@ -1,0 +1,1 @@
+"""QuasiLeak, pure: group-aware, policy-conditioned detector scoring and the built-in detectors."""

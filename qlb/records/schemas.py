@@ -1,0 +1,346 @@
+"""Validated records at the edge: worlds, native and refusal responses, QuasiLeak documents and
+predictions (pydantic).
+
+Two outcomes are distinguished, as the spec requires:
+
+* a *rejected* line fails a rule that makes it unusable (wrong type, unknown world, a label
+  outside the domain); validation raises and the ingest keeps the raw text in quarantine;
+* an *invalid* native response is well formed but breaks a response rule (probabilities that
+  do not sum to 1, a choice that is not a candidate, ...). It validates, is stored with
+  ``valid = False`` and the reason, is never repaired, and enters the audits as unavailable.
+
+Rules that need other records (the world a response belongs to, the text a span points into)
+read them from the validation context: ``Model.model_validate(obj, context={...})``.
+"""
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+from typing import Any, Literal, Mapping
+
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationInfo, field_validator, model_validator, ValidationError
+
+from qlb.records.ontology import DOMAINS, SPLITS, WITHHOLD, load_ontology
+
+ATTRIBUTES: tuple[str, ...] = (
+    "age", "gender", "nationality", "education", "occupation", "income", "relationship", "health",
+)
+POLICY_LABELS: tuple[str, ...] = ("keep", "hide", "neutral")
+STATUSES: tuple[str, ...] = ("ok", "unavailable")
+PROBABILITY_TOLERANCE = 1e-3
+
+_config = ConfigDict(extra="ignore", frozen=True, str_strip_whitespace=False)
+_mutable_config = ConfigDict(extra="ignore", frozen=False)
+
+# A JSON number: int or float, never text or a boolean. Checked in pydantic's core (fast path).
+Number = Annotated[float, Strict()]
+Score = Annotated[float, Strict(), Field(ge=0, allow_inf_nan=False)]
+Label = Annotated[str, Strict()]
+
+
+def _context(info: ValidationInfo, key: str) -> Any:
+    return (info.context or {}).get(key)
+
+
+# --------------------------------------------------------------------------------------- TUPLE
+class World(BaseModel):
+    """One synthetic case (TUPLE.md section 1). Every label is checked against the ontology."""
+
+    model_config = _config
+
+    world_id: str = Field(min_length=1)
+    pair_id: str = Field(min_length=1)
+    domain: Literal[DOMAINS]  # type: ignore[valid-type]
+    split: Literal[SPLITS]  # type: ignore[valid-type]
+    coarse: str
+    mechanism: str
+    hypotheses: tuple[str, str]
+    recipient_role: str
+    candidate_order: tuple[str, ...]
+    request: str
+    intake_channel: str
+    operating_window: str
+    case_context: str
+    diagnostic_note: str = ""
+
+    @model_validator(mode="after")
+    def _labels_belong_to_domain(self) -> "World":
+        dom = load_ontology().domain(self.domain)
+        if self.coarse not in dom.classes:
+            raise ValueError(f"coarse {self.coarse!r} is not a class of domain {self.domain} "
+                             f"(expected one of {', '.join(dom.classes)})")
+        allowed = dom.mechanisms_by_class[self.coarse]
+        if self.mechanism not in allowed:
+            raise ValueError(f"mechanism {self.mechanism!r} is not a mechanism of "
+                             f"{self.domain}/{self.coarse} (expected one of {', '.join(allowed)})")
+        s0, s1 = self.hypotheses
+        if s0 == s1 or list(self.hypotheses) != sorted(self.hypotheses):
+            raise ValueError("hypotheses must be two distinct mechanisms in sorted order")
+        for h in self.hypotheses:
+            if h not in allowed:
+                raise ValueError(f"hypothesis {h!r} is not a mechanism of {self.domain}/{self.coarse}")
+        if self.mechanism not in self.hypotheses:
+            raise ValueError(f"mechanism {self.mechanism!r} is not one of the hypotheses")
+        if sorted(self.candidate_order) != list(dom.classes):
+            raise ValueError(f"candidate_order must be a permutation of {', '.join(dom.classes)}")
+        if self.recipient_role != dom.recipient_role:
+            raise ValueError(f"recipient_role must be {dom.recipient_role!r} for domain {self.domain}")
+        return self
+
+    def public_key(self) -> tuple:
+        """The fields two worlds of one pair must share (everything public, T and hypotheses)."""
+        return (self.domain, self.split, self.coarse, self.hypotheses, self.recipient_role,
+                self.candidate_order, self.request, self.intake_channel, self.operating_window,
+                self.case_context)
+
+
+PAIR_SHARED_FIELDS = ("domain", "split", "coarse", "hypotheses", "recipient_role", "candidate_order",
+                      "request", "intake_channel", "operating_window", "case_context")
+
+
+class NativeResponse(BaseModel):
+    """A coarse-decision response: shape and types. ``assess(candidates)`` then applies the rules
+    that need the world and derives ``valid``, ``invalid_reason`` and ``choice_not_argmax``
+    (never read from input). ``model`` may be omitted when the ingest names the model."""
+
+    model_config = _mutable_config
+
+    model: str | None = Field(default=None, min_length=1)
+    world_id: str = Field(min_length=1)
+    status: Literal[STATUSES]  # type: ignore[valid-type]
+    choice: Label | None = None
+    probabilities: dict[str, Number] | None = None
+    confidence: Number | None = None
+    valid: bool = True
+    invalid_reason: str | None = None
+    choice_not_argmax: bool = False
+
+    def assess(self, candidates: tuple[str, ...] | frozenset[str]) -> "NativeResponse":
+        """Apply the response rules that need the world (its candidate classes): sets ``valid``,
+        ``invalid_reason`` and ``choice_not_argmax`` in place and returns self."""
+        reason = native_invalid_reason(self.status, self.choice, self.probabilities, self.confidence, candidates)
+        # derived fields written straight into the instance dict: pydantic's __setattr__ would
+        # re-validate nothing here and costs a third of the ingest hot path
+        self.__dict__.update(valid=reason is None, invalid_reason=reason,
+                             choice_not_argmax=reason is None and choice_not_argmax(self.choice, self.probabilities))
+        return self
+
+
+def native_invalid_reason(status: str, choice: str | None, probabilities: Mapping[str, float] | None,
+                          confidence: float | None, candidates: tuple[str, ...] | frozenset[str]) -> str | None:
+    """Why a well-formed native response is invalid (TUPLE.md section 1), or None when valid.
+
+    Hot path of ingest: the common valid case does a handful of set and float operations."""
+    if status != "ok":
+        return None
+    if choice is None:
+        return "choice is missing while status is ok"
+    if choice not in candidates:
+        return f"choice {choice!r} is not a candidate ({', '.join(sorted(candidates))})"
+    if probabilities is not None:
+        if not set(candidates).issuperset(probabilities):
+            unknown = sorted(set(probabilities) - set(candidates))
+            return f"probabilities has labels that are not candidates: {', '.join(unknown)}"
+        values = probabilities.values()
+        total = sum(values)
+        if not math.isfinite(total):
+            return "probabilities contain a non-finite value"
+        if values and min(values) < 0:
+            return "probabilities contain a negative value"
+        if abs(total - 1.0) > PROBABILITY_TOLERANCE:
+            return f"probabilities sum to {math.fsum(values):.6g}, outside 1 +- {PROBABILITY_TOLERANCE:g}"
+    if confidence is not None and not (0.0 <= confidence <= 1.0):
+        return f"confidence {confidence!r} is outside [0, 1]"
+    return None
+
+
+def choice_not_argmax(choice: str | None, probabilities: Mapping[str, float] | None) -> bool:
+    """True when probabilities are released and the choice is not their unique argmax."""
+    if choice is None or not probabilities:
+        return False
+    values = list(probabilities.values())
+    top = max(values)
+    return probabilities.get(choice) != top or values.count(top) > 1
+
+
+@lru_cache(maxsize=None)
+def refusal_label_set(domain: str) -> frozenset[str]:
+    """The 17 refusal labels of a domain (16 mechanisms and WITHHOLD)."""
+    return frozenset(load_ontology().domain(domain).refusal_labels)
+
+
+class RefusalResponse(BaseModel):
+    """A refusal-probe response: shape, types and score values (negative, non-finite or non-number
+    scores fail here). ``label_problem(domain)`` checks the labels against the world's domain."""
+
+    model_config = _mutable_config
+
+    model: str | None = Field(default=None, min_length=1)
+    world_id: str = Field(min_length=1)
+    status: Literal[STATUSES]  # type: ignore[valid-type]
+    choice: Label | None = None
+    scores: dict[str, Score] | None = None
+    valid: bool = True                  # False only for a collected answer that could not be validated
+    invalid_reason: str | None = None
+
+    def label_problem(self, domain: str) -> tuple[str, str] | None:
+        """(field, reason) when the choice or a score key is not one of the domain's 17 refusal
+        labels, or the choice is missing while status is ok; None when the labels are fine.
+        (A line with such a problem is rejected, TUPLE.md section 1.)"""
+        labels = refusal_label_set(domain)
+        if self.status == "ok" and self.choice is None:
+            return "choice", "choice is missing while status is ok"
+        if self.choice is not None and self.choice not in labels:
+            return "choice", f"choice {self.choice!r} is not a {domain} mechanism or {WITHHOLD}"
+        if self.scores and not labels.issuperset(self.scores):
+            bad = sorted(set(self.scores) - labels)
+            return "scores", f"scores has labels outside the {domain} domain: {', '.join(bad)}"
+        return None
+
+
+# ----------------------------------------------------------------------------------- QuasiLeak
+Span = tuple[int, int]
+
+
+def _spans(value: Any, what: str) -> list[Span]:
+    if not isinstance(value, (list, tuple)):
+        raise ValueError(f"{what} must be a list of [start, end] pairs")
+    out = []
+    for i, sp in enumerate(value):
+        if (not isinstance(sp, (list, tuple)) or len(sp) != 2
+                or any(isinstance(x, bool) or not isinstance(x, int) for x in sp)):
+            raise ValueError(f"{what}[{i}] must be [start, end] with integer offsets, got {sp!r:.40}")
+        out.append((sp[0], sp[1]))
+    return out
+
+
+def check_span_bounds(spans: list[Span], length: int, what: str) -> None:
+    """Raise ValueError for a span that is empty, reversed or outside a text of ``length`` characters."""
+    for i, (s, e) in enumerate(spans):
+        if s >= e:
+            raise ValueError(f"{what}[{i}] = [{s}, {e}] is empty or reversed")
+        if s < 0 or e > length:
+            raise ValueError(f"{what}[{i}] = [{s}, {e}] is outside the text (length {length})")
+
+
+def first_overlap(spans: list[Span]) -> tuple[Span, Span] | None:
+    """The first two spans (in start order) that overlap, or None when none do."""
+    ordered = sorted(spans)
+    for a, b in zip(ordered, ordered[1:]):
+        if b[0] < a[1]:
+            return a, b
+    return None
+
+
+class CueGroup(BaseModel):
+    """A quasi-evidence group: the attribute it reveals and its cue spans (end exclusive)."""
+
+    model_config = _config
+
+    attribute: Literal[ATTRIBUTES]  # type: ignore[valid-type]
+    cues: tuple[Span, ...]
+
+    @field_validator("cues", mode="before")
+    @classmethod
+    def _cue_shape(cls, v: Any) -> Any:
+        spans = _spans(v, "cues")
+        if not spans:
+            raise ValueError("a group needs at least 1 cue")
+        return spans
+
+    @model_validator(mode="after")
+    def _cues_do_not_overlap(self) -> "CueGroup":
+        clash = first_overlap(list(self.cues))
+        if clash:
+            raise ValueError(f"cues {list(clash[0])} and {list(clash[1])} overlap")
+        return self
+
+
+class QLDocument(BaseModel):
+    """A QuasiLeak corpus document (QUASILEAK.md section 4)."""
+
+    model_config = _config
+
+    doc_id: str = Field(min_length=1)
+    split: Literal[SPLITS]  # type: ignore[valid-type]
+    context_id: str = Field(min_length=1)
+    recipient: str | None = None
+    purpose: str | None = None
+    text: str
+    profile: dict[str, Any]
+    policy: dict[str, Literal[POLICY_LABELS]]  # type: ignore[valid-type]
+    groups: tuple[CueGroup, ...]
+    distractors: tuple[Span, ...] = ()
+
+    @field_validator("distractors", mode="before")
+    @classmethod
+    def _distractor_shape(cls, v: Any) -> Any:
+        return () if v is None else _spans(v, "distractors")
+
+    @model_validator(mode="after")
+    def _document_rules(self) -> "QLDocument":
+        unknown = sorted(set(self.profile) - set(ATTRIBUTES))
+        if unknown:
+            raise ValueError(f"profile has unknown attributes: {', '.join(unknown)}")
+        missing = [a for a in ATTRIBUTES if a not in self.policy]
+        extra = sorted(set(self.policy) - set(ATTRIBUTES))
+        if missing or extra:
+            raise ValueError("policy must label exactly the 8 attributes"
+                             + (f"; missing {', '.join(missing)}" if missing else "")
+                             + (f"; unknown {', '.join(extra)}" if extra else ""))
+        n = len(self.text)
+        all_cues: list[Span] = []
+        for gi, g in enumerate(self.groups):
+            if not 2 <= len(g.cues) <= 4:
+                raise ValueError(f"groups[{gi}] has {len(g.cues)} cues; gold groups have 2-4")
+            check_span_bounds(list(g.cues), n, f"groups[{gi}].cues")
+            all_cues.extend(g.cues)
+        clash = first_overlap(all_cues)
+        if clash:
+            raise ValueError(f"gold cues {list(clash[0])} and {list(clash[1])} overlap")
+        check_span_bounds(list(self.distractors), n, "distractors")
+        return self
+
+
+class QLPrediction(BaseModel):
+    """A detector's flagged groups for one document. Context: ``documents`` maps doc_id -> text
+    length."""
+
+    model_config = _config
+
+    doc_id: str = Field(min_length=1)
+    detector: str = Field(min_length=1)
+    groups: tuple[CueGroup, ...] = ()
+
+    @model_validator(mode="after")
+    def _spans_inside_document(self, info: ValidationInfo) -> "QLPrediction":
+        docs = _context(info, "documents")
+        if docs is None:
+            return self
+        length = docs.get(self.doc_id)
+        if length is None:
+            raise ValueError(f"unknown doc_id {self.doc_id!r} (ingest the corpus first)")
+        for gi, g in enumerate(self.groups):
+            check_span_bounds(list(g.cues), length, f"groups[{gi}].cues")
+        return self
+
+
+def describe_error(exc: ValidationError) -> tuple[str | None, str]:
+    """(field, reason) for the first error of a pydantic ValidationError, in plain words."""
+    err = exc.errors(include_url=False)[0]
+    loc = ".".join(str(p) for p in err["loc"])
+    msg = err["msg"]
+    if msg.startswith("Value error, "):
+        msg = msg[len("Value error, "):]
+    if err["type"] == "missing":
+        msg = "required field is missing"
+    elif err["type"] == "json_invalid":
+        return None, "line is not valid JSON: " + str(err.get("ctx", {}).get("error", msg))
+    elif err["type"] in ("model_type", "model_attributes_type", "dict_type") and not loc:
+        return None, "line is not a JSON object"
+    elif "input" in err and err["type"] not in ("missing",) and loc:
+        shown = repr(err["input"])
+        msg = f"{msg} (got {shown[:60]})"
+    return loc or None, msg

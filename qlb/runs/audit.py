@@ -1,0 +1,313 @@
+"""Running the audits a dataset's data allows and storing them as one run in the warehouse.
+
+Refusal, QuasiLeak detector scores, secret-recovery decoding, downstream utility and
+privacy-utility fronts, output defenses and WCPQ. ``AuditOptions`` says what to run; each audit
+is one function below that fills the run's results and returns the tables it stores; whatever
+the data does not allow is skipped and named in ``AuditRun.skipped``.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Any, Callable, Sequence
+
+import duckdb
+import pandas as pd
+
+from qlb.quasileak.leaderboard import score_tables, scoring_split
+from qlb.quasileak.scoring import METRIC_KEYS
+from qlb.runs.decoding import chosen_models, decoding_frame
+from qlb.runs.quasileak import load_corpus, load_predictions
+from qlb.runs.refusal import NO_REFUSAL, load_refusal_input, refusal_tables
+from qlb.stats.bootstrap import N_BOOT, SEED
+from qlb.tuple import defense_audit, refusal
+from qlb.tuple.fronts import front_points
+from qlb.tuple.recovery import (
+    config_rows, config_score_rows, prediction_rows, recovery_json, recovery_tables, run_decoding, selection_rows,
+)
+from qlb.tuple.release_views import VIEWS
+from qlb.tuple.utility import (
+    DomainUtility, action_rows, policy_rows, result_tables, run_utility, utility_json,
+)
+from qlb.tuple.wcpq import policies_from_selection
+from warehouse import queries
+from warehouse.results import dataset_fingerprint, now, store_run
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[str, int, int], None]   # (stage, done, total)
+Tables = dict[str, pd.DataFrame]
+
+
+@dataclass(frozen=True)
+class AuditOptions:
+    """What one ``qlb audit`` runs.
+
+    ``decode=False`` skips the (slow) decoding audit and so the fronts; ``utility=False`` the
+    downstream utility and so the defenses, which need its frozen policies; ``defenses=False``
+    the defense audit. ``families`` restricts the decoder library (default: all five families,
+    as specified); ``defense_models`` restricts the defense audit to some models (default: all)
+    and ``defense_families`` sets its decoder families (default: prior, logistic, template).
+    Without ``force``, an earlier run over exactly the same data and parameters is reused."""
+
+    models: Sequence[str] | None = None
+    views: Sequence[str] = VIEWS
+    decode: bool = True
+    utility: bool = True
+    defenses: bool = True
+    families: set[str] | None = None
+    defense_models: Sequence[str] | None = None
+    defense_families: set[str] | None = None
+    jobs: int = 1
+    force: bool = False
+    n_boot: int = N_BOOT
+    seed: int = SEED
+    quasileak_split: str = "test"
+
+    @property
+    def run_defenses(self) -> bool:
+        """The defense audit needs the decoding and the utility audit of the same run."""
+        return self.defenses and self.decode and self.utility
+
+    def parameters(self) -> dict[str, Any]:
+        """The run parameters as stored with the run (and compared to reuse an earlier run)."""
+        defended = self.run_defenses
+        return {"audits": ["refusal", "quasileak"] + (["decoding"] if self.decode else [])
+                + (["utility"] if self.utility else []) + (["defenses"] if defended else []),
+                "defense_models": sorted(self.defense_models) if (defended and self.defense_models) else None,
+                "defense_families": sorted(self.defense_families or defense_audit.DEFENSE_FAMILIES) if defended else None,
+                "models": sorted(self.models) if self.models else None, "quasileak_split": self.quasileak_split,
+                "n_boot": self.n_boot, "seed": self.seed, "views": list(self.views) if self.decode else None,
+                "families": sorted(self.families) if (self.decode and self.families) else None}
+
+
+@dataclass
+class AuditRun:
+    """One stored (or reused) audit run and its result tables."""
+
+    run_id: str
+    dataset_id: str
+    reused: bool
+    refusal_summary: pd.DataFrame | None = None
+    ql_scores: pd.DataFrame | None = None
+    recovery: pd.DataFrame | None = None
+    differences: pd.DataFrame | None = None
+    selections: pd.DataFrame | None = None
+    utility: pd.DataFrame | None = None
+    utility_differences: pd.DataFrame | None = None
+    fronts: pd.DataFrame | None = None
+    defenses: pd.DataFrame | None = None
+    defense_costs: pd.DataFrame | None = None
+    skipped: dict[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``qlb audit --json`` summary (CONTRACT.md section 2)."""
+        out: dict[str, Any] = {"run_id": self.run_id, "dataset": self.dataset_id,
+                               "test_used_for_selection": False, "reused_existing_run": self.reused}
+        if self.recovery is not None:
+            out["recovery"] = recovery_json(self.recovery)
+        if self.utility is not None:
+            out["utility"] = utility_json(self.utility)
+        if self.defenses is not None:
+            out["defenses"] = defense_audit.defenses_json(self.defenses)
+        if self.refusal_summary is not None:
+            out["refusal"] = refusal.to_contract_json(self.refusal_summary)
+        if self.ql_scores is not None:
+            out["quasileak"] = quasileak_json(self.ql_scores)
+        out["skipped"] = self.skipped
+        return out
+
+
+def run_audits(con: duckdb.DuckDBPyConnection, dataset_id: str, options: AuditOptions | None = None,
+               progress: Progress | None = None, **changes: Any) -> AuditRun:
+    """Run every audit the dataset allows and store it as one run (read-write handle).
+
+    ``options`` (default ``AuditOptions()``) says what to run; keyword ``changes`` override
+    single options (``run_audits(con, ds, decode=False)``)."""
+    opts = replace(options or AuditOptions(), **changes)
+    _check(con, dataset_id, opts)
+    params = opts.parameters()
+    fingerprint = dataset_fingerprint(con, dataset_id)
+    if not opts.force:
+        earlier = _stored_run(con, dataset_id, fingerprint, params)
+        if earlier is not None:
+            return earlier
+    started = now()
+    run = AuditRun(_new_run_id(started), dataset_id, False)
+    tables: Tables = {}
+    tables.update(_refusal_audit(con, run, opts))
+    tables.update(_quasileak_audit(con, run, opts))
+    models = chosen_models(con, dataset_id, opts.models)
+    frames = {m: decoding_frame(con, dataset_id, m) for m in models} if (opts.decode or opts.utility) else {}
+    tables.update(_decoding_audit(frames, run, opts, progress))
+    selected, utility_tables = _utility_audit(frames, run, opts, progress)
+    tables.update(utility_tables)
+    tables.update(_fronts(run))
+    for name, frame in _defense_audit(frames, selected, run, opts, progress).items():
+        tables[name] = pd.concat([tables[name], frame], ignore_index=True) if name in tables else frame
+    store_run(con, run_id=run.run_id, dataset_id=dataset_id, kind="audit", parameters=params,
+              fingerprint=fingerprint, started=started, tables=tables)
+    log.info("stored run %s for %s", run.run_id, dataset_id)
+    return run
+
+
+def _check(con: duckdb.DuckDBPyConnection, dataset_id: str, opts: AuditOptions) -> None:
+    if queries.fetch_df(con, "dataset_by_id", [dataset_id]).empty:
+        raise ValueError(f"no dataset {dataset_id!r} in the warehouse")
+    unknown = [v for v in opts.views if v not in VIEWS]
+    if unknown:
+        raise ValueError(f"unknown view(s) {', '.join(unknown)}; expected {', '.join(VIEWS)}")
+
+
+def _new_run_id(started: datetime) -> str:
+    return f"run-{started:%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
+
+
+def _stored_run(con: duckdb.DuckDBPyConnection, dataset_id: str, fingerprint: str,
+                params: dict[str, Any]) -> AuditRun | None:
+    """The newest run over the same data with the same parameters, or None."""
+    earlier = queries.fetch_df(con, "latest_run_of_fingerprint",
+                               [dataset_id, "audit", fingerprint, json.dumps(params, sort_keys=True)])
+    if earlier.empty:
+        return None
+    run_id = str(earlier["run_id"][0])
+    stored = {name: queries.fetch_df(con, name, [run_id])
+              for name in ("refusal_results", "ql_scores", "recovery_results", "utility_results", "defense_results")}
+    present = {name: (None if frame.empty else frame) for name, frame in stored.items()}
+    run = AuditRun(run_id, dataset_id, True, present["refusal_results"], present["ql_scores"],
+                   present["recovery_results"], utility=present["utility_results"],
+                   defenses=present["defense_results"])
+    if run.refusal_summary is None:
+        run.skipped["refusal"] = NO_REFUSAL
+    if run.ql_scores is None:
+        run.skipped["quasileak"] = "no QuasiLeak corpus with detector predictions in this dataset"
+    return run
+
+
+def _stage(progress: Progress | None, stage: str) -> Callable[[int, int], None] | None:
+    return (lambda done, total: progress(stage, done, total)) if progress else None
+
+
+def _refusal_audit(con: duckdb.DuckDBPyConnection, run: AuditRun, opts: AuditOptions) -> Tables:
+    """Refusal: does selecting WITHHOLD protect the mechanism (TUPLE.md section 3)."""
+    inputs = load_refusal_input(con, run.dataset_id, opts.models)
+    if inputs.empty:
+        run.skipped["refusal"] = NO_REFUSAL
+        return {}
+    run.refusal_summary, tables = refusal_tables(inputs)
+    return tables
+
+
+def _quasileak_audit(con: duckdb.DuckDBPyConnection, run: AuditRun, opts: AuditOptions) -> Tables:
+    """QuasiLeak: every stored detector's predictions scored on the scoring split."""
+    corpus = load_corpus(con, run.dataset_id)
+    predictions = load_predictions(con, run.dataset_id) if corpus else {}
+    if not corpus:
+        run.skipped["quasileak"] = "no QuasiLeak corpus in this dataset"
+        return {}
+    if not predictions:
+        run.skipped["quasileak"] = "the corpus has no detector predictions (run `qlb quasileak run` or ingest some)"
+        return {}
+    split = scoring_split(corpus, opts.quasileak_split)
+    run.ql_scores = score_tables(corpus, predictions, split, opts.n_boot, opts.seed)
+    return {"ql_scores": run.ql_scores}
+
+
+def _decoding_audit(frames: dict[str, pd.DataFrame], run: AuditRun, opts: AuditOptions,
+                    progress: Progress | None) -> Tables:
+    """Secret recovery per (model, view) with pair-clustered intervals (TUPLE.md section 4)."""
+    if not opts.decode:
+        run.skipped["decoding"] = "not requested (decode=False)"
+        return {}
+    if not frames:
+        run.skipped["decoding"] = "no native responses in this dataset"
+        return {}
+    results = run_decoding(frames, opts.views, opts.jobs, opts.families, _stage(progress, "decoding"),
+                           skipped=run.skipped)
+    if not results:
+        return {}
+    preds = prediction_rows(results)
+    run.recovery, run.differences = recovery_tables(preds, opts.n_boot, opts.seed)
+    run.selections = selection_rows(results)
+    return {"decoder_predictions": preds, "decoder_selections": run.selections, "decoder_configs": config_rows(results),
+            "decoder_config_scores": config_score_rows(results), "recovery_results": run.recovery,
+            "recovery_differences": run.differences}
+
+
+def _utility_audit(frames: dict[str, pd.DataFrame], run: AuditRun, opts: AuditOptions,
+                   progress: Progress | None) -> tuple[list[DomainUtility], Tables]:
+    """Downstream utility: each view priced in three workflows under six cost profiles
+    (TUPLE.md section 5); returns the per-domain results too (their frozen policies feed WCPQ)."""
+    if not opts.utility:
+        run.skipped["utility"] = "not requested (utility=False)"
+        return [], {}
+    if not frames:
+        run.skipped["utility"] = "no native responses in this dataset"
+        return [], {}
+    results = run_utility(frames, opts.views, opts.jobs, _stage(progress, "utility"), skipped=run.skipped)
+    if not results:
+        return [], {}
+    actions = action_rows(results)
+    run.utility, run.utility_differences = result_tables(actions, opts.n_boot, opts.seed)
+    policies, recipients = policy_rows(results)
+    return results, {"policy_actions": actions, "utility_policies": policies, "recipient_models": recipients,
+                     "utility_results": run.utility, "utility_differences": run.utility_differences}
+
+
+def _fronts(run: AuditRun) -> Tables:
+    """Privacy-utility fronts: needs recovery and utility from the same run."""
+    if run.recovery is None or run.utility is None:
+        run.skipped["fronts"] = "needs both the decoding audit and the utility audit in the same run"
+        return {}
+    run.fronts = front_points(run.recovery, run.utility)
+    return {"front_points": run.fronts}
+
+
+def _defense_audit(frames: dict[str, pd.DataFrame], selected: list[DomainUtility], run: AuditRun,
+                   opts: AuditOptions, progress: Progress | None) -> Tables:
+    """Output defenses and WCPQ against the utility audit's frozen full-native policies
+    (TUPLE.md section 7)."""
+    if not opts.run_defenses:
+        run.skipped["defenses"] = "needs both the decoding audit and the utility audit (and defenses=True)"
+        return {}
+    if run.utility is None:
+        run.skipped["defenses"] = "no utility results to take the frozen full-native policies from"
+        return {}
+    targets = [m for m in frames if not opts.defense_models or m in opts.defense_models]
+    policies = {m: policies_from_selection([s for r in selected if r.model == m for s in r.selected]) for m in targets}
+    results = defense_audit.run_defenses({m: frames[m] for m in targets}, policies, opts.jobs,
+                                         frozenset(opts.defense_families or defense_audit.DEFENSE_FAMILIES),
+                                         progress=_stage(progress, "defenses"), skipped=run.skipped)
+    if not results:
+        return {}
+    preds = defense_audit.prediction_rows(results)
+    run.defenses, run.defense_costs = defense_audit.result_tables(results, preds, opts.n_boot, opts.seed)
+    return {"decoder_predictions": preds, "defense_releases": defense_audit.release_rows(results),
+            "defense_results": run.defenses, "defense_costs": run.defense_costs}
+
+
+def quasileak_json(scores: pd.DataFrame) -> dict:
+    """ql_scores rows -> the ``qlb quasileak score`` JSON shape (CONTRACT.md section 2)."""
+    out: dict[str, Any] = {"detectors": {}}
+    for det, sub in scores.groupby("detector", sort=True):
+        entry: dict[str, Any] = {"all": {}, "by_arity": {}, "by_attribute": {}}
+        for kind, key in (("all", None), ("arity", "by_arity"), ("attribute", "by_attribute")):
+            part = sub[sub["slice_kind"] == kind]
+            for name, rows in part.groupby("slice", sort=True):
+                metrics = {m: _value(v, m) for m, v in zip(rows["metric"], rows["value"])}
+                metrics = {k: metrics.get(k) for k in METRIC_KEYS}
+                if key is None:
+                    entry["all"] = metrics
+                else:
+                    entry[key][name] = metrics
+        out["detectors"][det] = entry
+    return out
+
+
+def _value(v: Any, metric: str) -> Any:
+    if v is None or pd.isna(v):
+        return None
+    return int(v) if metric in ("targets", "predicted_groups") else float(v)

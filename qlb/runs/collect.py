@@ -1,0 +1,290 @@
+"""``qlb collect``: ask a model about every world of a dataset and store its answers
+(COLLECT.md; paper Appendix A.1, E.1-E.3: every response collected once, saved, and every
+release view derived from the saved response).
+
+Dispatch: ``concurrency`` worker threads (default one request in flight), ``interval`` seconds
+between dispatches, retries only when asked. Answers are validated and stored by the main thread
+in small batches while the workers keep asking. A world that already has a stored response is
+never asked again (``replace_invalid`` asks again exactly the worlds whose stored response is
+invalid or unavailable). An HTTP 408/429/5xx, a timeout or a connection error stops the
+collection once its retries are spent: the answers so far stay stored and the same command
+resumes.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Callable, Sequence
+
+import duckdb
+
+from qlb.collect.requests import INSTRUCTION_VERSION, PROBES, body_sha256, request_body
+from qlb.collect.transports import (
+    OpenAITransport, PythonTransport, Reply, Transport, TypedTransport, call_with_retries,
+)
+from qlb.records.ontology import load_ontology
+from warehouse import queries
+from warehouse.answers import Answer, AnswerStore, Call, CollectionInfo, stored_worlds
+
+log = logging.getLogger(__name__)
+
+TRANSPORTS: tuple[str, ...] = ("typed", "openai", "python")
+BATCH_SIZE = 64              # answers per transaction
+FLUSH_SECONDS = 1.0          # and at least this often
+
+
+class CollectError(ValueError):
+    """Bad collection settings a user can fix (the message says which option)."""
+
+
+@dataclass(frozen=True)
+class CollectOptions:
+    """One ``qlb collect`` command (COLLECT.md section 4)."""
+
+    probe: str
+    dataset_id: str
+    model: str
+    transport: str
+    base_url: str | None = None
+    path: str = "/v1/decisions"
+    endpoint_model: str | None = None
+    api_key_env: str | None = None
+    answer: str = "json"
+    schema: bool = True
+    target: str | None = None
+    splits: Sequence[str] | None = None
+    limit: int | None = None
+    interval: float = 0.0
+    timeout: float = 180.0
+    concurrency: int = 1
+    retries: int = 0
+    backoff: float = 1.0
+    replace_invalid: bool = False
+
+    def check(self) -> None:
+        """Raise CollectError for settings that cannot work (before anything is asked)."""
+        if self.probe not in PROBES:
+            raise CollectError(f"unknown probe {self.probe!r}; expected native or refusal")
+        if self.transport not in TRANSPORTS:
+            raise CollectError(f"unknown transport {self.transport!r}; expected {', '.join(TRANSPORTS)}")
+        if self.transport in ("typed", "openai") and not self.base_url:
+            raise CollectError(f"--transport {self.transport} needs --base-url")
+        if self.transport == "openai" and not self.endpoint_model:
+            raise CollectError("--transport openai needs --endpoint-model (the server's model name)")
+        if self.transport == "python" and not self.target:
+            raise CollectError("--transport python needs --target module:function")
+        if self.concurrency < 1 or self.retries < 0 or self.interval < 0 or self.timeout <= 0:
+            raise CollectError("--concurrency must be >= 1, --retries and --interval >= 0, --timeout > 0")
+        if self.limit is not None and self.limit < 0:
+            raise CollectError("--limit must be >= 0")
+        if self.api_key_env and os.environ.get(self.api_key_env) is None:
+            raise CollectError(f"--api-key-env {self.api_key_env}: that environment variable is not set")
+
+    @property
+    def endpoint(self) -> str:
+        """Where the answers come from (a URL or module:function)."""
+        if self.transport == "python":
+            return str(self.target)
+        suffix = "/chat/completions" if self.transport == "openai" else self.path
+        return str(self.base_url).rstrip("/") + suffix
+
+    def settings(self) -> dict[str, Any]:
+        """The settings stored with the collection (never the key itself, only its variable's name)."""
+        out: dict[str, Any] = {"interval": self.interval, "timeout": self.timeout, "concurrency": self.concurrency,
+                               "retries": self.retries, "replace_invalid": self.replace_invalid,
+                               "splits": list(self.splits) if self.splits else None, "limit": self.limit,
+                               "api_key_env": self.api_key_env}
+        if self.transport == "openai":
+            out.update(answer=self.answer, schema=self.schema if self.answer == "json" else None)
+        return out
+
+
+@dataclass
+class CollectResult:
+    """The ``qlb collect --json`` summary."""
+
+    collection_id: str | None
+    model: str
+    probe: str
+    asked: int = 0
+    stored: int = 0
+    valid: int = 0
+    invalid: int = 0
+    unavailable: int = 0
+    skipped_existing: int = 0
+    stopped: str | None = None
+    latencies_ms: list[float] = field(default_factory=list, repr=False)
+
+    def to_json(self) -> dict[str, Any]:
+        """The keys COLLECT.md section 4 fixes."""
+        return {"collection_id": self.collection_id, "model": self.model, "probe": self.probe, "asked": self.asked,
+                "stored": self.stored, "valid": self.valid, "invalid": self.invalid,
+                "unavailable": self.unavailable, "skipped_existing": self.skipped_existing, "stopped": self.stopped}
+
+
+def make_transport(opts: CollectOptions) -> Transport:
+    """The transport the options name (the API key read from its environment variable here)."""
+    key = os.environ.get(opts.api_key_env) if opts.api_key_env else None
+    if opts.transport == "typed":
+        return TypedTransport(str(opts.base_url), opts.path, key, opts.timeout)
+    if opts.transport == "openai":
+        return OpenAITransport(str(opts.base_url), str(opts.endpoint_model), opts.answer, opts.schema, key,
+                               opts.timeout)
+    try:
+        return PythonTransport(str(opts.target))
+    except ValueError as exc:
+        raise CollectError(str(exc)) from None
+
+
+def planned_worlds(con: duckdb.DuckDBPyConnection, opts: CollectOptions) -> tuple[list[dict[str, Any]], int]:
+    """(the worlds to ask, in world_id order; how many were skipped for a stored response)."""
+    if queries.fetch_df(con, "dataset_by_id", [opts.dataset_id]).empty:
+        raise CollectError(f"no dataset {opts.dataset_id!r} in the warehouse (ingest its worlds first)")
+    worlds = queries.fetch_df(con, "collect_worlds", [opts.dataset_id])
+    if worlds.empty:
+        raise CollectError(f"dataset {opts.dataset_id!r} has no worlds (ingest them first)")
+    if opts.splits:
+        worlds = worlds[worlds["split"].isin(list(opts.splits))]
+    stored = stored_worlds(con, opts.dataset_id, opts.model, opts.probe)
+    if opts.replace_invalid:
+        wanted = set(stored.loc[stored["replaceable"], "world_id"])
+        todo = worlds[worlds["world_id"].isin(wanted)]
+        skipped = len(worlds) - len(todo)
+    else:
+        done = set(stored["world_id"])
+        todo = worlds[~worlds["world_id"].isin(done)]
+        skipped = len(worlds) - len(todo)
+    rows = todo.to_dict("records")
+    if opts.limit is not None:
+        rows = rows[: opts.limit]
+    return rows, skipped
+
+
+def first_request(con: duckdb.DuckDBPyConnection, opts: CollectOptions) -> dict[str, Any] | None:
+    """The request body of the first world the command would ask (``--show-request``), or None."""
+    rows, _ = planned_worlds(con, opts)
+    if not rows:
+        return None
+    world = rows[0]
+    return request_body(world, load_ontology().domain(world["domain"]), opts.probe,
+                        opts.endpoint_model or opts.model)
+
+
+Progress = Callable[[int, int], None]       # (answers stored so far, worlds to ask)
+
+
+def collect(con: duckdb.DuckDBPyConnection, opts: CollectOptions, transport: Transport | None = None,
+            progress: Progress | None = None, sleep: Callable[[float], None] = time.sleep) -> CollectResult:
+    """Ask every planned world once and store the answers (read-write handle). Returns the
+    counts; ``stopped`` says why the collection ended early (None when it finished)."""
+    opts.check()
+    rows, skipped = planned_worlds(con, opts)
+    result = CollectResult(None, opts.model, opts.probe, skipped_existing=skipped)
+    if not rows:
+        return result
+    own_transport = transport is None
+    transport = transport or make_transport(opts)
+    collection_id = f"col-{datetime.now(timezone.utc):%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
+    info = CollectionInfo(opts.dataset_id, opts.model, opts.probe, opts.transport, opts.endpoint,
+                          opts.endpoint_model, opts.settings(), INSTRUCTION_VERSION)
+    store = AnswerStore(con, info, collection_id, skipped)
+    result.collection_id = collection_id
+    try:
+        _dispatch(rows, opts, transport, store, result, progress, sleep)
+    finally:
+        if own_transport:
+            transport.close()
+    for k in ("asked", "stored", "valid", "invalid", "unavailable"):
+        setattr(result, k, getattr(store.counts, k))
+    log.info("collection %s: %d stored (%d valid, %d invalid, %d unavailable)%s", collection_id, result.stored,
+             result.valid, result.invalid, result.unavailable, f"; stopped: {result.stopped}" if result.stopped else "")
+    return result
+
+
+def _dispatch(rows: list[dict[str, Any]], opts: CollectOptions, transport: Transport, store: AnswerStore,
+              result: CollectResult, progress: Progress | None, sleep: Callable[[float], None]) -> None:
+    """Workers ask; this thread validates and stores in batches."""
+    ontology = load_ontology()
+    endpoint_model = opts.endpoint_model or opts.model
+    todo: queue.SimpleQueue = queue.SimpleQueue()
+    for w in rows:
+        todo.put(w)
+    done: queue.SimpleQueue = queue.SimpleQueue()
+    stop = threading.Event()
+    pace = threading.Lock()
+    next_dispatch = [time.monotonic()]
+
+    def worker() -> None:
+        while not stop.is_set():
+            try:
+                world = todo.get_nowait()
+            except queue.Empty:
+                return
+            if opts.interval > 0:
+                with pace:
+                    wait = next_dispatch[0] - time.monotonic()
+                    if wait > 0:
+                        sleep(wait)
+                    next_dispatch[0] = max(time.monotonic(), next_dispatch[0]) + opts.interval
+            if stop.is_set():
+                return
+            body = request_body(world, ontology.domain(world["domain"]), opts.probe, endpoint_model)
+            replies = call_with_retries(transport, body, opts.probe, opts.retries, opts.backoff, sleep)
+            if replies[-1].outcome == "stop":
+                stop.set()
+            done.put((world["world_id"], body_sha256(body), replies))
+
+    threads = [threading.Thread(target=worker, name=f"qlb-collect-{i}", daemon=True)
+               for i in range(min(opts.concurrency, len(rows)))]
+    for t in threads:
+        t.start()
+    batch: list[Answer] = []
+    stop_calls: list[Call] = []
+    last_flush = time.monotonic()
+    try:
+        while any(t.is_alive() for t in threads) or not done.empty():
+            try:
+                world_id, sha, replies = done.get(timeout=0.05)
+            except queue.Empty:
+                world_id = None
+            if world_id is not None:
+                calls = [_call(world_id, i, sha, r) for i, r in enumerate(replies, start=1)]
+                result.latencies_ms += [r.latency_ms for r in replies]
+                last = replies[-1]
+                if last.outcome == "stop":
+                    stop_calls += calls
+                    result.stopped = result.stopped or f"{last.reason} (world {world_id})"
+                else:
+                    batch.append(Answer(world_id, last.outcome, last.fields, last.reason, calls))
+            if batch and (len(batch) >= BATCH_SIZE or time.monotonic() - last_flush >= FLUSH_SECONDS):
+                store.store(batch, opts.replace_invalid)
+                batch, last_flush = [], time.monotonic()
+                if progress:
+                    progress(store.counts.stored, len(rows))
+    except KeyboardInterrupt:
+        stop.set()
+        for t in threads:
+            t.join(timeout=opts.timeout + 1)
+        result.stopped = "interrupted (Ctrl+C)"
+        while not done.empty():
+            world_id, sha, replies = done.get()
+            if replies[-1].outcome != "stop":
+                batch.append(Answer(world_id, replies[-1].outcome, replies[-1].fields, replies[-1].reason,
+                                    [_call(world_id, i, sha, r) for i, r in enumerate(replies, start=1)]))
+    if batch:
+        store.store(batch, opts.replace_invalid, result.stopped)
+    if stop_calls or result.stopped:
+        store.archive_only(stop_calls, result.stopped)
+    if progress:
+        progress(store.counts.stored, len(rows))
+
+
+def _call(world_id: str, attempt: int, sha: str, reply: Reply) -> Call:
+    outcome = "stop" if reply.outcome == "stop" else reply.outcome
+    return Call(world_id, attempt, sha, reply.status, reply.latency_ms, reply.raw, outcome, reply.reason)

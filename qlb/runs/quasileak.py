@@ -1,0 +1,71 @@
+"""Running detectors over a stored corpus and scoring stored predictions (warehouse side)."""
+from __future__ import annotations
+
+import json
+import logging
+from typing import Callable
+
+import duckdb
+
+from qlb.quasileak.detectors import Detector
+from warehouse import queries
+from warehouse.ingest import insert_rows
+
+log = logging.getLogger(__name__)
+
+
+def load_corpus(con: duckdb.DuckDBPyConnection, dataset_id: str) -> dict[str, dict]:
+    """The scorer's document map for a stored corpus (text, split, context, sender profile, policy, gold groups)."""
+    docs = queries.fetch_df(con, "ql_corpus", [dataset_id])
+    groups = queries.fetch_df(con, "ql_gold_groups", [dataset_id])
+    out = {d: {"context_id": c, "split": s, "text": t, "profile": json.loads(pr), "policy": json.loads(p), "groups": []}
+           for d, s, c, t, pr, p in docs[["doc_id", "split", "context_id", "text", "profile",
+                                          "policy"]].itertuples(index=False)}
+    for doc_id, attr, cues in groups[["doc_id", "attribute", "cues"]].itertuples(index=False):
+        out[doc_id]["groups"].append((attr, tuple(tuple(c) for c in json.loads(cues))))
+    return out
+
+
+def load_predictions(con: duckdb.DuckDBPyConnection, dataset_id: str) -> dict[str, dict[str, list]]:
+    """Every detector's stored predictions: detector -> doc_id -> [(attribute, cue spans)]."""
+    rows = queries.fetch_df(con, "ql_prediction_rows", [dataset_id])
+    out: dict[str, dict[str, list]] = {}
+    for det, doc, groups, _failure in rows.itertuples(index=False):
+        out.setdefault(det, {})[doc] = [(g["attribute"], tuple(tuple(c) for c in g["cues"]))
+                                        for g in json.loads(groups)]
+    return out
+
+
+def run_detector(con: duckdb.DuckDBPyConnection, dataset_id: str, detector: Detector, split: str | None = "test",
+                 progress: Callable[[int, int], None] | None = None) -> dict[str, int]:
+    """Run ``detector`` on the corpus (one split or all) and store its predictions, replacing
+    that detector's earlier predictions for those documents, in one transaction."""
+    corpus = load_corpus(con, dataset_id)
+    ids = [d for d, doc in corpus.items() if split is None or doc["split"] == split]
+    if not ids:
+        raise ValueError(f"dataset {dataset_id!r} has no QuasiLeak documents" + (f" in split {split!r}" if split else ""))
+    rows = {"dataset_id": dataset_id, "detector": detector.name, "doc_id": [], "groups": [], "n_groups": [],
+            "ingest_id": 0, "line_no": [], "failure": []}
+    failures = 0
+    for i, doc_id in enumerate(ids, start=1):
+        doc = corpus[doc_id]
+        result = detector.detect(doc["text"], doc["profile"], doc["policy"], doc["groups"])
+        failures += result.failure is not None
+        rows["doc_id"].append(doc_id)
+        rows["groups"].append(json.dumps([{"attribute": a, "cues": [list(c) for c in cues]} for a, cues in result.groups]))
+        rows["n_groups"].append(len(result.groups))
+        rows["line_no"].append(i)
+        rows["failure"].append(result.failure)
+        if progress and i % 100 == 0:
+            progress(i, len(ids))
+    con.begin()
+    try:
+        queries.execute(con, "ql_delete_detector_predictions", [dataset_id, detector.name, ids])
+        insert_rows(con, "ql_predictions", rows)
+        queries.execute(con, "ql_upsert_detector", [dataset_id, detector.name, bool(detector.simulated),
+                                                    next(iter((type(detector).__doc__ or "").strip().splitlines()), "")])
+        con.commit()
+    except Exception:
+        con.rollback()
+        raise
+    return {"documents": len(ids), "failures": failures}

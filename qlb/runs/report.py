@@ -1,0 +1,36 @@
+"""``qlb report`` and the sidebar download: load one stored audit run and render it
+(qlb.present.report draws the HTML)."""
+from __future__ import annotations
+
+import duckdb
+
+from qlb.present.report import RunData, render_report
+from warehouse import queries
+
+
+def load_run(con: duckdb.DuckDBPyConnection, run_id: str | None = None, dataset: str | None = None) -> RunData:
+    """The run (default: the newest audit run of the dataset with the most results) and its tables."""
+    runs = queries.fetch_df(con, "all_runs", [])
+    if runs.empty:
+        raise ValueError("the warehouse holds no audit run yet (run `qlb demo` or `qlb audit`)")
+    if run_id is None:
+        pool = runs if dataset is None else runs[runs["dataset_id"] == dataset]
+        if pool.empty:
+            raise ValueError(f"no audit run for dataset {dataset!r}")
+        run_id = str(pool.sort_values(["n_results", "started_at"], ascending=False)["run_id"].iloc[0])
+    match = runs[runs["run_id"] == run_id]
+    if match.empty:
+        raise ValueError(f"no run {run_id!r} in the warehouse")
+    run = match.iloc[0]
+    ds = queries.fetch_df(con, "datasets")
+    ds = ds[ds["dataset_id"] == run["dataset_id"]].iloc[0]
+    get = lambda name: queries.fetch_df(con, name, [run_id])   # noqa: E731
+    models = queries.fetch_df(con, "models_with_responses", [run["dataset_id"]])["model"].tolist()
+    return RunData(run, ds, get("refusal_results"), get("recovery_results"), get("recovery_differences"),
+                   get("utility_results"), get("utility_differences"), get("front_points"), get("defense_results"),
+                   get("defense_costs"), get("ql_scores"), models)
+
+
+def build_report(con: duckdb.DuckDBPyConnection, run_id: str | None = None, dataset: str | None = None) -> str:
+    """The self-contained HTML report of ``run_id`` (default: the dataset's most complete run)."""
+    return render_report(load_run(con, run_id, dataset))

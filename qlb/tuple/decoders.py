@@ -1,0 +1,398 @@
+"""The attacker's decoder library (TUPLE.md section 4), as scikit-learn-style estimators.
+
+Each decoder takes a DataFrame of worlds with their (view-restricted) release and returns
+P(S = s1) with ``predict_proba(X)[:, 1]``, where s1 is the second of the sorted hypotheses.
+Parameters are stored verbatim in ``__init__``; learned state ends in an underscore; encoders
+are fitted inside ``fit`` on training rows only, so ``sklearn.base.clone`` gives a fresh copy.
+"""
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Iterator
+
+import numpy as np
+import pandas as pd
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.linear_model import LogisticRegression
+from sklearn.preprocessing import StandardScaler
+from sklearn.utils.validation import check_is_fitted
+
+from qlb.tuple.forest import grow_forest
+from qlb.tuple.release_views import (
+    Vectorizer, condition_dicts, merge, public_dicts, quadratic, release_dicts,
+)
+
+
+def _pair_keys(X: pd.DataFrame) -> list[str]:
+    return [f"H={a}|{b}" for a, b in zip(X["hypothesis_0"], X["hypothesis_1"])]
+
+
+def _as_proba(p1: np.ndarray) -> np.ndarray:
+    p1 = np.clip(np.asarray(p1, dtype=float), 0.0, 1.0)
+    return np.column_stack([1 - p1, p1])
+
+
+class _Decoder(ClassifierMixin, BaseEstimator):
+    """A secret decoder: X is a frame of worlds (public fields, the hypothesis pair, the coarse
+    class and the release), y is 1 where the world's mechanism is the pair's s1. ``classes_`` is
+    always [0, 1] (s0, s1): a decoder fitted on one label still answers P(s1) for both."""
+
+    def _fitted(self, y: np.ndarray) -> np.ndarray:
+        """Record the label set (sklearn convention: learned state ends in ``_``)."""
+        self.classes_ = np.array([0, 1])
+        return np.asarray(y)
+
+    def predict(self, X: pd.DataFrame) -> np.ndarray:
+        """s1 (1) when P(s1) > 0.5, else s0: an exact tie names s0, so a pair whose two worlds
+        look identical gets one world right and one wrong."""
+        return (self.predict_proba(X)[:, 1] > 0.5).astype(int)
+
+
+class EmpiricalPrior(_Decoder):
+    """P(S = s1 | T, H) from the training frequencies (overall rate for unseen (T, H))."""
+
+    def __init__(self, coarse_classes: tuple[str, ...] = ()):
+        self.coarse_classes = coarse_classes
+
+    def fit(self, X: pd.DataFrame, y: np.ndarray) -> "EmpiricalPrior":
+        """Learn the training rate of s1 per (coarse class T, hypothesis pair H), and the overall rate for unseen (T,
+        H)."""
+        y = self._fitted(y).astype(float)
+        keys = [f"{t}|{k}" for t, k in zip(X["coarse"], _pair_keys(X))]
+        frame = pd.DataFrame({"k": keys, "y": y})
+        self.rates_ = frame.groupby("k")["y"].mean().to_dict()
+        self.overall_ = float(y.mean()) if len(y) else 0.5
+        return self
+
+    def predict_proba(self, X: pd.DataFrame) -> np.ndarray:
+        """[P(s0), P(s1)] per world: the training rate of its (T, H), else the overall rate."""
+        check_is_fitted(self)
+        keys = [f"{t}|{k}" for t, k in zip(X["coarse"], _pair_keys(X))]
+        return _as_proba([self.rates_.get(k, self.overall_) for k in keys])
+
+
+_MEMO: dict = {}
+_MEMO_ACTIVE = [False]
+
+
+@contextmanager
+def feature_memo() -> Iterator[None]:
+    """Within this block, configurations that build the same features (same kind, same rows)
+    share one fitted vectorizer and scaler and their matrices instead of rebuilding them: the
+    library fits up to 27 configurations x 5 folds on the same worlds. The caller guarantees
+    that a world's release does not change inside the block (``fit_view`` does); the memo is
+    emptied on entry and exit. Results are identical to unshared fitting."""
+    _MEMO.clear()
+    _MEMO_ACTIVE[0] = True
+    try:
+        yield
+    finally:
+        _MEMO_ACTIVE[0] = False
+        _MEMO.clear()
+
+
+class _FeatureDecoder(_Decoder):
+    """Shared plumbing: build feature dicts, vectorize on train, optionally standardize."""
+
+    standardize = True
+
+    def _dicts(self, X: pd.DataFrame) -> list[dict]:
+        raise NotImplementedError
+
+    def _kind(self) -> tuple:
+        """What determines this decoder's feature dicts (besides the rows)."""
+        return (type(self).__name__, tuple(self.coarse_classes))
+
+    def _memo_key(self, X: pd.DataFrame, *extra) -> tuple | None:
+        if not _MEMO_ACTIVE[0] or "world_id" not in X.columns:
+            return None
+        return (*extra, self._kind(), tuple(X["world_id"]))
+
+    def _fit_features(self, X: pd.DataFrame) -> np.ndarray:
+        key = self._memo_key(X, "fit")
+        hit = _MEMO.get(key) if key else None
+        if hit is None:
+            vec = Vectorizer()
+            Z = vec.fit_transform(self._dicts(X))
+            scaler = StandardScaler().fit(Z) if self.standardize else None
+            hit = (vec, scaler, scaler.transform(Z) if scaler is not None else Z)
+            if key:
+                _MEMO[key] = hit
+        self.vectorizer_, scaler, Z = hit
+        if scaler is not None:
+            self.scaler_ = scaler
+        return Z
+
+    def _features(self, X: pd.DataFrame) -> np.ndarray:
+        key = self._memo_key(X, "transform", id(self.vectorizer_))
+        hit = _MEMO.get(key) if key else None
+        if hit is None:
+            Z = self.vectorizer_.transform(self._dicts(X))
+            hit = self.scaler_.transform(Z) if self.standardize else Z
+            if key:
+                _MEMO[key] = hit
+        return hit
+
+
+class LogisticDecoder(_FeatureDecoder):
+    """Standardized logistic regression on public, conditioning and release features; the
+    quadratic variant adds numeric squares and products and release x hypothesis-pair terms."""
+
+    def __init__(self, C: float = 1.0, quadratic: bool = False, coarse_classes: tuple[str, ...] = (),
+                 random_state: int = 0):
+        self.C = C
+        self.quadratic = quadratic
+        self.coarse_classes = coarse_classes
+        self.random_state = random_state
+
+    def _kind(self):
+        return (*super()._kind(), self.quadratic)
+
+    def _dicts(self, X):
+        rel = release_dicts(X, self.coarse_classes, "raw")
+        if self.quadratic:
+            rel = quadratic(rel, _pair_keys(X))
+        return merge(public_dicts(X), condition_dicts(X), rel)
+
+    def fit(self, X, y):
+        """Fit the encoders and the logistic regression on the training worlds; with one label seen, P(s1) is that
+        constant."""
+        Z = self._fit_features(X)
+        y = self._fitted(y)
+        self.constant_ = float(y[0]) if len(set(y)) < 2 else None
+        if self.constant_ is None:
+            self.model_ = LogisticRegression(C=self.C, max_iter=3000, random_state=self.random_state).fit(Z, y)
+        return self
+
+    def predict_proba(self, X):
+        """[P(s0), P(s1)] per world from the logistic regression (the constant when fitted on one label)."""
+        check_is_fitted(self)
+        if self.constant_ is not None:
+            return _as_proba(np.full(len(X), self.constant_))
+        return self.model_.predict_proba(self._features(X))
+
+
+class ForestDecoder(_FeatureDecoder):
+    """Random forest (100 trees, seed 0) on unstandardized public, conditioning and release
+    features: scikit-learn's RandomForestClassifier, grown by ``qlb.tuple.forest.grow_forest`` (equal
+    probabilities, a fraction of the per-tree overhead)."""
+
+    standardize = False
+
+    def __init__(self, max_depth: int | None = None, min_samples_leaf: int = 1, coarse_classes: tuple[str, ...] = (),
+                 n_estimators: int = 100, random_state: int = 0):
+        self.max_depth = max_depth
+        self.min_samples_leaf = min_samples_leaf
+        self.coarse_classes = coarse_classes
+        self.n_estimators = n_estimators
+        self.random_state = random_state
+
+    def _dicts(self, X):
+        return merge(public_dicts(X), condition_dicts(X), release_dicts(X, self.coarse_classes, "raw"))
+
+    def fit(self, X, y):
+        """Grow the forest on the training worlds' unstandardized features."""
+        self.forest_ = grow_forest(self._fit_features(X), self._fitted(y), self.n_estimators, self.max_depth,
+                                   self.min_samples_leaf, self.random_state)
+        return self
+
+    def predict_proba(self, X):
+        """[P(s0), P(s1)] per world: the mean over trees of the leaf's share of s1."""
+        check_is_fitted(self)
+        return _as_proba(self.forest_.predict_p1(self._features(X)))
+
+
+def _sigmoid(t: np.ndarray) -> np.ndarray:
+    return 0.5 * (1.0 + np.tanh(0.5 * t))
+
+
+def fit_pairwise_scorer(Zb: np.ndarray, i1: np.ndarray, i0: np.ndarray, y: np.ndarray, C: float,
+                        n_mechanisms: int, tol: float = 1e-10, max_iter: int = 100) -> np.ndarray:
+    """Scorer weights W (one row w_s per mechanism) minimizing
+    C * sum_i log(1 + exp(-y~_i (w_s1(i) - w_s0(i)) . zb_i)) + 1/2 sum_s |w_s|^2, y~ = 2y - 1:
+    the L2 logistic regression without intercept on the pairwise design (row i is +zb_i in the
+    block of s1, -zb_i in the block of s0) that scikit-learn's LogisticRegression(C,
+    fit_intercept=False) solves.
+
+    The minimizer lies in the row space of the design, W = sum_i alpha_i (e_s1 - e_s0) zb_i^T, and
+    the design's Gram matrix is K = (M M^T) * (Zb Zb^T) with M the +1/-1 mechanism indicators, so
+    Newton's method runs on n coefficients instead of n_mechanisms x (features + 1); it converges
+    in a handful of steps to a far tighter tolerance than L-BFGS's default."""
+    n = len(y)
+    M = np.zeros((n, n_mechanisms))
+    M[np.arange(n), i1] += 1.0
+    M[np.arange(n), i0] -= 1.0
+    K = (M @ M.T) * (Zb @ Zb.T)
+    ys = 2.0 * np.asarray(y, dtype=float) - 1.0
+
+    def objective(a: np.ndarray, t: np.ndarray) -> float:
+        return C * float(np.logaddexp(0.0, -ys * t).sum()) + 0.5 * float(a @ t)
+
+    a = np.zeros(n)
+    t = np.zeros(n)
+    f = objective(a, t)
+    for _ in range(max_iter):
+        wrong = _sigmoid(-ys * t)                 # P(the other mechanism) per row
+        r = a - C * ys * wrong                    # gradient = K r
+        D = C * wrong * (1.0 - wrong)
+        step = np.linalg.solve(np.eye(n) + D[:, None] * K, r)
+        decrement = float((K @ r) @ step)         # Newton decrement squared
+        if decrement <= tol * max(1.0, abs(f)):
+            break
+        eta = 1.0
+        while True:                               # backtracking (Armijo) line search
+            a_new = a - eta * step
+            t_new = K @ a_new
+            f_new = objective(a_new, t_new)
+            if f_new <= f - 0.25 * eta * decrement or eta < 1e-8:
+                break
+            eta *= 0.5
+        a, t, f = a_new, t_new, f_new
+    return M.T @ (a[:, None] * Zb)
+
+
+class SharedScorerDecoder(_FeatureDecoder):
+    """Shared mechanism scorer: u_s(z) = w_s.z + b_s per mechanism, parameters reused across
+    hypothesis pairs, fitted with a pairwise logistic loss on u_s1 - u_s0 (L2, strength C, the
+    bias b_s penalized like the weights); solved exactly by ``fit_pairwise_scorer``."""
+
+    def __init__(self, C: float = 1.0, representation: str = "raw", coarse_classes: tuple[str, ...] = (),
+                 mechanisms: tuple[str, ...] = (), random_state: int = 0):
+        self.C = C
+        self.representation = representation
+        self.coarse_classes = coarse_classes
+        self.mechanisms = mechanisms
+        self.random_state = random_state
+
+    def _kind(self):
+        return (*super()._kind(), self.representation)
+
+    def _dicts(self, X):
+        return merge(public_dicts(X), release_dicts(X, self.coarse_classes, self.representation))
+
+    def _blocks(self, Z: np.ndarray, X: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """[z, 1] per row and the mechanism indices of s1 and s0."""
+        index = {m: i for i, m in enumerate(self.mechanisms)}
+        Zb = np.hstack([Z, np.ones((Z.shape[0], 1))])
+        i1 = np.array([index[s] for s in X["hypothesis_1"]], dtype=int)
+        i0 = np.array([index[s] for s in X["hypothesis_0"]], dtype=int)
+        return Zb, i1, i0
+
+    def fit(self, X, y):
+        """Fit the per-mechanism scorer weights with the pairwise logistic loss; with one label seen, P(s1) is that
+        constant."""
+        Z = self._fit_features(X)
+        y = self._fitted(y)
+        self.constant_ = float(y[0]) if len(set(y)) < 2 else None
+        if self.constant_ is None:
+            Zb, i1, i0 = self._blocks(Z, X)
+            self.coef_ = fit_pairwise_scorer(Zb, i1, i0, y, self.C, len(self.mechanisms))
+        return self
+
+    def decision_function(self, X) -> np.ndarray:
+        """u_s1(z) - u_s0(z) per row."""
+        check_is_fitted(self)
+        Zb, i1, i0 = self._blocks(self._features(X), X)
+        return ((self.coef_[i1] - self.coef_[i0]) * Zb).sum(axis=1)
+
+    def predict_proba(self, X):
+        """[P(s0), P(s1)] per world: the sigmoid of u_s1 - u_s0 (the constant when fitted on one label)."""
+        check_is_fitted(self)
+        if self.constant_ is not None:
+            return _as_proba(np.full(len(X), self.constant_))
+        return _as_proba(_sigmoid(self.decision_function(X)))
+
+
+class TemplateDecoder(_FeatureDecoder):
+    """Shrinkage template decoder: a Gaussian per mechanism over T and release features (no public
+    text), covariance shared within the coarse class; means shrunk toward the class mean with
+    strength ``shrink``; 'full' covariance keeps 25% of the off-diagonal (75% diagonal
+    shrinkage); all add 0.05 I. P(s1) from the log-likelihood difference of the two hypotheses."""
+
+    def __init__(self, covariance: str = "diag", shrink: float = 0.0, representation: str = "raw",
+                 coarse_classes: tuple[str, ...] = ()):
+        self.covariance = covariance
+        self.shrink = shrink
+        self.representation = representation
+        self.coarse_classes = coarse_classes
+
+    def _kind(self):
+        return (*super()._kind(), self.representation)
+
+    def _dicts(self, X):
+        return merge([{f"T={t}": 1.0} for t in X["coarse"]], release_dicts(X, self.coarse_classes, self.representation))
+
+    def fit(self, X, y):
+        """Learn the shrunk mean per mechanism and one regularized covariance (precision, log-determinant) per coarse
+        class."""
+        Z = self._fit_features(X)
+        y = self._fitted(y)
+        mech = np.where(y == 1, X["hypothesis_1"].to_numpy(), X["hypothesis_0"].to_numpy())
+        coarse = X["coarse"].to_numpy()
+        self.means_, self.precisions_, self.logdets_ = {}, {}, {}
+        self.mech_class_ = {}
+        dim = Z.shape[1]
+        for c in np.unique(coarse):
+            rows = coarse == c
+            class_mean = Z[rows].mean(axis=0)
+            resid = []
+            for m in np.unique(mech[rows]):
+                mrows = rows & (mech == m)
+                n = mrows.sum()
+                mu = (Z[mrows].sum(axis=0) + self.shrink * class_mean) / (n + self.shrink)
+                self.means_[m] = mu
+                self.mech_class_[m] = c
+                resid.append(Z[mrows] - mu)
+            R = np.vstack(resid)
+            S = (R.T @ R) / max(len(R) - 1, 1)
+            if self.covariance == "diag":
+                S = np.diag(np.diag(S))
+            else:
+                S = 0.25 * S + 0.75 * np.diag(np.diag(S))
+            S = S + 0.05 * np.eye(dim)
+            sign, logdet = np.linalg.slogdet(S)
+            self.precisions_[c] = np.linalg.inv(S)
+            self.logdets_[c] = logdet
+        return self
+
+    def _loglik(self, z: np.ndarray, m: str, c: str) -> float:
+        mu = self.means_.get(m)
+        if mu is None:
+            return 0.0
+        diff = z - mu
+        return -0.5 * float(diff @ self.precisions_[c] @ diff)
+
+    def predict_proba(self, X):
+        """[P(s0), P(s1)] per world from the log-likelihood difference of s1 and s0; 0.5 when the class or both
+        hypotheses are unseen."""
+        check_is_fitted(self)
+        Z = self._features(X)
+        out = np.empty(len(X))
+        for i, (z, c, s0, s1) in enumerate(zip(Z, X["coarse"], X["hypothesis_0"], X["hypothesis_1"])):
+            if c not in self.precisions_ or (s0 not in self.means_ and s1 not in self.means_):
+                out[i] = 0.5
+                continue
+            delta = self._loglik(z, s1, c) - self._loglik(z, s0, c)
+            out[i] = 1.0 / (1.0 + np.exp(-np.clip(delta, -50, 50)))
+        return _as_proba(out)
+
+
+def base_library(view: str, classes: tuple[str, ...], mechanisms: tuple[str, ...]) -> list[tuple[str, str, BaseEstimator]]:
+    """(family, config name, estimator) in the fixed library order: 15 configurations for the
+    first three views, 27 for the probability views."""
+    from qlb.tuple.release_views import PROBABILITY_VIEWS
+    reps = ("raw", "logratio", "residual") if view in PROBABILITY_VIEWS else ("raw",)
+    lib: list[tuple[str, str, BaseEstimator]] = [("prior", "prior", EmpiricalPrior(classes))]
+    for q in (False, True):
+        for C in (0.1, 1.0):
+            lib.append(("logistic", f"logistic C={C} {'quadratic' if q else 'linear'}",
+                        LogisticDecoder(C, q, classes)))
+    for depth, leaf in ((None, 1), (None, 5), (6, 1), (6, 5)):
+        lib.append(("forest", f"forest depth={depth} leaf={leaf}", ForestDecoder(depth, leaf, classes)))
+    for rep in reps:
+        for C in (0.1, 1.0, 10.0):
+            lib.append(("shared_scorer", f"shared scorer {rep} C={C}", SharedScorerDecoder(C, rep, classes, mechanisms)))
+    for rep in reps:
+        for cov, shrink in (("diag", 0.0), ("diag", 2.0), ("full", 2.0)):
+            lib.append(("template", f"template {rep} {cov} shrink={shrink:g}", TemplateDecoder(cov, shrink, rep, classes)))
+    return lib

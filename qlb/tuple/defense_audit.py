@@ -1,0 +1,401 @@
+"""Defense-aware evaluation over a dataset (TUPLE.md section 7; paper Section 6, H.3-H.4).
+
+Per model and domain, every endpoint starts from the same native responses: the native control,
+quantize, top-two, temperature (the attacker picks released scores or the public inverse by
+validation accuracy, then log loss), Gaussian noise under each of the three seeds, and WCPQ
+(strict mapper against the model's 18 frozen full-native policies of the same run; the
+attacker also sees the public workflow signatures). Fresh decoders are fitted and selected on
+the defended train and validation releases for the full native view (with its nested
+subviews), frozen, and scored on test. Recipients: the frozen full-native policies replayed on
+the defended release, and adapted ones refitted on it (candidates and selection as in the
+utility audit). Noise results also average per-world outcomes over the three seeds.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Callable, NamedTuple, Sequence
+
+import numpy as np
+import pandas as pd
+
+from qlb.stats.bootstrap import N_BOOT, SEED, PairResamples, percentile_interval, resampled_means
+from qlb.tuple.decoding import correct, decode_domain, log_loss_per_world
+from qlb.tuple.recovery import decodable
+from qlb.stats.parallel import domain_tasks, run_tasks
+from qlb.tuple.defenses import NOISE_SEEDS, apply, temperature_inverse, to_dict
+from qlb.records.ontology import load_ontology
+from qlb.tuple.recipients import candidate_ranks
+from qlb.tuple.release_views import apply_view
+from qlb.tuple.utility import utility_domain
+from qlb.tuple.wcpq import POLICY_VIEW, Policy, map_domain, released_frame, signature, verify
+from qlb.tuple.workflows import run_task
+
+VIEW = "full_native"
+DEFENSE_FAMILIES = frozenset({"prior", "logistic", "template"})
+ENDPOINTS: tuple[str, ...] = ("native", "quantize", "top2", "temperature",
+                              *[f"noise seed {s}" for s in NOISE_SEEDS], "wcpq")
+
+
+def endpoint_method(endpoint: str) -> str:
+    """The defense method behind an endpoint: ``noise`` for every noise seed, else the endpoint itself."""
+    return "noise" if endpoint.startswith("noise") else endpoint
+
+
+def defended(frame: pd.DataFrame, method: str, seed: int = NOISE_SEEDS[0]) -> pd.DataFrame:
+    """The frame with each available response's scores transformed (candidate order per world);
+    choice and confidence unchanged; unavailable responses pass through."""
+    out = frame.copy()
+    probs = list(out["probabilities"])
+    rows = [i for i, (st, p) in enumerate(zip(out["status"], probs)) if st == "ok" and isinstance(p, dict)]
+    if rows:
+        orders = [list(out["candidate_order"].iloc[i]) for i in rows]
+        vec = np.array([[float(probs[i][c]) for c in order] for i, order in zip(rows, orders)])
+        new = apply(method, vec, [out["world_id"].iloc[i] for i in rows], seed)
+        for i, order, v in zip(rows, orders, new):
+            probs[i] = to_dict(v, order)
+    out["probabilities"] = probs
+    return out
+
+
+def inverse_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """Temperature releases read through the public inverse (the inverse-aware attacker)."""
+    out = frame.copy()
+    probs = list(out["probabilities"])
+    for i, (st, p) in enumerate(zip(out["status"], probs)):
+        if st == "ok" and isinstance(p, dict):
+            keys = list(p)
+            inv = temperature_inverse(np.array([[p[k] for k in keys]]))[0]
+            probs[i] = dict(zip(keys, map(float, inv)))
+    out["probabilities"] = probs
+    return out
+
+
+def signature_keys(frame: pd.DataFrame, domain: str, policies: Sequence[Policy]) -> list[list[str]]:
+    """Per world, the public workflow signature of its release under every frozen policy."""
+    classes = load_ontology().domain(domain).classes
+    rel = apply_view(frame, POLICY_VIEW)
+    rank = candidate_ranks(rel, classes)
+    avail = (rel["status"] == "ok").to_numpy()
+    keys: list[list[str]] = [[] for _ in range(len(rel))]
+    for j, p in enumerate(policies):
+        sig = signature(p, p.recipient.q(rel), rank)
+        for i in range(len(rel)):
+            if avail[i]:
+                keys[i].append(f"{j}=" + ",".join(map(str, sig[i])))
+    return keys
+
+
+class EndpointCost(NamedTuple):
+    """Per-world costs of one recipient policy on one endpoint's test release."""
+
+    endpoint: str
+    recipient: str              # "frozen" (the run's full-native policies) or "adapted" (refitted)
+    task: str
+    profile: str
+    world_ids: np.ndarray
+    pair_ids: np.ndarray
+    cost: np.ndarray
+
+
+@dataclass
+class EndpointResult:
+    """The defense-aware attacker's test predictions on one endpoint."""
+
+    endpoint: str
+    world_ids: np.ndarray
+    pair_ids: np.ndarray
+    y: np.ndarray
+    p: np.ndarray
+    candidate: str
+    val_accuracy: float
+    val_log_loss: float
+
+
+@dataclass
+class DefenseDomain:
+    """Every endpoint's attack, release and recipient costs for one (model, domain)."""
+
+    model: str
+    domain: str
+    endpoints: dict[str, EndpointResult] = field(default_factory=dict)
+    releases: dict[str, pd.DataFrame] = field(default_factory=dict)     # world_id, probabilities, confidence, codeword
+    costs: list[EndpointCost] = field(default_factory=list)
+    wcpq: dict = field(default_factory=dict)
+
+
+@dataclass
+class Release:
+    """One endpoint's released frame (sorted by world_id), the WCPQ codeword per world (-1:
+    none or not WCPQ) and, for WCPQ, its coverage and verification summary."""
+
+    frame: pd.DataFrame
+    codes: np.ndarray
+    wcpq: dict = field(default_factory=dict)
+
+
+def release_endpoint(frame: pd.DataFrame, domain: str, endpoint: str, policies: Sequence[Policy]) -> Release | None:
+    """What ``endpoint`` releases for the native responses in ``frame`` (None: WCPQ without
+    frozen policies to map against)."""
+    method = endpoint_method(endpoint)
+    if method == "wcpq":
+        return _wcpq_release(frame, domain, list(policies)) if policies else None
+    if endpoint == "native":
+        released = frame
+    else:
+        released = defended(frame, method, int(endpoint.rsplit(" ", 1)[1]) if method == "noise" else NOISE_SEEDS[0])
+    return Release(released, np.full(len(released), -1))
+
+
+def _wcpq_release(frame: pd.DataFrame, domain: str, policies: list[Policy]) -> Release:
+    mapping = map_domain(frame, domain, policies)
+    released = released_frame(frame, mapping).sort_values("world_id").reset_index(drop=True)
+    test = (frame["split"] == "test").to_numpy()
+    v = verify(frame[test], released[test], domain, policies)
+    code = pd.Series(mapping.code_index, index=mapping.world_ids)
+    test_codes = code.loc[frame.loc[test, "world_id"]].to_numpy()
+    test_avail = (frame.loc[test, "status"] == "ok").to_numpy()
+    summary = {"available": int(test_avail.sum()), "covered": int((test_codes >= 0).sum()),
+               "fallbacks": int((test_avail & (test_codes < 0)).sum()), "worlds": int(test.sum()),
+               "plan_agreement": v.plan_agreement, "comparisons": v.comparisons,
+               "max_abs_cost_diff": v.max_abs_cost_diff}
+    released = released.copy()
+    released["_signature"] = signature_keys(released, domain, policies)
+    return Release(released, code.loc[released["world_id"]].to_numpy(), summary)
+
+
+def _decode(model: str, domain: str, frame: pd.DataFrame, families, reuse) -> EndpointResult:
+    d = decode_domain(model, domain, frame, (VIEW,), set(families), reuse=reuse)
+    s = d.selections[VIEW]
+    return EndpointResult("", d.test_world_ids, d.test_pair_ids, d.test_y, s.test_p,
+                          f"{s.candidate} [{s.candidate_view}]", s.val_accuracy, s.val_log_loss)
+
+
+def attack_endpoint(model: str, domain: str, endpoint: str, released: pd.DataFrame, families: frozenset[str],
+                    native_fits: dict) -> tuple[EndpointResult, dict]:
+    """The defense-aware attacker on one endpoint: fresh decoders fitted and selected on the
+    defended train and validation releases, scored on test. Subviews whose fields the endpoint
+    leaves unchanged reuse the native control's fits (``native_fits``). Returns the result and
+    the fits made (the native control's are the ones later endpoints reuse)."""
+    method = endpoint_method(endpoint)
+    keep = {"no_output", "choice"} | ({"choice_confidence"} if method != "wcpq" else set())
+    shared = {v: f for v, f in native_fits.items() if v in keep}
+    fits = dict(shared)
+    if method == "temperature":
+        a = _decode(model, domain, released, families, dict(shared))
+        b = _decode(model, domain, inverse_frame(released), families, dict(shared))
+        res = min((a, b), key=lambda r: (-r.val_accuracy, r.val_log_loss))
+        res.candidate += " on the public inverse" if res is b else " on the released scores"
+    else:
+        res = _decode(model, domain, released, families, fits)
+    res.endpoint = endpoint
+    return res, fits
+
+
+def _frozen_costs(endpoint: str, frame: pd.DataFrame, domain: str, policies: Sequence[Policy]) -> list[EndpointCost]:
+    classes = load_ontology().domain(domain).classes
+    test = apply_view(frame[frame["split"] == "test"], POLICY_VIEW).sort_values("world_id").reset_index(drop=True)
+    rank = candidate_ranks(test, classes)
+    avail = (test["status"] == "ok").to_numpy()
+    t = test["coarse"].map({c: i for i, c in enumerate(classes)}).to_numpy()
+    out = []
+    for p in policies:
+        try:
+            q = p.recipient.q(test)
+        except ValueError:          # a native-distribution consumer cannot read a partial (top-two) vector
+            continue
+        o = run_task(p.task, q, rank, avail, t, p.costs, p.factor)
+        out.append(EndpointCost(endpoint, "frozen", p.task, p.profile, test["world_id"].to_numpy(),
+                                test["pair_id"].to_numpy(), o.cost))
+    return out
+
+
+def _adapted_costs(endpoint: str, model: str, domain: str, frame: pd.DataFrame) -> list[EndpointCost]:
+    res = utility_domain(model, domain, frame, views=(VIEW,))
+    return [EndpointCost(endpoint, "adapted", s.task, s.profile, res.test["world_id"].to_numpy(),
+                         res.test["pair_id"].to_numpy(), s.outcome.cost) for s in res.selected]
+
+
+def endpoint_costs(model: str, domain: str, endpoint: str, released: pd.DataFrame,
+                   policies: Sequence[Policy]) -> list[EndpointCost]:
+    """What recipients pay on the endpoint's test release: the frozen full-native policies
+    replayed, and (for the transforms, not WCPQ) adapted recipients refitted on the release."""
+    out = _frozen_costs(endpoint, released, domain, policies) if policies else []
+    if endpoint != "native" and endpoint_method(endpoint) != "wcpq":
+        out += _adapted_costs(endpoint, model, domain, released.drop(columns="_signature", errors="ignore"))
+    return out
+
+
+def release_table(release: Release, domain: str) -> pd.DataFrame:
+    """The ``defense_releases`` rows of one endpoint's release."""
+    rel = release.frame
+    return pd.DataFrame({
+        "world_id": rel["world_id"], "domain": domain, "split": rel["split"],
+        "probabilities": [json.dumps(p) if isinstance(p, dict) else None for p in rel["probabilities"]],
+        "confidence": rel["confidence"].astype(float), "codeword": release.codes})
+
+
+def defend_domain(model: str, domain: str, frame: pd.DataFrame, policies: Sequence[Policy],
+                  families: frozenset[str] = DEFENSE_FAMILIES, endpoints: Sequence[str] = ENDPOINTS) -> DefenseDomain:
+    """Every endpoint for one (model, domain): release, attack, recipient costs."""
+    frame = frame.sort_values("world_id").reset_index(drop=True)
+    out = DefenseDomain(model, domain)
+    native_fits: dict = {}
+    for ep in endpoints:
+        release = release_endpoint(frame, domain, ep, policies)
+        if release is None:
+            continue
+        out.wcpq = release.wcpq or out.wcpq
+        result, fits = attack_endpoint(model, domain, ep, release.frame, families, native_fits)
+        if ep == "native":
+            native_fits = fits
+        else:
+            out.releases[ep] = release_table(release, domain)
+        out.endpoints[ep] = result
+        out.costs += endpoint_costs(model, domain, ep, release.frame, policies)
+    return out
+
+
+def run_defenses(frames: dict[str, pd.DataFrame], policies: dict[str, dict[str, list[Policy]]], jobs: int = 1,
+                 families: frozenset[str] = DEFENSE_FAMILIES, endpoints: Sequence[str] = ENDPOINTS,
+                 progress: Callable[[int, int], None] | None = None,
+                 skipped: dict[str, str] | None = None) -> list[DefenseDomain]:
+    """The defense audit of every decodable (model, domain) of ``frames``, in parallel."""
+    tasks = domain_tasks(frames, decodable, "defenses", skipped)
+    return run_tasks(defend_domain, [(m, d, f, policies.get(m, {}).get(d, []), families, tuple(endpoints))
+                                     for m, d, f in tasks], len(tasks), jobs, progress)
+
+
+# ---------------------------------------------------------------- tables
+
+RESULT_COLUMNS = ["model", "defense", "method", "seed", "accuracy", "ci_low", "ci_high", "log_loss", "n",
+                  "diff_vs_native", "diff_ci_low", "diff_ci_high", "coverage", "fallbacks", "plan_agreement",
+                  "plan_comparisons", "max_abs_cost_diff"]
+COST_COLUMNS = ["model", "defense", "recipient", "task", "profile", "mean_cost", "ci_low", "ci_high", "n"]
+
+
+def prediction_rows(results: list[DefenseDomain]) -> pd.DataFrame:
+    """Per-world defense-aware predictions (``decoder_predictions`` rows with their defense)."""
+    rows = []
+    for r in results:
+        for ep, e in r.endpoints.items():
+            ok = correct(e.y, e.p)
+            ll = log_loss_per_world(e.y, e.p)
+            for wid, pid, p, c, l in zip(e.world_ids, e.pair_ids, e.p, ok, ll):
+                rows.append((r.model, VIEW, ep, wid, r.domain, pid, float(p), bool(c), float(l), e.candidate))
+    return pd.DataFrame(rows, columns=["model", "view", "defense", "world_id", "domain", "pair_id", "p_s1", "correct",
+                                       "log_loss", "candidate"])
+
+
+def release_rows(results: list[DefenseDomain]) -> pd.DataFrame:
+    """Every defended release of every (model, domain) (``defense_releases`` rows)."""
+    parts = [rel.assign(model=r.model, defense=ep) for r in results for ep, rel in r.releases.items()]
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+
+
+def _boot(values: np.ndarray, pairs: np.ndarray, rs: PairResamples) -> tuple[float, float, float]:
+    """Mean of a per-world value with its pair-clustered percentile interval."""
+    sums, sizes = rs.totals(pairs, values)
+    return (float(np.mean(values)), *percentile_interval(resampled_means(sums, sizes, rs.W)))
+
+
+def result_tables(results: list[DefenseDomain], preds: pd.DataFrame, n_boot: int = N_BOOT, seed: int = SEED
+                  ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """defense_results (recovery with intervals, paired difference against the native control,
+    WCPQ coverage and verification) and defense_costs (frozen and adapted recipients)."""
+    res_rows: list[dict] = []
+    cost_rows: list[dict] = []
+    for model, sub in preds.groupby("model", sort=True):
+        rs = PairResamples.of(sub, n_boot, seed)
+        domains = [r for r in results if r.model == model]
+        res_rows += _recovery_rows(model, sub, domains, rs)
+        cost_rows += _cost_rows(model, domains, rs)
+    return pd.DataFrame(res_rows, columns=RESULT_COLUMNS), pd.DataFrame(cost_rows, columns=COST_COLUMNS)
+
+
+def _wcpq_summary(domains: list[DefenseDomain]) -> dict:
+    """One model's WCPQ coverage and verification pooled over its domains."""
+    out = {k: sum(r.wcpq.get(k, 0) for r in domains)
+           for k in ("worlds", "available", "covered", "fallbacks", "plan_agreement", "comparisons")}
+    out["max_abs_cost_diff"] = max((r.wcpq.get("max_abs_cost_diff", 0.0) for r in domains), default=None)
+    return out
+
+
+def _recovery_rows(model: str, sub: pd.DataFrame, domains: list[DefenseDomain], rs: PairResamples) -> list[dict]:
+    """One model's recovery per endpoint (noise: also the per-world mean over seeds), with
+    intervals and the paired difference against the native control."""
+    wide = sub.pivot_table(index=["world_id", "pair_id"], columns="defense", values="correct", aggfunc="first")
+    wide = wide.astype(float)
+    noise_cols = [c for c in wide.columns if c.startswith("noise seed")]
+    if noise_cols:
+        wide["noise"] = wide[noise_cols].mean(axis=1)
+    pair_of = wide.index.get_level_values("pair_id").to_numpy()
+    ll = sub.groupby("defense")["log_loss"].mean()
+    wc = _wcpq_summary(domains)
+    rows = []
+    for ep in wide.columns:
+        vals = wide[ep].to_numpy()
+        est, lo, hi = _boot(vals, pair_of, rs)
+        if "native" in wide.columns and ep != "native":
+            d, dlo, dhi = _boot(vals - wide["native"].to_numpy(), pair_of, rs)
+        else:
+            d = dlo = dhi = None
+        is_w = ep == "wcpq" and wc["comparisons"] > 0
+        rows.append({"model": model, "defense": ep, "method": endpoint_method(ep) if ep != "native" else "none",
+                     "seed": int(ep.rsplit(" ", 1)[1]) if ep.startswith("noise seed") else None,
+                     "accuracy": est, "ci_low": lo, "ci_high": hi,
+                     "log_loss": float(ll.get(ep, np.nan)) if ep in ll else None, "n": len(vals),
+                     "diff_vs_native": d, "diff_ci_low": dlo, "diff_ci_high": dhi,
+                     "coverage": wc["covered"] / wc["available"] if is_w and wc["available"] else None,
+                     "fallbacks": wc["fallbacks"] if is_w else None,
+                     "plan_agreement": wc["plan_agreement"] if is_w else None,
+                     "plan_comparisons": wc["comparisons"] if is_w else None,
+                     "max_abs_cost_diff": wc["max_abs_cost_diff"] if is_w else None})
+    return rows
+
+
+def _cost_rows(model: str, domains: list[DefenseDomain], rs: PairResamples) -> list[dict]:
+    """One model's mean recipient cost per (endpoint, recipient, task, profile) with intervals;
+    noise also as the per-world mean over the three seeds."""
+    costs: dict[tuple, list[tuple[np.ndarray, np.ndarray]]] = {}
+    for r in domains:
+        for c in r.costs:
+            costs.setdefault((c.endpoint, c.recipient, c.task, c.profile), []).append((c.pair_ids, c.cost))
+    # a recipient that cannot read an endpoint in some domain (a native-distribution consumer
+    # on top-two scores) leaves that endpoint without a pooled cost
+    costs = {k: v for k, v in costs.items() if len(v) == len(domains)}
+    rows = []
+
+    def row(endpoint: str, recipient: str, task: str, profile: str, pids: np.ndarray, c: np.ndarray) -> dict:
+        est, lo, hi = _boot(c, pids, rs)
+        return {"model": model, "defense": endpoint, "recipient": recipient, "task": task, "profile": profile,
+                "mean_cost": est, "ci_low": lo, "ci_high": hi, "n": len(c)}
+
+    for (ep, recipient, task, profile), parts in sorted(costs.items()):
+        rows.append(row(ep, recipient, task, profile, np.concatenate([p for p, _ in parts]),
+                        np.concatenate([v for _, v in parts])))
+    for recipient in ("frozen", "adapted"):
+        for task_profile in {(t, p) for (e, rc, t, p) in costs if e.startswith("noise seed") and rc == recipient}:
+            seeds = [costs[(e, recipient, *task_profile)] for e in ENDPOINTS
+                     if e.startswith("noise seed") and (e, recipient, *task_profile) in costs]
+            if len(seeds) == len(NOISE_SEEDS):
+                pids = np.concatenate([p for p, _ in seeds[0]])
+                c = np.mean([np.concatenate([v for _, v in s]) for s in seeds], axis=0)
+                rows.append(row("noise", recipient, *task_profile, pids, c))
+    return rows
+
+
+def defenses_json(res: pd.DataFrame) -> dict:
+    """``defenses`` of ``qlb audit --json``: per model and defense (noise = the three-seed mean)."""
+    out: dict = {}
+    for row in res.itertuples(index=False):
+        if row.defense in ("native",) or row.defense.startswith("noise seed"):
+            continue
+        out.setdefault(row.model, {})[row.defense] = {
+            "accuracy": float(row.accuracy), "ci_low": float(row.ci_low), "ci_high": float(row.ci_high),
+            "coverage": None if row.coverage is None or pd.isna(row.coverage) else float(row.coverage),
+            "plan_agreement": None if row.plan_agreement is None or pd.isna(row.plan_agreement)
+            else float(row.plan_agreement / row.plan_comparisons),
+            "max_abs_cost_diff": None if row.max_abs_cost_diff is None or pd.isna(row.max_abs_cost_diff)
+            else float(row.max_abs_cost_diff)}
+    return out

@@ -1,0 +1,187 @@
+"""The workflow-constrained quantizer, strict mapper (TUPLE.md section 7; paper Section 6, H.1).
+
+For one model, the 18 frozen full-native recipient policies (3 tasks x 6 profiles) of a stored
+utility run define the behaviour signature of a response: per policy, the selected category
+(argmax q, public-order ties), field availability and the whole plan (first action, the check
+bought if any, the route after "yes" and after "no"). Each response is replaced by the first
+codeword of the static grid (286 vectors n / 10 in lexicographic order, canonical class order;
+confidence replaced by the codeword's maximum where the response had a confidence) whose
+signature equals the response's; without one the response is released unchanged (identity
+fallback). Unavailable responses pass through unchanged.
+
+Vectorized: a logistic recipient's logits are linear in the released fields, so q for every
+(world, codeword) is the world's logits at zero scores plus the codeword's contribution;
+the workflows then run once over all (world, codeword) rows per policy.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from qlb.tuple.costs import PROFILES, DomainCosts, domain_costs
+from qlb.tuple.defenses import static_grid
+from qlb.records.ontology import load_ontology
+from qlb.tuple.recipients import Recipient, candidate_ranks, features
+from qlb.tuple.release_views import apply_view
+from qlb.tuple.workflows import TASKS, argmax_public, run_task
+
+POLICY_VIEW = "full_native"
+
+
+@dataclass(frozen=True)
+class Policy:
+    """One frozen full-native recipient policy of one (model, domain)."""
+
+    task: str
+    profile: str
+    recipient: Recipient
+    factor: float
+    costs: DomainCosts
+
+
+def policies_from_selection(selected: list, view: str = POLICY_VIEW) -> dict[str, list[Policy]]:
+    """{domain: frozen policies} from a utility audit's in-memory selections of one model."""
+    out: dict[str, list[Policy]] = {}
+    for s in selected:
+        if s.view == view:
+            out.setdefault(s.domain, []).append(Policy(s.task, s.profile, s.recipient, s.factor or 1.0, s.costs))
+    return in_policy_order(out)
+
+
+def in_policy_order(by_domain: dict[str, list[Policy]]) -> dict[str, list[Policy]]:
+    """Each domain's policies in the fixed order: task, then cost profile."""
+    for ps in by_domain.values():
+        ps.sort(key=lambda p: (TASKS.index(p.task), PROFILES.index(p.profile) if p.profile in PROFILES else 99))
+    return by_domain
+
+
+def zero_score_features(frame: pd.DataFrame, classes: tuple[str, ...]) -> list[dict[str, float]]:
+    """Each world's recipient features with every score (and a present confidence) at 0: the part
+    of a codeword release that does not depend on the codeword."""
+    base = frame.copy()
+    base["probabilities"] = [{c: 0.0 for c in classes}] * len(frame)
+    base["confidence"] = np.where(base["confidence"].notna().to_numpy(), 0.0, np.nan)
+    return features(base, classes)
+
+
+def _q_codewords(policy: Policy, frame: pd.DataFrame, code: np.ndarray, classes: tuple[str, ...],
+                 base: list[dict[str, float]] | None = None) -> np.ndarray:
+    """q for every (world, codeword): (n, m, k). ``base``: ``zero_score_features`` of the frame
+    (computed here when not given)."""
+    n, m, k = len(frame), len(code), len(classes)
+    rec = policy.recipient
+    if rec.kind == "prior":
+        return np.broadcast_to(rec.prior, (n, m, k))
+    if rec.kind == "native":
+        return np.broadcast_to(code, (n, m, k))
+    has_conf = frame["confidence"].notna().to_numpy()
+    index = {f: i for i, f in enumerate(rec.feature_names)}
+    x = np.zeros((n, len(index)))
+    for r, d in enumerate(zero_score_features(frame, classes) if base is None else base):
+        for key, v in d.items():
+            j = index.get(key)
+            if j is not None:
+                x[r, j] = v
+    z0 = x @ rec.coef.T + rec.intercept                                   # (n, k)
+    wp = np.column_stack([rec.coef[:, index[f"p={c}"]] if f"p={c}" in index else np.zeros(k) for c in classes])
+    wc = rec.coef[:, index["confidence"]] if "confidence" in index else np.zeros(k)
+    zc = code @ wp.T                                                      # (m, k)
+    conf = code.max(axis=1)[:, None] * wc[None, :]                        # (m, k)
+    z = z0[:, None, :] + zc[None, :, :] + has_conf[:, None, None] * conf[None, :, :]
+    z -= z.max(axis=2, keepdims=True)
+    e = np.exp(z)
+    return e / e.sum(axis=2, keepdims=True)
+
+
+def signature(policy: Policy, q: np.ndarray, rank: np.ndarray) -> np.ndarray:
+    """(rows, 5) integer signature: selected category and the four plan entries."""
+    rows = len(q)
+    out = run_task(policy.task, q, rank, np.ones(rows, bool), np.zeros(rows, int), policy.costs, policy.factor)
+    return np.column_stack([argmax_public(q, rank), out.plan()])
+
+
+@dataclass
+class Mapping:
+    """The strict mapper's result for one (model, domain)."""
+
+    world_ids: np.ndarray
+    code_index: np.ndarray        # -1: identity fallback or unavailable
+    available: np.ndarray
+    released: list               # class -> score maps (None for unavailable)
+    confidence: np.ndarray
+
+
+def map_domain(frame: pd.DataFrame, domain: str, policies: list[Policy], code: np.ndarray | None = None) -> Mapping:
+    """The first codeword with the response's signature under every policy, per world."""
+    classes = load_ontology().domain(domain).classes
+    code = static_grid(len(classes)) if code is None else code
+    rel = apply_view(frame, POLICY_VIEW).reset_index(drop=True)
+    n, m = len(rel), len(code)
+    available = (rel["status"] == "ok").to_numpy()
+    rank = candidate_ranks(rel, classes)
+    match = np.ones((n, m), bool)
+    dicts = features(rel, classes)
+    base = zero_score_features(rel, classes)
+    for p in policies:
+        native = signature(p, p.recipient.q(rel, dicts), rank)                      # (n, 5)
+        qc = _q_codewords(p, rel, code, classes, base).reshape(n * m, len(classes))
+        coded = signature(p, qc, np.repeat(rank, m, axis=0)).reshape(n, m, -1)
+        match &= (coded == native[:, None, :]).all(axis=2)
+    match &= available[:, None]
+    has = match.any(axis=1)
+    first = np.where(has, match.argmax(axis=1), -1)
+    released, conf = [], rel["confidence"].to_numpy(float).copy()
+    for i in range(n):
+        if first[i] >= 0:
+            released.append({c: float(v) for c, v in zip(classes, code[first[i]])})
+            if not np.isnan(conf[i]):
+                conf[i] = float(code[first[i]].max())
+        else:
+            released.append(rel["probabilities"][i] if available[i] else None)
+    return Mapping(rel["world_id"].to_numpy(), first, available, released, conf)
+
+
+def released_frame(frame: pd.DataFrame, mapping: Mapping) -> pd.DataFrame:
+    """The frame with the mapper's releases (choice unchanged)."""
+    out = frame.set_index("world_id").loc[mapping.world_ids].reset_index()
+    out["probabilities"] = mapping.released
+    out["confidence"] = mapping.confidence
+    return out
+
+
+@dataclass
+class Verification:
+    plan_agreement: int
+    comparisons: int
+    max_abs_cost_diff: float
+    native_cost: dict[tuple[str, str], float]
+    released_cost: dict[tuple[str, str], float]
+
+
+def verify(native: pd.DataFrame, released: pd.DataFrame, domain: str, policies: list[Policy]) -> Verification:
+    """Replays every policy on the native and the released frames through the recipients'
+    ordinary (non-vectorized) feature path: plan agreement over worlds x policies, the largest
+    per-world realized cost difference, mean costs."""
+    classes = load_ontology().domain(domain).classes
+    a = apply_view(native, POLICY_VIEW).set_index("world_id").sort_index().reset_index()
+    b = apply_view(released, POLICY_VIEW).set_index("world_id").loc[a["world_id"]].reset_index()
+    rank = candidate_ranks(a, classes)
+    avail = (a["status"] == "ok").to_numpy()
+    t = a["coarse"].map({c: i for i, c in enumerate(classes)}).to_numpy()
+    agree, comparisons, worst = 0, 0, 0.0
+    native_cost, released_cost = {}, {}
+    for p in policies:
+        qa, qb = p.recipient.q(a), p.recipient.q(b)
+        oa = run_task(p.task, qa, rank, avail, t, p.costs, p.factor)
+        ob = run_task(p.task, qb, rank, avail, t, p.costs, p.factor)
+        sa = np.column_stack([argmax_public(qa, rank), oa.plan()])
+        sb = np.column_stack([argmax_public(qb, rank), ob.plan()])
+        same = (sa == sb).all(axis=1) | ~avail
+        agree += int(same.sum())
+        comparisons += len(a)
+        worst = max(worst, float(np.abs(oa.cost - ob.cost).max()) if len(a) else 0.0)
+        native_cost[(p.task, p.profile)] = float(oa.cost.mean())
+        released_cost[(p.task, p.profile)] = float(ob.cost.mean())
+    return Verification(agree, comparisons, worst, native_cost, released_cost)

@@ -1,0 +1,149 @@
+"""Detectors: patterns, lexicon, the chat-endpoint adapter against a stub server on loopback,
+simulated detectors; and the viewer's HTML escaping."""
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from dashboard.highlight import document_html, policy_chips
+from qlb.quasileak.detectors import (
+    ChatEndpointDetector, LexiconDetector, PatternDetector, SIMULATED_DETECTORS, parse_model_output,
+)
+from qlb.quasileak.scoring import corpus_metrics, score_detector
+
+POLICY = {"age": "keep", "gender": "neutral", "nationality": "keep", "education": "keep", "occupation": "keep",
+          "income": "keep", "relationship": "keep", "health": "hide"}
+TEXT = "Please note: a juice box by the bed, and the fridge stays cold. I am 34 years old and diabetic."
+PROFILE = {"age": 34, "gender": "female", "nationality": "Irish", "education": "Master's in nursing",
+           "occupation": "nurse", "income": "middle", "relationship": "married", "health": "type 1 diabetes"}
+
+
+def test_pattern_detector_finds_explicit_identifiers_only():
+    groups = PatternDetector().detect(TEXT, {}, POLICY).groups
+    found = {(a, TEXT[s:e]) for a, cues in groups for s, e in cues}
+    assert ("age", "34 years old") in found and ("health", "diabetic") in found
+    assert all(len(cues) == 1 for _, cues in groups)          # span-level: one span per group
+
+
+def test_lexicon_detector_groups_by_attribute_and_applies_policy():
+    groups = LexiconDetector().detect(TEXT, {}, POLICY).groups
+    assert len(groups) == 1 and groups[0][0] == "health"
+    assert {TEXT[s:e] for s, e in groups[0][1]} == {"a juice box by the bed", "the fridge stays cold"}
+    assert LexiconDetector().detect(TEXT, {}, dict(POLICY, health="keep")).groups == ()
+
+
+class _Stub(BaseHTTPRequestHandler):
+    replies: list = []
+    seen: list = []
+
+    def do_POST(self):  # noqa: N802
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        _Stub.seen.append((self.path, self.headers.get("Authorization"), body))
+        status, content = _Stub.replies.pop(0)
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+        if status == 200:
+            self.wfile.write(json.dumps({"choices": [{"message": {"content": content}}]}).encode())
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def stub_server():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Stub)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    _Stub.replies, _Stub.seen = [], []
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    server.shutdown()
+    server.server_close()
+    thread.join(timeout=5)
+
+
+def test_chat_endpoint_parses_quotes_into_spans(stub_server):
+    good = json.dumps({"groups": [{"attribute": "health", "cues": ["a juice box by the bed", "the fridge stays cold"]}]})
+    _Stub.replies = [(200, "```json\n" + good + "\n```")]
+    det = ChatEndpointDetector(stub_server, "local-model", api_key="k", retries=0)
+    result = det.detect(TEXT, {}, POLICY)
+    assert result.failure is None
+    (attr, cues), = result.groups
+    assert attr == "health" and [TEXT[s:e] for s, e in cues] == ["a juice box by the bed", "the fridge stays cold"]
+    path, auth, body = _Stub.seen[0]
+    assert path == "/v1/chat/completions" and auth == "Bearer k" and body["model"] == "local-model"
+    assert json.loads(body["messages"][1]["content"])["policy"] == POLICY
+    det.close()
+
+
+def test_chat_endpoint_sends_profile_policy_and_message(stub_server):
+    """The detector sees what the paper's detector sees: D(x, p, pi), the message, the profile and the policy."""
+    cues = ["a juice box by the bed", "the fridge stays cold"]
+    _Stub.replies = [(200, json.dumps({"groups": [{"attribute": "health", "cues": cues}]})), (500, "")]
+    det = ChatEndpointDetector(stub_server, "local-model", retries=0)
+    result = det.detect(TEXT, PROFILE, POLICY)
+    assert result.failure is None
+    assert result.groups == (("health", tuple((TEXT.index(c), TEXT.index(c) + len(c)) for c in cues)),)
+    path, auth, body = _Stub.seen[0]
+    assert path == "/v1/chat/completions" and auth is None          # no key, no Authorization header
+    system, user = body["messages"]
+    assert system["role"] == "system" and "profile" in system["content"]
+    assert user["role"] == "user" and json.loads(user["content"]) == {"profile": PROFILE, "policy": POLICY,
+                                                                        "message": TEXT}
+    failed = det.detect(TEXT, PROFILE, POLICY)                        # a 500 with no retries left
+    assert failed.groups == () and failed.failure.startswith("request failed: HTTPStatusError")
+    assert "500" in failed.failure and len(_Stub.seen) == 2
+    det.close()
+
+
+def test_chat_endpoint_retries_then_records_failures(stub_server):
+    _Stub.replies = [(500, ""), (200, json.dumps({"groups": []}))]
+    det = ChatEndpointDetector(stub_server, "m", retries=1, backoff=0.01)
+    assert det.detect(TEXT, {}, POLICY).failure is None          # second attempt succeeds
+    _Stub.replies = [(500, ""), (500, "")]
+    failed = det.detect(TEXT, {}, POLICY)
+    assert failed.groups == () and failed.failure.startswith("request failed")
+    _Stub.replies = [(200, "I think it is health")]
+    assert "not JSON" in ChatEndpointDetector(stub_server, "m", retries=0).detect(TEXT, {}, POLICY).failure
+    unreachable = ChatEndpointDetector("http://127.0.0.1:9/v1", "m", retries=0, timeout=1)
+    assert unreachable.detect(TEXT, {}, POLICY).failure.startswith("request failed")
+
+
+@pytest.mark.parametrize("content,fragment", [
+    ('{"groups": [{"attribute": "mood", "cues": ["x"]}]}', "attribute"),
+    ('{"groups": [{"attribute": "health", "cues": []}]}', "non-empty"),
+    ('{"groups": [{"attribute": "health", "cues": ["not in the text"]}]}', "not in the message"),
+    ('{"flags": []}', "groups"),
+    ('[1, 2]', "groups"),
+])
+def test_strict_parser_records_bad_output(content, fragment):
+    result = parse_model_output(content, TEXT)
+    assert result.groups == () and fragment in result.failure
+
+
+def test_simulated_detectors_are_ordered_by_their_rates():
+    from qlb.simulate.quasileak_sim import simulate_corpus
+    corpus = {d["doc_id"]: {"context_id": d["context_id"], "policy": d["policy"], "text": d["text"],
+                            "groups": [(g["attribute"], tuple(map(tuple, g["cues"]))) for g in d["groups"]]}
+              for d in simulate_corpus(9)[:800]}
+    m = {}
+    for det in SIMULATED_DETECTORS:
+        preds = {i: det.detect(doc["text"], {}, doc["policy"], doc["groups"]).groups for i, doc in corpus.items()}
+        assert det.detect(corpus["d_00001"]["text"], {}, corpus["d_00001"]["policy"], corpus["d_00001"]["groups"]) \
+            == det.detect(corpus["d_00001"]["text"], {}, corpus["d_00001"]["policy"], corpus["d_00001"]["groups"])
+        m[det.name] = corpus_metrics(score_detector(corpus, preds))
+    assert m["sim-det-strong"]["complete_recall"] > m["sim-det-binder"]["complete_recall"] > m["sim-det-local"]["complete_recall"]
+    assert m["sim-det-binder"]["binding_error_rate"] > 3 * m["sim-det-strong"]["binding_error_rate"]
+
+
+def test_viewer_escapes_document_text():
+    text = 'Hi <script>alert("x")</script> & <b>bold</b> a juice box'
+    start = text.index("a juice box")
+    html = document_html(text, [("health", [(start, start + 11)])], [("health", [(0, 2)])], POLICY)
+    assert "<script>" not in html and "&lt;script&gt;" in html and "<b>" not in html
+    assert "&amp;" in html
+    chips = policy_chips({"<img src=x onerror=alert(1)>": "hide"})
+    assert "<img" not in chips and "&lt;img" in chips

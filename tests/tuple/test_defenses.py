@@ -1,0 +1,184 @@
+"""Output defenses and the WCPQ strict mapper (TUPLE.md section 7): exact vectors, seeded noise,
+the public temperature inverse, the static grid, and the mapper's guarantee on random policies."""
+from __future__ import annotations
+
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from qlb.tuple.costs import PROFILES, domain_costs
+from qlb.tuple.defenses import noise, quantize, static_grid, temperature, temperature_inverse, to_dict, top2
+from qlb.tuple.recipients import Recipient, candidate_ranks
+from qlb.tuple.wcpq import Policy, map_domain, released_frame, verify
+from qlb.tuple.workflows import TASKS, run_task
+
+CLASSES = ("ADDRESS", "DAMAGE", "DELAY", "DELIVERY_RECORD")
+
+
+def test_quantize_exact_vectors_and_ties_in_public_order():
+    cases = {
+        (0.25, 0.25, 0.25, 0.25): (0.3, 0.3, 0.2, 0.2),        # four equal remainders: the first two win
+        (0.15, 0.15, 0.35, 0.35): (0.2, 0.2, 0.3, 0.3),
+        (0.7, 0.1, 0.1, 0.1): (0.7, 0.1, 0.1, 0.1),            # 10 * 0.7 is 6.999...: still 0.7
+        (1 / 3, 1 / 3, 1 / 3, 0.0): (0.4, 0.3, 0.3, 0.0),
+        (0.06, 0.04, 0.45, 0.45): (0.1, 0.0, 0.5, 0.4),        # remainders .6 .4 .5 .5: 0.06 then 0.45 (first)
+        (0.0, 0.0, 0.0, 1.0): (0.0, 0.0, 0.0, 1.0),
+    }
+    for p, expected in cases.items():
+        assert quantize(np.array([p]))[0].tolist() == pytest.approx(list(expected), abs=1e-12), p
+    rng = np.random.default_rng(0)
+    q = quantize(rng.dirichlet(np.ones(4), 500))
+    assert np.allclose(q.sum(axis=1), 1.0) and np.allclose(q * 10, np.round(q * 10))
+
+
+def test_top2_keeps_two_original_scores_and_leaves_the_rest_missing():
+    out = top2(np.array([[0.4, 0.3, 0.3, 0.0], [0.1, 0.2, 0.3, 0.4]]))
+    assert out[0, :2].tolist() == [0.4, 0.3] and np.isnan(out[0, 2:]).all()   # tie: earlier candidate
+    assert np.isnan(out[1, :2]).all() and out[1, 2:].tolist() == [0.3, 0.4]   # not renormalized
+    assert to_dict(out[0], CLASSES) == {"ADDRESS": 0.4, "DAMAGE": 0.3}        # absent, never 0
+
+
+def test_temperature_and_its_public_inverse():
+    rng = np.random.default_rng(1)
+    p = np.vstack([rng.dirichlet(np.ones(4) * 0.3, 1000), [[0.0, 0.0, 0.0, 1.0]], [[0.5, 0.5, 0.0, 0.0]]])
+    t = temperature(p)
+    assert np.allclose(t.sum(axis=1), 1.0)
+    assert np.allclose(t[0], np.sqrt(p[0]) / np.sqrt(p[0]).sum())
+    assert np.abs(temperature_inverse(t) - p).max() < 1e-12
+
+
+def test_noise_is_seeded_per_world_and_always_a_distribution():
+    rng = np.random.default_rng(2)
+    p = rng.dirichlet(np.ones(4), 50)
+    ids = [f"w{i}" for i in range(50)]
+    a, b = noise(p, ids, 20261011), noise(p, ids, 20261011)
+    assert np.array_equal(a, b)                                   # same seed, same noise
+    assert not np.allclose(a, noise(p, ids, 20261012))            # another seed, other noise
+    assert (a >= 0).all() and np.allclose(a.sum(axis=1), 1.0)
+    rev = noise(p[::-1], ids[::-1], 20261011)[::-1]               # a world's draw ignores file order
+    assert np.array_equal(a, rev)
+    assert noise(np.zeros((1, 4)), ["z"], 1, sigma=0.0).tolist() == [[0.25] * 4]    # all zero: uniform
+
+
+def test_static_grid():
+    g = static_grid()
+    assert g.shape == (286, 4) and np.allclose(g.sum(axis=1), 1.0)
+    assert g[0].tolist() == [0, 0, 0, 1] and g[-1].tolist() == [1, 0, 0, 0]
+    keys = [tuple(np.round(r * 10).astype(int)) for r in g]
+    assert keys == sorted(keys) and len(set(keys)) == 286
+
+
+# ---------------------------------------------------------------- WCPQ on random policies
+
+def random_frame(rng, n: int, on_grid: bool = False) -> pd.DataFrame:
+    rows = []
+    for i in range(n):
+        order = list(rng.permutation(CLASSES))
+        p = static_grid()[rng.integers(0, 286)] if on_grid else rng.dirichlet(np.ones(4) * 0.6)
+        probs = {c: float(v) for c, v in zip(CLASSES, p)}
+        choice = max(CLASSES, key=lambda c: probs[c])
+        rows.append({"world_id": f"w{i:03d}", "pair_id": f"p{i // 2}", "domain": "delivery", "split": "test",
+                     "coarse": CLASSES[rng.integers(0, 4)], "recipient_role": "merchant_claim_dispatcher",
+                     "candidate_order": order, "intake_channel": str(rng.choice(["phone", "email"])),
+                     "operating_window": "weekend", "status": "ok" if rng.random() > 0.05 else "unavailable",
+                     "choice": choice, "probabilities": probs,
+                     "confidence": float(max(p)) if rng.random() > 0.3 else np.nan})
+    f = pd.DataFrame(rows)
+    f.loc[f["status"] != "ok", ["choice", "probabilities"]] = None
+    f.loc[f["status"] != "ok", "confidence"] = np.nan
+    return f
+
+
+def random_policies(rng) -> list[Policy]:
+    names = [f"p={c}" for c in CLASSES] + ["confidence", "channel=phone"] + [f"choice={c}" for c in CLASSES]
+    out = []
+    for task in TASKS:
+        for profile in PROFILES:
+            kind = rng.choice(["logistic", "logistic", "native", "prior"])
+            if kind == "logistic":
+                rec = Recipient("logistic", "logistic", CLASSES, None, names, rng.normal(0, 3, (4, len(names))),
+                                rng.normal(0, 1, 4))
+            elif kind == "native":
+                rec = Recipient("native", "native", CLASSES)
+            else:
+                rec = Recipient("empirical_prior", "prior", CLASSES, rng.dirichlet(np.ones(4)))
+            out.append(Policy(task, profile, rec, float(rng.choice([0.5, 1.0, 1.5])), domain_costs("delivery", profile)))
+    return out
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_equal_signatures_give_equal_plans_and_costs_for_every_truth(seed):
+    rng = np.random.default_rng(seed)
+    frame = random_frame(rng, 60)
+    policies = random_policies(rng)
+    mapping = map_domain(frame, "delivery", policies)
+    released = released_frame(frame, mapping)
+    v = verify(frame, released, "delivery", policies)
+    assert v.plan_agreement == v.comparisons == 60 * 18
+    assert v.max_abs_cost_diff == 0.0
+    rank = candidate_ranks(frame, CLASSES)
+    avail = (frame["status"] == "ok").to_numpy()
+    for p in policies:                      # every hypothetical coarse truth, not only the realized one
+        for t in range(4):
+            tt = np.full(len(frame), t)
+            a = run_task(p.task, p.recipient.q(frame), rank, avail, tt, p.costs, p.factor)
+            b = run_task(p.task, p.recipient.q(released), rank, avail, tt, p.costs, p.factor)
+            assert np.array_equal(a.plan(), b.plan()) and np.array_equal(a.cost, b.cost)
+    covered = mapping.code_index >= 0
+    assert covered.sum() > 0
+    for i in np.flatnonzero(covered):       # a covered release is its codeword, confidence its max
+        probs = released["probabilities"][i]
+        assert np.allclose(list(probs.values()), static_grid()[mapping.code_index[i]])
+        if not np.isnan(frame["confidence"][i]):
+            assert released["confidence"][i] == max(probs.values())
+    assert released.loc[~avail, "probabilities"].isna().all()      # unavailable passes through
+
+
+@pytest.mark.parametrize("seed", [3, 4])
+def test_no_codeword_falls_back(seed):
+    rng = np.random.default_rng(seed)
+    frame = random_frame(rng, 50, on_grid=True)
+    frame["confidence"] = [max(p.values()) if isinstance(p, dict) else np.nan for p in frame["probabilities"]]
+    policies = random_policies(rng)
+    mapping = map_domain(frame, "delivery", policies)
+    avail = (frame["status"] == "ok").to_numpy()
+    assert (mapping.code_index[avail] >= 0).all()
+
+
+def test_vectorized_signature_equals_the_plain_path():
+    rng = np.random.default_rng(5)
+    frame = random_frame(rng, 30)
+    frame = frame[frame["status"] == "ok"].reset_index(drop=True)
+    for p in random_policies(rng)[:6]:
+        from qlb.tuple.wcpq import _q_codewords
+        code = static_grid()
+        qv = _q_codewords(p, frame, code, CLASSES)
+        for i in range(0, len(frame), 7):
+            for j in (0, 57, 285):
+                one = frame.iloc[[i]].copy()
+                one["probabilities"] = [{c: float(v) for c, v in zip(CLASSES, code[j])}]
+                if not np.isnan(one["confidence"].iloc[0]):
+                    one["confidence"] = float(code[j].max())
+                assert np.allclose(qv[i, j], p.recipient.q(one)[0], atol=1e-12)
+
+
+def test_demo_wcpq_is_verified(decoded_warehouse):
+    import duckdb
+    con = duckdb.connect(str(decoded_warehouse), read_only=True)
+    try:
+        row = con.execute("SELECT plan_agreement, plan_comparisons, max_abs_cost_diff, coverage, accuracy, "
+                          "diff_vs_native FROM defense_results WHERE defense = 'wcpq'").fetchone()
+        native = con.execute("SELECT mean_cost FROM defense_costs WHERE defense = 'native' AND recipient = 'frozen' "
+                             "ORDER BY task, profile").fetchall()
+        wcpq = con.execute("SELECT mean_cost FROM defense_costs WHERE defense = 'wcpq' AND recipient = 'frozen' "
+                           "ORDER BY task, profile").fetchall()
+        endpoints = {r[0] for r in con.execute("SELECT defense FROM defense_results").fetchall()}
+    finally:
+        con.close()
+    agreement, comparisons, worst, coverage, acc, diff = row
+    assert comparisons == 288 * 18 and agreement == comparisons
+    assert worst == 0.0 and 0.5 < coverage <= 1.0
+    assert native == wcpq and len(native) == 18
+    assert endpoints == {"native", "quantize", "top2", "temperature", "noise", "wcpq",
+                         "noise seed 20261011", "noise seed 20261012", "noise seed 20261013"}
