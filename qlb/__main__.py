@@ -1,5 +1,7 @@
+"""``python -m qlb``: the command line."""
 import sys
 
 from qlb.cli import main
 
-sys.exit(main())
+if __name__ == "__main__":          # not when a worker process re-imports the main module
+    sys.exit(main())

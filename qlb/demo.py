@@ -10,13 +10,12 @@ from typing import Callable
 from qlb.runs.audit import AuditRun, run_audits
 from qlb.quasileak.detectors import builtin_detectors
 from qlb.runs.quasileak import run_detector
-from qlb.simulate import quasileak_sim, tuple_sim
+from qlb.simulate import DEFAULT_SEED, quasileak_sim, tuple_sim
 from warehouse.db import writer
 from warehouse.ingest import DatasetInfo, IngestRequest, IngestResult, ingest_file
 
 log = logging.getLogger(__name__)
 
-DEFAULT_SEED = 20261011
 DEMO_DATASET = "simulated-reference"
 # As in the paper (three of nine systems), the demo evaluates the output defenses on three
 # models with different leak styles; `qlb audit` evaluates every model unless told otherwise.

@@ -10,10 +10,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# qlb's pure rooms: arrays and frames in, results out; testable without a database
-PURE_ROOMS = ("records", "tuple", "quasileak", "stats", "present", "simulate")
-NEVER_IN_PURE = ("duckdb", "warehouse", "streamlit", "dashboard", "pages", "qlb.runs", "qlb.cli", "qlb.demo",
-                 "qlb.collect")
+# qlb's rooms below the run layer: no database, no Streamlit (collect talks to models over HTTP)
+PURE_ROOMS = ("records", "tuple", "quasileak", "stats", "present", "simulate", "collect", "examples")
+NEVER_IN_PURE = ("duckdb", "warehouse", "streamlit", "dashboard", "pages", "qlb.runs", "qlb.cli", "qlb.demo")
 # which other qlb rooms a pure room may use (lower or sideways only)
 PURE_MAY_USE = {
     "records": set(),
@@ -22,6 +21,8 @@ PURE_MAY_USE = {
     "quasileak": {"records", "stats", "simulate"},   # the built-in lexicon detector's default cue list
     "simulate": {"records"},
     "present": {"records", "tuple", "quasileak", "stats"},
+    "collect": {"records"},                      # talking to models: HTTP and Python targets, no database
+    "examples": {"records", "simulate", "collect"},
 }
 
 

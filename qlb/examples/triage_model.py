@@ -16,7 +16,7 @@ three domains. The first pipeline predicts the coarse class, the second the fine
 
 What it is trained on. The ``train`` split of the worlds in the JSON Lines file named by the
 environment variable ``QLB_EXAMPLE_WORLDS`` or, when that is unset, the demo's worlds:
-``qlb.simulate.tuple_sim.simulate_worlds(qlb.demo.DEFAULT_SEED)``, which are exactly the worlds
+``qlb.simulate.tuple_sim.simulate_worlds(qlb.simulate.DEFAULT_SEED)``, which are exactly the worlds
 ``qlb demo`` ingests as dataset ``simulated-reference``. The model is fitted lazily on the first
 call (under a second, plus building the demo's worlds; with one BLAS thread) and cached for the
 process behind a lock, so the collector may call from several threads. Fitting is
@@ -153,7 +153,7 @@ def read_worlds(path: str | Path) -> list[dict[str, Any]]:
 
 def demo_worlds() -> list[dict[str, Any]]:
     """The demo's worlds (dataset ``simulated-reference``), all splits."""
-    from qlb.demo import DEFAULT_SEED                  # lazily: the demo module pulls in the run layer
+    from qlb.simulate import DEFAULT_SEED
     from qlb.simulate.tuple_sim import simulate_worlds
     return simulate_worlds(DEFAULT_SEED)
 

@@ -2,9 +2,9 @@
 (COLLECT.md; paper Appendix A.1, E.1-E.3: every response collected once, saved, and every
 release view derived from the saved response).
 
-Dispatch: ``concurrency`` worker threads (default one request in flight), ``interval`` seconds
-between dispatches, retries only when asked. Answers are validated and stored by the main thread
-in small batches while the workers keep asking. A world that already has a stored response is
+Dispatch (``qlb.collect.dispatch``): at most ``concurrency`` requests in flight (default one),
+``interval`` seconds between dispatches, retries only when asked. Answers are validated and
+stored by this process in small batches while the requests go on. A world that already has a stored response is
 never asked again (``replace_invalid`` asks again exactly the worlds whose stored response is
 invalid or unavailable). An HTTP 408/429/5xx, a timeout or a connection error stops the
 collection once its retries are spent: the answers so far stay stored and the same command
@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import logging
 import os
-import queue
-import threading
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -24,10 +22,9 @@ from typing import Any, Callable, Sequence
 
 import duckdb
 
+from qlb.collect.dispatch import DispatchPlan, dispatch
 from qlb.collect.requests import INSTRUCTION_VERSION, PROBES, body_sha256, request_body
-from qlb.collect.transports import (
-    OpenAITransport, PythonTransport, Reply, Transport, TypedTransport, call_with_retries,
-)
+from qlb.collect.transports import Reply, Transport, TransportSpec
 from qlb.records.ontology import load_ontology
 from warehouse import queries
 from warehouse.answers import Answer, AnswerStore, Call, CollectionInfo, stored_worlds
@@ -35,8 +32,8 @@ from warehouse.answers import Answer, AnswerStore, Call, CollectionInfo, stored_
 log = logging.getLogger(__name__)
 
 TRANSPORTS: tuple[str, ...] = ("typed", "openai", "python")
-BATCH_SIZE = 64              # answers per transaction
-FLUSH_SECONDS = 1.0          # and at least this often
+BATCH_SIZE = 512             # answers per transaction at most ...
+FLUSH_SECONDS = 0.5          # ... and a transaction at least this often (a kill loses at most this much)
 
 
 class CollectError(ValueError):
@@ -94,6 +91,11 @@ class CollectOptions:
         suffix = "/chat/completions" if self.transport == "openai" else self.path
         return str(self.base_url).rstrip("/") + suffix
 
+    def transport_spec(self) -> TransportSpec:
+        """The transport's settings, picklable for worker processes."""
+        return TransportSpec(self.transport, self.base_url, self.path, self.endpoint_model, self.api_key_env,
+                             self.answer, self.schema, self.target, self.timeout)
+
     def settings(self) -> dict[str, Any]:
         """The settings stored with the collection (never the key itself, only its variable's name)."""
         out: dict[str, Any] = {"interval": self.interval, "timeout": self.timeout, "concurrency": self.concurrency,
@@ -129,15 +131,9 @@ class CollectResult:
 
 
 def make_transport(opts: CollectOptions) -> Transport:
-    """The transport the options name (the API key read from its environment variable here)."""
-    key = os.environ.get(opts.api_key_env) if opts.api_key_env else None
-    if opts.transport == "typed":
-        return TypedTransport(str(opts.base_url), opts.path, key, opts.timeout)
-    if opts.transport == "openai":
-        return OpenAITransport(str(opts.base_url), str(opts.endpoint_model), opts.answer, opts.schema, key,
-                               opts.timeout)
+    """The transport the options name (the API key read from its environment variable there)."""
     try:
-        return PythonTransport(str(opts.target))
+        return opts.transport_spec().build()
     except ValueError as exc:
         raise CollectError(str(exc)) from None
 
@@ -196,7 +192,10 @@ def collect(con: duckdb.DuckDBPyConnection, opts: CollectOptions, transport: Tra
     store = AnswerStore(con, info, collection_id, skipped)
     result.collection_id = collection_id
     try:
-        _dispatch(rows, opts, transport, store, result, progress, sleep)
+        # a transport handed in (tests) stays in this process; HTTP transports of our own may be
+        # spread over worker processes when several requests are in flight
+        _dispatch(rows, opts, transport, store, result, progress, sleep,
+                  spread=own_transport and opts.transport != "python")
     finally:
         if own_transport:
             transport.close()
@@ -208,75 +207,40 @@ def collect(con: duckdb.DuckDBPyConnection, opts: CollectOptions, transport: Tra
 
 
 def _dispatch(rows: list[dict[str, Any]], opts: CollectOptions, transport: Transport, store: AnswerStore,
-              result: CollectResult, progress: Progress | None, sleep: Callable[[float], None]) -> None:
-    """Workers ask; this thread validates and stores in batches."""
+              result: CollectResult, progress: Progress | None, sleep: Callable[[float], None],
+              spread: bool) -> None:
+    """Ask (``qlb.collect.dispatch``) and store in batches as the answers arrive."""
     ontology = load_ontology()
     endpoint_model = opts.endpoint_model or opts.model
-    todo: queue.SimpleQueue = queue.SimpleQueue()
-    for w in rows:
-        todo.put(w)
-    done: queue.SimpleQueue = queue.SimpleQueue()
-    stop = threading.Event()
-    pace = threading.Lock()
-    next_dispatch = [time.monotonic()]
-
-    def worker() -> None:
-        while not stop.is_set():
-            try:
-                world = todo.get_nowait()
-            except queue.Empty:
-                return
-            if opts.interval > 0:
-                with pace:
-                    wait = next_dispatch[0] - time.monotonic()
-                    if wait > 0:
-                        sleep(wait)
-                    next_dispatch[0] = max(time.monotonic(), next_dispatch[0]) + opts.interval
-            if stop.is_set():
-                return
-            body = request_body(world, ontology.domain(world["domain"]), opts.probe, endpoint_model)
-            replies = call_with_retries(transport, body, opts.probe, opts.retries, opts.backoff, sleep)
-            if replies[-1].outcome == "stop":
-                stop.set()
-            done.put((world["world_id"], body_sha256(body), replies))
-
-    threads = [threading.Thread(target=worker, name=f"qlb-collect-{i}", daemon=True)
-               for i in range(min(opts.concurrency, len(rows)))]
-    for t in threads:
-        t.start()
+    items = []
+    for world in rows:
+        body = request_body(world, ontology.domain(world["domain"]), opts.probe, endpoint_model)
+        items.append((world["world_id"], body_sha256(body), body))
+    plan = DispatchPlan(opts.probe, opts.concurrency, opts.interval, opts.retries, opts.backoff)
+    factory = opts.transport_spec().build if spread else None
     batch: list[Answer] = []
     stop_calls: list[Call] = []
     last_flush = time.monotonic()
+    results = dispatch(items, plan, transport, factory, sleep)
     try:
-        while any(t.is_alive() for t in threads) or not done.empty():
-            try:
-                world_id, sha, replies = done.get(timeout=0.05)
-            except queue.Empty:
-                world_id = None
-            if world_id is not None:
-                calls = [_call(world_id, i, sha, r) for i, r in enumerate(replies, start=1)]
-                result.latencies_ms += [r.latency_ms for r in replies]
-                last = replies[-1]
-                if last.outcome == "stop":
-                    stop_calls += calls
-                    result.stopped = result.stopped or f"{last.reason} (world {world_id})"
-                else:
-                    batch.append(Answer(world_id, last.outcome, last.fields, last.reason, calls))
+        for world_id, sha, replies in results:
+            calls = [_call(world_id, i, sha, r) for i, r in enumerate(replies, start=1)]
+            result.latencies_ms += [r.latency_ms for r in replies]
+            last = replies[-1]
+            if last.outcome == "stop":
+                stop_calls += calls
+                result.stopped = result.stopped or f"{last.reason} (world {world_id})"
+            else:
+                batch.append(Answer(world_id, last.outcome, last.fields, last.reason, calls))
             if batch and (len(batch) >= BATCH_SIZE or time.monotonic() - last_flush >= FLUSH_SECONDS):
                 store.store(batch, opts.replace_invalid)
                 batch, last_flush = [], time.monotonic()
                 if progress:
                     progress(store.counts.stored, len(rows))
     except KeyboardInterrupt:
-        stop.set()
-        for t in threads:
-            t.join(timeout=opts.timeout + 1)
         result.stopped = "interrupted (Ctrl+C)"
-        while not done.empty():
-            world_id, sha, replies = done.get()
-            if replies[-1].outcome != "stop":
-                batch.append(Answer(world_id, replies[-1].outcome, replies[-1].fields, replies[-1].reason,
-                                    [_call(world_id, i, sha, r) for i, r in enumerate(replies, start=1)]))
+    finally:
+        results.close()
     if batch:
         store.store(batch, opts.replace_invalid, result.stopped)
     if stop_calls or result.stopped:

@@ -5,3 +5,4 @@ the papers' shapes and sizes: ``tuple_sim`` for TUPLE worlds and nine simulated 
 ``quasileak_sim`` for a QuasiLeak corpus built from a weak-cue lexicon.
 """
 SIMULATED_LABEL = "SIMULATED"
+DEFAULT_SEED = 20261011          # the embedded default's seed (dataset simulated-reference)

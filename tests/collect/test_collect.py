@@ -336,3 +336,33 @@ def test_python_target_end_to_end_and_a_raising_target_stops(wh, capsys):
     assert collect(wh, "refusal", "--model", "m1", "--transport", "python",
                    "--target", "tests.collect.targets:broken") == 4
     assert "the target raised RuntimeError" in capsys.readouterr().err
+
+
+def test_several_requests_in_flight_over_worker_processes(wh, capsys):
+    """--concurrency 4: the requests overlap (the server sees up to four at once), every world is
+    stored once, and a 429 still stops the collection and the rerun completes it."""
+    from qlb.collect.dispatch import worker_processes
+    assert worker_processes(1) == 1 and worker_processes(4, cpus=2) == 4 and worker_processes(8, cpus=2) == 4
+    in_flight, peak = [0], [0]
+    import threading
+    lock = threading.Lock()
+
+    def respond(path, body, headers, n):
+        with lock:
+            in_flight[0] += 1
+            peak[0] = max(peak[0], in_flight[0])
+        slow(0.05)
+        with lock:
+            in_flight[0] -= 1
+        return ok({}, status=429) if n == 9 else typed(body)
+    with StubServer(respond) as stub:
+        assert collect(wh, "native", "--model", "m1", "--transport", "typed", "--base-url", stub.url,
+                       "--concurrency", "4") == 4
+        assert 1 < peak[0] <= 4
+        partial = len(stored(wh))
+        assert 0 < partial < len(world_ids())
+    with StubServer(lambda p, b, h, n: typed(b)) as stub:
+        assert collect(wh, "native", "--model", "m1", "--transport", "typed", "--base-url", stub.url,
+                       "--concurrency", "4") == 0
+        assert len(stub.requests) == len(world_ids()) - partial
+    assert sorted(stored(wh)) == world_ids()
