@@ -68,15 +68,22 @@ def _ms(v) -> str:
 
 def runs_table(runs: pd.DataFrame) -> pd.DataFrame:
     """The runs as shown: provenance, counts, why a run stopped, readable settings."""
-    out = runs[["collection_id", "model", "probe", "transport", "endpoint", "endpoint_model",
-                "instruction_version"]].copy()
+    out = runs[["model", "probe", "transport", "endpoint"]].copy()
+    out["started (UTC)"] = [_when(t) for t in runs["started_at"]]
+    for c in ("stored", "valid", "invalid", "unavailable"):
+        out[c] = runs[c].astype(int)
+    out["skipped"] = runs["skipped_existing"].astype(int)
+    out["stopped"] = runs["stopped"].fillna("")
+    return out
+
+
+def provenance_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """Each run's full provenance: id, endpoint model, instruction version, times, readable settings."""
+    out = runs[["collection_id", "model", "probe", "endpoint_model", "instruction_version"]].copy()
     out["endpoint_model"] = out["endpoint_model"].fillna("")
     out["started (UTC)"] = [_when(t) for t in runs["started_at"]]
     out["finished (UTC)"] = [_when(t) for t in runs["finished_at"]]
-    for c in ("asked", "stored", "valid", "invalid", "unavailable"):
-        out[c] = runs[c].astype(int)
-    out["skipped (already answered)"] = runs["skipped_existing"].astype(int)
-    out["stopped"] = runs["stopped"].fillna("")
+    out["asked"] = runs["asked"].astype(int)
     out["settings"] = [readable_settings(s) for s in runs["settings"]]
     return out
 
@@ -274,9 +281,12 @@ def render() -> None:
 
     st.subheader("Collection runs")
     table(runs_table(runs), "collections",
-          "Newest first. asked: worlds asked this run; stored = valid + invalid + unavailable; skipped: worlds "
-          "that already had a stored answer. settings never hold an API key, only its environment variable's "
-          "name (api_key_env).")
+          "Newest first. stored = valid + invalid + unavailable; skipped: worlds that already had a stored "
+          "answer and were not asked again.")
+    with st.expander("Provenance of every run (ids, endpoint model, instruction version, settings)"):
+        table(provenance_table(runs), "collection_provenance",
+              "asked: worlds asked this run. settings never hold an API key, only its environment variable's "
+              "name (api_key_env).")
 
     ids = runs["collection_id"].tolist()
     label = {r["collection_id"]: f"{r['collection_id']} · {r['model']} · {r['probe']}" for _, r in runs.iterrows()}

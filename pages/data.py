@@ -141,7 +141,7 @@ def render() -> None:
     """The Data page: the upload and ingest section, and the quarantine of the selected dataset."""
     st.title("Data")
     path, dataset, simulated = current_dataset()
-    simulated_banner(simulated)
+    simulated_banner(simulated, path, dataset)
     st.caption("Files are validated against the warehouse before anything is written. Each file is "
                "ingested in one transaction; the same file twice changes nothing.")
     upload_section(path, dataset)

@@ -44,7 +44,7 @@ def render() -> None:
         st.info("Nothing to show yet. Build the simulated default with `qlb demo`, or load your own "
                 "exports on the Data page.")
         return
-    simulated_banner(simulated)
+    simulated_banner(simulated, path, dataset)
     ds = da.datasets(path)
     row = ds[ds["dataset_id"] == dataset].iloc[0]
     st.subheader(f"Dataset: {dataset}")

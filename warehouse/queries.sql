@@ -429,3 +429,6 @@ FROM worlds WHERE dataset_id = ? AND world_id = ?;
 SELECT probe, model, count(*) AS runs, sum(asked) AS asked, sum(stored) AS stored, sum(valid) AS valid,
        sum(invalid) AS invalid, sum(unavailable) AS unavailable, count(stopped) AS stopped_runs
 FROM collections WHERE dataset_id = ? GROUP BY probe, model ORDER BY probe, model;
+
+-- name: real_models
+SELECT model FROM models WHERE dataset_id = ? AND NOT simulated ORDER BY model;
