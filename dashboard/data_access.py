@@ -12,6 +12,7 @@ import json
 import os
 import threading
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -19,8 +20,10 @@ import duckdb
 import pandas as pd
 import streamlit as st
 
+from qlb.records.ontology import Ontology
+from qlb.records.ontology import INSPECT, Domain, OntologyError, decode_ontology_bytes, load_ontology, parse_ontology
 from qlb.tuple.release_views import DECODER_FAMILIES, release_columns
-from warehouse import queries
+from warehouse import ontologies, queries
 from warehouse.db import default_path, open_reader, writer
 from warehouse.ingest import IngestRequest, IngestResult, ValidationReport, ingest_file, validate_file
 
@@ -104,6 +107,67 @@ def ingest_upload(path: str, kind: str, file_path: str, dataset: str, model: str
     """Ingest an uploaded file through the same ingest API as ``qlb ingest`` (one transaction)."""
     with _writing(path) as con:
         return ingest_file(con, IngestRequest(kind, file_path, dataset, model=model or None, display_name=display_name))
+
+
+# ------------------------------------------------------------- ontologies (``qlb ingest ontology``)
+
+@dataclass(frozen=True)
+class OntologyCheck:
+    """An uploaded ontology file checked before anything is written: the ontology when the file is
+    valid, every problem line (the file's, or why the dataset cannot take it), the file's notes."""
+
+    ontology: Ontology | None
+    problems: tuple[str, ...]
+    text: str | None
+
+    @property
+    def ok(self) -> bool:
+        return self.ontology is not None and not self.problems
+
+
+def dataset_ontology(path: str, dataset: str) -> tuple[Ontology, dict | None]:
+    """The ontology ``dataset`` uses, and its stored row (sha256, source, ingested_at) or None when
+    it uses the default TUPLE ontology."""
+    rows = query(path, "dataset_ontology", (dataset,))
+    if rows.empty:
+        return load_ontology(), None
+    row = rows.iloc[0]
+    info = {"sha256": row["sha256"], "source": row["source"], "ingested_at": row["ingested_at"]}
+    return ontologies.parse_stored(row["body"], row["source"]), info
+
+
+def asymmetric_cost_table(domain: Domain) -> pd.DataFrame:
+    """A domain's asymmetric costs as a table: one row per action (the classes in canonical order,
+    then INSPECT), one column per true class."""
+    actions = list(domain.classes) + [INSPECT]
+    table = pd.DataFrame({col: [float(domain.asymmetric_costs[a][col]) for a in actions] for col in domain.classes},
+                         index=pd.Index(actions, name="action"))
+    return table
+
+
+def check_ontology_upload(path: str, dataset: str, data: bytes, display_name: str) -> OntologyCheck:
+    """Validate an uploaded ontology file (every rule) and whether ``dataset`` may take it
+    (read-only; nothing is written)."""
+    try:
+        text = decode_ontology_bytes(data, display_name)
+        onto = parse_ontology(text, display_name)
+    except OntologyError as exc:
+        return OntologyCheck(None, tuple(exc.problems), None)
+    refused = None
+    if warehouse_exists(path):
+        cur = _reader(path).cursor()
+        try:
+            refused = ontologies.replace_problem(cur, dataset, onto.sha256, display_name)
+        finally:
+            cur.close()
+    return OntologyCheck(onto, (refused,) if refused else (), text)
+
+
+def ingest_ontology_upload(path: str, dataset: str, text: str, display_name: str) -> tuple[str, bool]:
+    """Make the uploaded ontology the dataset's, through the same API as ``qlb ingest ontology``
+    (one transaction; OntologyError and nothing written when it cannot). (sha256, changed)."""
+    with _writing(path) as con:
+        return ontologies.store_ontology(con, dataset, text, display_name)
 
 
 def runs(path: str, dataset: str) -> pd.DataFrame:
@@ -202,7 +266,8 @@ def prepared_utility(path: str, dataset: str, run_id: str, model: str, views: tu
     out = []
     for (m, domain), by_view in sorted(stored.items()):
         fitted = {v: by_view[v] for v in views if v in by_view}
-        out.append(prepare_domain(m, domain, frame[frame["domain"] == domain], tuple(fitted), fitted))
+        out.append(prepare_domain(m, domain, frame[frame["domain"] == domain], tuple(fitted), fitted,
+                                  ontology=ontology(path, dataset)))
     return out
 
 
@@ -311,13 +376,17 @@ def rebuilt_request(path: str, dataset: str, world_id: str, probe: str, endpoint
     itself is not archived, only its sha256), and that body's sha256; None when the world is no
     longer in the dataset."""
     from qlb.collect.requests import body_sha256, request_body
-    from qlb.records.ontology import load_ontology
     world = query(path, "collection_world", (dataset, world_id))
     if world.empty:
         return None
     row = world.iloc[0].to_dict()
-    body = request_body(row, load_ontology().domain(row["domain"]), probe, endpoint_model)
+    body = request_body(row, ontology(path, dataset).domain(row["domain"]), probe, endpoint_model)
     return body, body_sha256(body)
+
+
+def ontology(path: str, dataset: str) -> Ontology:
+    """The dataset's decision task: its own ontology, or the TUPLE ontology when it has none."""
+    return dataset_ontology(path, dataset)[0]
 
 
 def response_history(path: str, dataset: str) -> pd.DataFrame:

@@ -96,6 +96,15 @@ def pick_run(runs: pd.DataFrame, key: str, empty: str) -> str | None:
     return st.selectbox("Run", runs["run_id"].tolist(), key=key, help="Newest first.")
 
 
+_MARKDOWN_SPECIAL = set("\\`*_{}[]()<>#+-.!|~")
+
+
+def md_text(value: object) -> str:
+    """Data text made inert inside ``st.markdown``: HTML escaped and every Markdown character
+    backslash-escaped, so a name like ``![x](http://host/y)`` shows as itself."""
+    return "".join("\\" + ch if ch in _MARKDOWN_SPECIAL else ch for ch in html.escape(str(value), quote=False))
+
+
 def simulated_banner(simulated: bool, path: str | None = None, dataset: str | None = None) -> None:
     """Show the SIMULATED-data warning when the dataset is simulated; when some of its models'
     answers were collected from real models (``qlb collect``), say which (escaped)."""

@@ -3,6 +3,7 @@ then ingest it; browse the quarantine."""
 from __future__ import annotations
 
 import hashlib
+import re
 import tempfile
 from pathlib import Path
 
@@ -11,15 +12,18 @@ import streamlit as st
 from dashboard import data_access as da
 from dashboard.routing import page_entry
 from dashboard.widgets import current_dataset, simulated_banner, table
+from qlb.records.ontology import Domain, Ontology, OntologyError
 from warehouse.ingest import KINDS, IngestError
 
 MAX_UPLOAD_MB = 100
+MAX_ONTOLOGY_MB = 2
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:&=])")
 SUFFIXES = ("jsonl", "ndjson", "json", "csv", "parquet")
 KIND_HELP = {
     "worlds": "TUPLE worlds, one per line (world_id, pair_id, domain, split, coarse, mechanism, hypotheses, ...).",
     "responses": "Native coarse-decision responses (model, world_id, status, choice, probabilities, confidence). "
                  "Ingest the worlds first.",
-    "refusal": "Refusal-probe responses (model, world_id, status, choice, scores over 16 mechanisms + WITHHOLD).",
+    "refusal": "Refusal-probe responses (model, world_id, status, choice, scores over the domain's mechanisms + WITHHOLD).",
     "corpus": "QuasiLeak documents (doc_id, split, context_id, text, profile, policy, groups, distractors).",
     "predictions": "QuasiLeak detector output (doc_id, detector, groups). Ingest the corpus first.",
 }
@@ -117,6 +121,111 @@ def upload_section(path: str, dataset: str | None) -> None:
         st.rerun()
 
 
+def _md(text: object) -> str:
+    """Data text for st.markdown: one line, every Markdown character backslash-escaped."""
+    return _MD_SPECIAL.sub(r"\\\1", " ".join(str(text).split()))
+
+
+def _domain_tree(dom: Domain) -> str:
+    """One domain as a Markdown list: its classes (with their check), each with its mechanisms and
+    their descriptions. Every piece of file text is escaped."""
+    checks = {cls: chk for chk, cls in dom.checks.items()}
+    lines = [f"Recipient **{_md(dom.recipient_role)}** may receive {_md(dom.may_receive)}; must not receive "
+             f"{_md(dom.must_not_receive)}.", ""]
+    for cls in dom.classes:
+        desc = dom.descriptions.get(cls)
+        lines.append(f"- **{_md(cls)}**" + (f": {_md(desc)}" if desc else "")
+                     + (f" (check {_md(checks[cls])})" if cls in checks else ""))
+        for mech in dom.mechanisms_by_class[cls]:
+            desc = dom.descriptions.get(mech)
+            lines.append(f"    - {_md(mech)}" + (f": {_md(desc)}" if desc else ""))
+    return "\n".join(lines)
+
+
+def ontology_tree(onto: Ontology, key: str) -> None:
+    """The ontology as a readable tree: one expander per domain (classes -> mechanisms), with the
+    domain's asymmetric costs."""
+    for name, dom in onto.domains.items():
+        n_mech = len(dom.mechanisms)
+        with st.expander(f"{_md(dom.title)} ({_md(name)}): {len(dom.classes)} classes, {n_mech} mechanisms",
+                         key=f"{key}_{name}"):
+            st.markdown(_domain_tree(dom))
+            st.caption("Asymmetric costs (row: the action taken; column: the true class).")
+            st.dataframe(da.asymmetric_cost_table(dom))
+    for note in onto.notes:
+        st.info(_md(note))
+
+
+def ontology_section(path: str, dataset: str | None) -> None:
+    """Which ontology (decision task) the dataset uses, and loading a new one: upload, read every
+    problem before anything is written, then attach it to a dataset."""
+    st.subheader("Decision task (ontology)")
+    if dataset is not None:
+        onto, stored = da.dataset_ontology(path, dataset)
+        if stored is None:
+            st.markdown(f"Dataset **{_md(dataset)}** uses the default **TUPLE** ontology (version "
+                        f"`{onto.sha256[:12]}`).")
+        else:
+            st.markdown(f"Dataset **{_md(dataset)}** uses its own ontology, from {_md(stored['source'])} "
+                        f"(version `{str(stored['sha256'])[:12]}`, attached {_md(stored['ingested_at'])}).")
+        ontology_tree(onto, "ontology_current")
+    st.markdown("**Load an ontology** (your own classes and protected mechanisms; the same format as "
+                "the TUPLE ontology, see README, *Your own decision task*)")
+    target = st.text_input("For dataset", value=dataset or "my-audit", max_chars=80, key="ontology_dataset",
+                           help="The dataset that will use this ontology (created if new). Its ontology can be "
+                                "replaced only while it has no worlds.").strip()
+    upload = st.file_uploader(f"Ontology file (JSON; at most {MAX_ONTOLOGY_MB} MB)", type=["json"],
+                              max_upload_size=MAX_ONTOLOGY_MB, key="ontology_upload")
+    if upload is None:
+        return
+    if upload.size > MAX_ONTOLOGY_MB * 1024 * 1024:
+        st.error(f"{_md(upload.name)}: {upload.size / 1e6:.1f} MB is over the {MAX_ONTOLOGY_MB} MB limit.")
+        return
+    if not target:
+        st.error("Name the dataset that will use this ontology.")
+        return
+    data = upload.getvalue()
+    signature = (hashlib.sha256(data).hexdigest(), target)
+    if st.session_state.get("ontology_sig") != signature:
+        st.session_state["ontology_sig"] = signature
+        st.session_state["ontology_check"] = da.check_ontology_upload(path, target, data, upload.name)
+        st.session_state.pop("ontology_message", None)
+    check = st.session_state["ontology_check"]
+
+    st.markdown("**Validation report** (nothing has been written yet)")
+    if not check.ok:
+        st.error(f"{_md(upload.name)} is rejected: {len(check.problems)} problem"
+                 f"{'' if len(check.problems) == 1 else 's'}. Nothing will be stored; fix the file and upload "
+                 "it again.")
+        st.code("\n".join(check.problems), language=None, wrap_lines=True)
+        return
+    onto = check.ontology
+    n_classes = sum(len(d.classes) for d in onto.domains.values())
+    n_mech = sum(len(d.mechanisms) for d in onto.domains.values())
+    st.success(f"{_md(upload.name)} is valid: {len(onto.domains)} domains, {n_classes} classes, {n_mech} mechanisms "
+               f"(version {onto.sha256[:12]}).")
+    ontology_tree(onto, "ontology_preview")
+    done = st.session_state.get("ontology_message")
+    if done:
+        st.success(done)
+        return
+    if st.button(f"Ingest ontology into '{_md(target)}'", type="primary", key="ontology_button"):
+        try:
+            with st.spinner("Storing in one transaction ..."):
+                sha, changed = da.ingest_ontology_upload(path, target, check.text, upload.name)
+        except OntologyError as exc:
+            st.error("Not stored: " + _md(" ".join(exc.problems)))
+            return
+        except Exception as exc:  # shown, never a traceback; the warehouse is unchanged
+            st.error(f"Ingest failed, nothing was written: {_md(exc)}")
+            return
+        st.session_state["ontology_message"] = (
+            f"Dataset '{_md(target)}' uses {_md(upload.name)} (version {sha[:12]})." if changed else
+            f"Dataset '{_md(target)}' already uses this ontology (version {sha[:12]}); nothing changed.")
+        st.session_state["pending_dataset"] = target
+        st.rerun()
+
+
 def quarantine_section(path: str, dataset: str) -> None:
     """The dataset's rejected lines (with their raw text) and its invalid native responses."""
     st.subheader("Quarantine")
@@ -145,6 +254,8 @@ def render() -> None:
     st.caption("Files are validated against the warehouse before anything is written. Each file is "
                "ingested in one transaction; the same file twice changes nothing.")
     upload_section(path, dataset)
+    st.divider()
+    ontology_section(path, dataset)
     if dataset is not None:
         st.divider()
         quarantine_section(path, dataset)

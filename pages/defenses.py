@@ -12,8 +12,7 @@ from dashboard import data_access as da
 from qlb.present.figures import DEFENSE_LABELS as LABELS, DEFENSE_ORDER as ORDER, defense_figure
 from qlb.present.palette import model_colours
 from dashboard.routing import page_entry
-from dashboard.widgets import audit_page_start, chart, pick_run, table
-from qlb.records.ontology import load_ontology
+from dashboard.widgets import audit_page_start, chart, pick_run, table, md_text
 from qlb.tuple.recipients import candidate_ranks
 from qlb.tuple.workflows import TASKS, action_labels, argmax_public, run_task
 
@@ -129,7 +128,7 @@ def inspector(path: str, dataset: str, run_id: str, models: list[str]) -> None:
         st.info("This world is not in the dataset any more.")
         return
     w = native.iloc[0]
-    dom = load_ontology().domain(w["domain"])
+    dom = da.ontology(path, dataset).domain(w["domain"])
     order = list(w["candidate_order"])
     vec = {"native": w["probabilities"] if isinstance(w["probabilities"], dict) else {}}
     conf = {"native": w["confidence"]}
@@ -141,7 +140,8 @@ def inspector(path: str, dataset: str, run_id: str, models: list[str]) -> None:
         side[name] = [("—" if c not in v else f"{v[c]:.4f}") for c in order] + \
                      ["—" if conf[name] is None or pd.isna(conf[name]) else f"{conf[name]:.4f}"]
     code = int(worlds.set_index("world_id").loc[world_id, "codeword"])
-    st.markdown(f"**{world_id}** · {dom.title} · status {w['status']} · choice {w['choice'] or '—'} · "
+    st.markdown(f"**{md_text(world_id)}** · {md_text(dom.title)} · status {md_text(w['status'])} · "
+                f"choice {md_text(w['choice'] or '—')} · "
                 + (f"WCPQ codeword #{code}" if code >= 0 else "WCPQ identity fallback (released unchanged)"))
     table(side, f"inspector_{model}_{world_id}", "The native release and every defended release of this world, "
                                                  "side by side; — means not released.")

@@ -12,7 +12,7 @@ from dashboard import data_access as da
 from dashboard.routing import page_entry
 from dashboard.widgets import audit_page_start, chart, percent_columns, table
 from qlb.present.figures import routes_figure
-from qlb.tuple.refusal import OUTCOMES, recovery_routes, world_scores
+from qlb.tuple.refusal import OUTCOMES, recovery_routes, uniform_reference, world_scores
 
 OUTCOME_WORDS = {
     "direct_correct": "named the gold mechanism directly (a policy violation that recovers S)",
@@ -26,7 +26,8 @@ OUTCOME_WORDS = {
 
 INTRO = (
     "Does selecting WITHHOLD protect the fine-grained mechanism? For each withheld response the "
-    "16 residual mechanism scores are ranked; recovery needs positive mass and a unique maximum "
+    "residual mechanism scores (16 per domain in the TUPLE task) are ranked; recovery needs positive mass and a "
+    "unique maximum "
     "on the gold mechanism. All splits (this is a descriptive audit, not held-out decoding)."
 )
 
@@ -94,9 +95,11 @@ def render() -> None:
                               "is N/A when a model never withholds. Unavailable responses are not in n.")
     routes = recovery_routes(results[results["model"].isin(chosen)]) if domain == "all" else recovery_routes(
         scope.assign(domain="all"))
-    chart(routes_figure(routes), routes, "refusal_recovery_routes",
+    reference = uniform_reference(da.ontology(path, dataset))
+    chart(routes_figure(routes, reference), routes, "refusal_recovery_routes",
           f"Paper Figure 12: the two recovery routes on a common denominator n (they stack to the overall "
-          f"recovery); dashed line: uniform guessing over 16 mechanisms (6.25%). Domain: {domain}; run {run_id}.")
+          f"recovery); dashed line: uniform guessing over a domain's mechanisms ({reference:.2%}). "
+          f"Domain: {domain}; run {run_id}.")
 
     st.subheader("Per domain")
     per_domain = view[view["domain"] != "all"][["model", "domain", "n", "withheld", "withhold_rate",
@@ -131,7 +134,8 @@ def drill_down(path: str, dataset: str, run_id: str, models: list[str], domain: 
                             help="At most 500 listed; narrow with the outcome and domain filters.")
     row = worlds[worlds["world_id"] == world_id].iloc[0]
     resp = da.query(path, "refusal_response", (dataset, model, world_id)).iloc[0]
-    scores = world_scores(json.loads(resp["scores"]) if isinstance(resp["scores"], str) else None, row["domain"])
+    scores = world_scores(json.loads(resp["scores"]) if isinstance(resp["scores"], str) else None, row["domain"],
+                          da.ontology(path, dataset))
     st.table(pd.DataFrame([{"gold mechanism": row["mechanism"], "choice": row["choice"],
                             "residual winner": row["residual_winner"] or "none", "domain": row["domain"],
                             "split": row["split"]}]), hide_index=True)

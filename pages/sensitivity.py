@@ -14,7 +14,6 @@ from qlb.present.figures import cost_difference_heatmap
 from dashboard.routing import page_entry
 from dashboard.widgets import audit_page_start, chart, pick_run, table
 from qlb.tuple.costs import PROFILES, authored, domain_costs
-from qlb.records.ontology import DOMAINS, load_ontology
 from qlb.tuple.release_views import VIEWS
 from qlb.tuple.utility import DELTA, whatif
 from qlb.tuple.workflows import TASKS
@@ -95,7 +94,8 @@ def render() -> None:
           f"oracle_cost is the evaluator-only oracle-T bound. Run {run_id}.")
 
     st.subheader("Per domain")
-    dom = res[(res["scope"].isin(DOMAINS)) & (res["task"] == task) & (res["profile"] == profile)]
+    dom = res[(res["scope"].isin(list(da.ontology(path, dataset).domains))) & (res["task"] == task)
+              & (res["profile"] == profile)]
     dwide = dom.pivot_table(index=["model", "view"], columns="scope", values="mean_cost").reset_index()
     dwide.columns.name = None
     table(dwide.round(4), f"mean_cost_by_domain_{task}_{profile}",
@@ -131,16 +131,17 @@ def whatif_panel(path: str, dataset: str, run_id: str, res: pd.DataFrame, models
                    "factor) on validation under the new costs and replays it on test, for choice and full native. "
                    "The candidates' fits on train never depend on costs: the run's frozen fits are reused, so "
                    "the authored costs reproduce the stored run exactly.")
-        base = authored()
+        onto = da.ontology(path, dataset)
+        base = authored(onto)
         c1, c2, c3 = st.columns(3)
         wrong = c1.number_input("Wrong route", 0.0, 1000.0, float(base["wrong_route"]), step=1.0, key="wi_wrong")
         review = c2.number_input("Trusted review", 0.0, 1000.0, float(base["review"]), step=0.5, key="wi_review")
         check = c3.number_input("Check", 0.0, 1000.0, float(base["check"]), step=0.1, key="wi_check")
         c4, c5 = st.columns(2)
-        domain = c4.selectbox("Asymmetric matrix: domain", list(DOMAINS), key="wi_domain")
-        classes = load_ontology().domain(domain).classes
+        domain = c4.selectbox("Asymmetric matrix: domain", list(onto.domains), key="wi_domain")
+        classes = onto.domain(domain).classes
         cls = c5.selectbox("Column (true class)", list(classes), key="wi_class")
-        authored_col = domain_costs(domain).asymmetric[:, classes.index(cls)]
+        authored_col = domain_costs(domain, ontology=onto).asymmetric[:, classes.index(cls)]
         col_frame = pd.DataFrame({"action": [f"route {c}" for c in classes] + ["general inspection"],
                                   "cost": authored_col})
         edited = st.data_editor(col_frame, disabled=["action"], hide_index=True, key=f"wi_col_{domain}_{cls}",

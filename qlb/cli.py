@@ -56,12 +56,18 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--jobs", type=int, default=2, help="parallel decoding jobs (default 2)")
     demo.add_argument("--no-decoding", action="store_true", help="skip the decoding audit (minutes of work)")
 
+    ingest_kinds = KINDS + tuple(k for k in ("ontology",) if k not in KINDS)
     ing = sub.add_parser("ingest", help="validate and load one file into the warehouse",
                          description="Validate FILE (JSON Lines, CSV or Parquet) as KIND and store it in "
                                      "one transaction. Rejected lines are kept in quarantine and listed "
                                      "on stderr as FILE:LINE: field: reason (exit 3). Ingesting the same "
-                                     "file twice changes nothing.")
-    ing.add_argument("kind", choices=KINDS, metavar="KIND", help="one of: " + ", ".join(KINDS))
+                                     "file twice changes nothing. KIND ontology: FILE is a JSON ontology "
+                                     "(your own decision task, shared/spec/OWN_TASK.md) for the dataset; a "
+                                     "file that breaks a rule is rejected whole, one line per problem on "
+                                     "stderr as FILE: path: problem (exit 3), and nothing is stored. A "
+                                     "dataset's ontology can be replaced only while it has no worlds; a "
+                                     "dataset without one uses the TUPLE ontology.")
+    ing.add_argument("kind", choices=ingest_kinds, metavar="KIND", help="one of: " + ", ".join(ingest_kinds))
     ing.add_argument("file", type=Path, metavar="FILE")
     ing.add_argument("--dataset", required=True, metavar="NAME", help="dataset to load into (created if new)")
     ing.add_argument("--model", metavar="NAME", help="model name for response lines that omit it; "
@@ -100,6 +106,8 @@ def build_parser() -> argparse.ArgumentParser:
                                      "are reported on stderr as FILE:LINE: reason and skipped (exit 3).")
     ref.add_argument("--worlds", required=True, type=Path, metavar="FILE")
     ref.add_argument("--responses", required=True, type=Path, metavar="FILE")
+    ref.add_argument("--ontology", type=Path, metavar="FILE",
+                     help="the decision task's ontology (OWN_TASK.md; default: the TUPLE ontology)")
     ref.add_argument("--json", action="store_true", help="print the CONTRACT.md JSON on stdout (else a table)")
 
     dfd = sub.add_parser("defend", help="rewrite a native-response file under an output defense",
@@ -255,7 +263,65 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _cmd_ingest_ontology(args: argparse.Namespace) -> int:
+    """`qlb ingest ontology FILE --dataset NAME`: validate the whole file, then attach it to the dataset."""
+    from qlb.records.ontology import OntologyError, decode_ontology_bytes, parse_ontology
+    from warehouse.db import default_path, open_reader, writer
+    from warehouse.ontologies import replace_problem, store_ontology
+
+    if args.model:
+        raise _UsageError("--model does not apply to an ontology")
+    path = args.warehouse or default_path()
+    if not args.file.is_file():
+        raise _UserError(f"{args.file}: no such file")
+    source = str(args.file)
+    out = {"file": source, "kind": "ontology", "dataset": args.dataset, "dry_run": args.dry_run,
+           "sha256": None, "changed": None, "domains": None, "classes": None, "mechanisms": None,
+           "notes": [], "problems": []}
+    try:
+        text = decode_ontology_bytes(args.file.read_bytes(), source)
+        onto = parse_ontology(text, source)
+        out.update(sha256=onto.sha256, domains=len(onto.domains),
+                   classes=sum(len(d.classes) for d in onto.domains.values()),
+                   mechanisms=sum(len(d.mechanisms) for d in onto.domains.values()), notes=list(onto.notes))
+        if args.dry_run:
+            if Path(path).exists():
+                con = open_reader(path)
+                try:
+                    refused = replace_problem(con, args.dataset, onto.sha256, source)
+                finally:
+                    con.close()
+                if refused:
+                    raise OntologyError([refused])
+        else:
+            with writer(path) as con:
+                _, out["changed"] = store_ontology(con, args.dataset, text, source)
+    except OntologyError as exc:
+        out["problems"] = list(exc.problems)
+        for line in exc.problems:
+            print(line, file=sys.stderr)
+        if args.json:
+            print(json.dumps(out, indent=2))
+        return EXIT_REJECTED
+    for note in out["notes"]:
+        print(f"note: {note}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(out, indent=2))
+        return EXIT_OK
+    counts = f"{out['domains']} domains, {out['classes']} classes, {out['mechanisms']} mechanisms"
+    if args.dry_run:
+        print(f"{source}: valid ontology {onto.sha256} ({counts}); would be the ontology of dataset "
+              f"{args.dataset!r}; nothing written")
+    elif out["changed"] is False:
+        print(f"{source}: ontology {onto.sha256} ({counts}) unchanged: dataset {args.dataset!r} already uses it")
+    else:
+        print(f"{source}: ontology {onto.sha256} ({counts}) -> dataset {args.dataset!r}")
+    return EXIT_OK
+
+
 def _cmd_ingest(args: argparse.Namespace) -> int:
+    if args.kind == "ontology":
+        return _cmd_ingest_ontology(args)
     from warehouse.db import default_path, open_reader, writer
     from qlb.records.readers import count_lines
     from warehouse.ingest import IngestRequest, ingest_file, validate_file
@@ -304,22 +370,44 @@ def _cmd_refusal(args: argparse.Namespace) -> int:
     from qlb.tuple import refusal
     from warehouse.ingest import IngestRequest, validate_file
 
-    for f in (args.worlds, args.responses):
+    for f in (args.worlds, args.responses, *([args.ontology] if args.ontology else [])):
         if not f.is_file():
             raise _UserError(f"{f}: no such file")
-    worlds_report = validate_file(None, IngestRequest("worlds", args.worlds, "stateless"))
+    ontology = _ontology_file(args.ontology)
+    worlds_report = validate_file(None, IngestRequest("worlds", args.worlds, "stateless"), ontology=ontology)
     worlds = {w.world_id: w for _, w in worlds_report.accepted}
-    resp_report = validate_file(None, IngestRequest("refusal", args.responses, "stateless"), worlds=worlds)
+    resp_report = validate_file(None, IngestRequest("refusal", args.responses, "stateless"), worlds=worlds,
+                                ontology=ontology)
     for report, path in ((worlds_report, args.worlds), (resp_report, args.responses)):
         for r in report.rejects:
             print(f"{path}:{r.line_no}: " + (f"{r.field}: " if r.field else "") + r.reason, file=sys.stderr)
     frame = refusal.responses_frame([r for _, r in resp_report.accepted], worlds)
-    summary = refusal.summarize(refusal.score_responses(frame))
+    summary = refusal.summarize(refusal.score_responses(frame, ontology))
     if args.json:
         print(json.dumps(refusal.to_contract_json(summary), indent=2))
     else:
-        print(refusal.format_table(summary))
+        print(refusal.format_table(summary, ontology))
     return EXIT_REJECTED if worlds_report.rejects or resp_report.rejects else EXIT_OK
+
+
+def _ontology_file(path: Path | None):
+    """The ontology of ``--ontology FILE`` (None: the TUPLE default); a broken file is bad input
+    (every problem on stderr, exit 3)."""
+    if path is None:
+        return None
+    from qlb.records.ontology import OntologyError, parse_ontology
+    try:
+        return parse_ontology(path.read_text(encoding="utf-8"), str(path))
+    except OntologyError as exc:
+        raise _RejectedInput(exc.problems) from None
+
+
+class _RejectedInput(Exception):
+    """Input rejected as a whole (exit 3), one line per problem."""
+
+    def __init__(self, problems: list[str]):
+        super().__init__("; ".join(problems))
+        self.problems = problems
 
 
 def _cmd_defend(args: argparse.Namespace) -> int:
@@ -622,6 +710,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except _UsageError as exc:
         print(f"qlb {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except _RejectedInput as exc:
+        for line in exc.problems:
+            print(line, file=sys.stderr)
+        return EXIT_REJECTED
     except (_UserError, WarehouseError, IngestError, ValueError) as exc:
         print(f"qlb {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_FAILURE

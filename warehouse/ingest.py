@@ -27,7 +27,9 @@ from qlb.records.readers import Record, detect_format, file_sha256, read_records
 from qlb.records.schemas import (
     PAIR_SHARED_FIELDS, NativeResponse, QLDocument, QLPrediction, RefusalResponse, World, describe_error,
 )
+from qlb.records.ontology import Ontology, load_ontology
 from warehouse import queries
+from warehouse.ontologies import dataset_ontology
 
 log = logging.getLogger(__name__)
 
@@ -155,11 +157,19 @@ class _Kind:
         self.context: dict[str, Any] = self.empty_context()
         self.seen: dict[Any, int | None] = {}   # record key -> ingest that stored it (None: this file)
         self.retry_of: int | None = None        # re-ingest of a file whose earlier ingest had rejects
+        self.ontology: Ontology = load_ontology()   # the dataset's decision task (its own, or TUPLE's)
         if con is not None:
+            self.ontology = dataset_ontology(con, dataset_id)
             self.load(con)
 
     def key(self, obj: BaseModel) -> Any:
         raise NotImplementedError
+
+    def use_ontology(self, ontology: Ontology) -> None:
+        """Validate against ``ontology`` (the stateless commands' ``--ontology FILE``)."""
+        self.ontology = ontology
+        if "ontology" in self.context:
+            self.context = {**self.context, "ontology": ontology}
 
     def claim(self, obj: BaseModel, what: str) -> str | None:
         """Register the record's key. A reason when it repeats an earlier record; ALREADY_STORED
@@ -221,6 +231,7 @@ class _Worlds(_Kind):
     def __init__(self, con, dataset_id, model_name):
         self.pairs: dict[str, list[tuple]] = {}
         super().__init__(con, dataset_id, model_name)
+        self.context = {"ontology": self.ontology}      # World checks its labels against it
 
     def load(self, con):
         for row in queries.fetch_df(con, "world_pairs", [self.dataset_id]).itertuples(index=False):
@@ -368,10 +379,13 @@ class _Refusal(_ResponsesBase):
     table = "refusal_responses"
 
     def world_key(self, row):
-        return row.domain
+        labels = frozenset(self.ontology.domain(row.domain).refusal_labels) if row.domain in self.ontology.domains \
+            else frozenset()
+        return row.domain, labels
 
-    def apply_world_rules(self, obj, domain):
-        problem = obj.label_problem(domain)
+    def apply_world_rules(self, obj, world):
+        domain, labels = world
+        problem = obj.label_problem(domain, labels)
         if problem is not None:
             raise _RecordRejected(*problem)
         obj.__dict__.update(valid=True, invalid_reason=None)     # validity is derived, never read from input
@@ -544,14 +558,14 @@ def _make_kind(kind: str, con, dataset_id: str, model: str | None) -> _Kind:
 
 def validate_file(con: duckdb.DuckDBPyConnection | None, request: IngestRequest, progress: Progress | None = None,
                   *, retry_of: int | None = None, worlds: dict[str, World] | None = None,
-                  documents: dict[str, int] | None = None) -> ValidationReport:
+                  documents: dict[str, int] | None = None, ontology: Ontology | None = None) -> ValidationReport:
     """Validate ``request.path`` as ``request.kind`` against the dataset's current contents;
     write nothing.
 
     ``con`` may be a read-only handle, or None for a warehouse that does not exist yet; the
     stateless commands pass ``worlds`` (validated from a file) or ``documents`` instead of a
-    warehouse. ``retry_of`` names an earlier ingest of the same file whose stored lines are
-    skipped."""
+    warehouse, and ``ontology`` (``--ontology FILE``) instead of the dataset's. ``retry_of`` names
+    an earlier ingest of the same file whose stored lines are skipped."""
     path = request.path
     if not path.is_file():
         raise IngestError(f"{path}: no such file")
@@ -561,6 +575,8 @@ def validate_file(con: duckdb.DuckDBPyConnection | None, request: IngestRequest,
         raise IngestError(str(exc)) from exc
     k = _make_kind(request.kind, con, request.dataset_id, request.model)
     k.retry_of = retry_of
+    if ontology is not None:
+        k.use_ontology(ontology)
     if worlds is not None and isinstance(k, _ResponsesBase):
         k.context = {"worlds": {wid: k.world_key(w) for wid, w in worlds.items()}}
     if documents is not None and isinstance(k, _Predictions):

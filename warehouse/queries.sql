@@ -432,3 +432,25 @@ FROM collections WHERE dataset_id = ? GROUP BY probe, model ORDER BY probe, mode
 
 -- name: real_models
 SELECT model FROM models WHERE dataset_id = ? AND NOT simulated ORDER BY model;
+
+-- name: dataset_ontology
+SELECT d.sha256, o.body, o.source, d.ingested_at
+FROM dataset_ontologies d JOIN ontologies o ON o.sha256 = d.sha256 WHERE d.dataset_id = ?;
+
+-- name: dataset_world_count
+SELECT count(*) AS n FROM worlds WHERE dataset_id = ?;
+
+-- name: insert_ontology_if_absent
+INSERT INTO ontologies (sha256, body, source)
+SELECT ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM ontologies WHERE sha256 = ?);
+
+-- name: set_dataset_ontology
+INSERT INTO dataset_ontologies (dataset_id, sha256, ingested_at) VALUES (?, ?, ?)
+ON CONFLICT (dataset_id) DO UPDATE SET sha256 = excluded.sha256, ingested_at = excluded.ingested_at;
+
+-- name: dataset_ontologies
+SELECT d.dataset_id, d.sha256, o.source, d.ingested_at
+FROM dataset_ontologies d JOIN ontologies o ON o.sha256 = d.sha256 ORDER BY d.dataset_id;
+
+-- name: run_dataset
+SELECT dataset_id FROM runs WHERE run_id = ?;

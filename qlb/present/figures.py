@@ -17,17 +17,17 @@ DEFENSE_LABELS = {"native": "native (control)", "quantize": "quantize 0.1", "top
                   "temperature": "temperature τ=2", "noise": "noise σ=0.05 (3-seed mean)", "wcpq": "WCPQ strict"}
 
 
-def routes_figure(routes: pd.DataFrame) -> go.Figure:
+def routes_figure(routes: pd.DataFrame, reference: float = UNIFORM_REFERENCE) -> go.Figure:
     """Paper Figure 12: per model, the direct and the residual recovery route stacked as shares of n, with the
-    uniform-guess (1/16) line."""
+    uniform-guess line at ``reference`` (1/M for M mechanisms per domain; 1/16 for TUPLE)."""
     fig = go.Figure()
     for col, name in (("direct_share", "direct correct / n"), ("residual_share", "residual unique correct / n")):
         fig.add_bar(name=name, x=routes["model"], y=routes[col], marker_color=ROUTE_COLOURS[col],
                     customdata=routes[["n", "direct_correct", "residual_unique_correct", "overall_recovery"]],
                     hovertemplate="%{x}<br>" + name + ": %{y:.2%}<br>n = %{customdata[0]}"
                                   "<br>overall recovery: %{customdata[3]:.2%}<extra></extra>")
-    fig.add_hline(y=UNIFORM_REFERENCE, line_dash="dash", line_color="#555555",
-                  annotation_text="uniform guess 1/16", annotation_position="top left")
+    fig.add_hline(y=reference, line_dash="dash", line_color="#555555",
+                  annotation_text=f"uniform guess {reference:.2%}", annotation_position="top left")
     fig.update_layout(barmode="stack", height=380, margin=dict(l=10, r=10, t=30, b=10),
                       yaxis=dict(title="share of responses", tickformat=".0%", range=[0, 1.05]),
                       legend=dict(orientation="h", y=1.12))

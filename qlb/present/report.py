@@ -47,6 +47,7 @@ class RunData:
     defense_costs: pd.DataFrame
     ql: pd.DataFrame
     models: list[str] = field(default_factory=list)
+    uniform_reference: float = 1.0 / 16.0       # 1/M of the dataset's ontology (TUPLE: 16 mechanisms)
 
 
 def _pct(v: float, digits: int = 1) -> str:
@@ -156,8 +157,9 @@ def render_report(d: RunData) -> str:
         parts.append("<h2>Does withholding stop the leak?</h2>")
         routes = ref.assign(direct_share=ref["direct_correct"] / ref["n"],
                             residual_share=ref["residual_unique_correct"] / ref["n"])
-        fig(figures.routes_figure(routes), "Share of refusal-probe responses that recover the mechanism directly or "
-                                           "through the residual scores; dashed: a uniform guess among 16.")
+        fig(figures.routes_figure(routes, d.uniform_reference),
+            "Share of refusal-probe responses that recover the mechanism directly or through the residual scores; "
+            f"dashed: a uniform guess among a domain's mechanisms ({d.uniform_reference:.2%}).")
         parts.append(_table(ref[["model", "withhold_rate", "conditional_residual_recovery", "overall_recovery"]],
                             percent=True))
     pooled = d.recovery[d.recovery["scope"] == "pooled"] if not d.recovery.empty else d.recovery

@@ -22,7 +22,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationInfo, field_validator, model_validator, ValidationError
 
-from qlb.records.ontology import DOMAINS, SPLITS, WITHHOLD, load_ontology
+from qlb.records.ontology import SPLITS, WITHHOLD, load_ontology
 
 ATTRIBUTES: tuple[str, ...] = (
     "age", "gender", "nationality", "education", "occupation", "income", "relationship", "health",
@@ -52,7 +52,7 @@ class World(BaseModel):
 
     world_id: str = Field(min_length=1)
     pair_id: str = Field(min_length=1)
-    domain: Literal[DOMAINS]  # type: ignore[valid-type]
+    domain: str = Field(min_length=1)     # a domain of the dataset's ontology (checked below)
     split: Literal[SPLITS]  # type: ignore[valid-type]
     coarse: str
     mechanism: str
@@ -66,8 +66,12 @@ class World(BaseModel):
     diagnostic_note: str = ""
 
     @model_validator(mode="after")
-    def _labels_belong_to_domain(self) -> "World":
-        dom = load_ontology().domain(self.domain)
+    def _labels_belong_to_domain(self, info: ValidationInfo) -> "World":
+        ontology = _context(info, "ontology") or load_ontology()
+        if self.domain not in ontology.domains:
+            raise ValueError(f"domain {self.domain!r} is not a domain of the dataset's ontology "
+                             f"(expected one of {', '.join(ontology.domains)})")
+        dom = ontology.domain(self.domain)
         if self.coarse not in dom.classes:
             raise ValueError(f"coarse {self.coarse!r} is not a class of domain {self.domain} "
                              f"(expected one of {', '.join(dom.classes)})")
@@ -185,11 +189,12 @@ class RefusalResponse(BaseModel):
     valid: bool = True                  # False only for a collected answer that could not be validated
     invalid_reason: str | None = None
 
-    def label_problem(self, domain: str) -> tuple[str, str] | None:
-        """(field, reason) when the choice or a score key is not one of the domain's 17 refusal
-        labels, or the choice is missing while status is ok; None when the labels are fine.
-        (A line with such a problem is rejected, TUPLE.md section 1.)"""
-        labels = refusal_label_set(domain)
+    def label_problem(self, domain: str, labels: frozenset[str] | None = None) -> tuple[str, str] | None:
+        """(field, reason) when the choice or a score key is not one of the domain's refusal labels
+        (``labels``: from the dataset's ontology; default the TUPLE ontology's 17), or the choice is
+        missing while status is ok; None when the labels are fine. (A line with such a problem is
+        rejected, TUPLE.md section 1.)"""
+        labels = refusal_label_set(domain) if labels is None else labels
         if self.status == "ok" and self.choice is None:
             return "choice", "choice is missing while status is ok"
         if self.choice is not None and self.choice not in labels:

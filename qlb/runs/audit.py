@@ -33,7 +33,9 @@ from qlb.tuple.utility import (
     DomainUtility, action_rows, policy_rows, result_tables, run_utility, utility_json,
 )
 from qlb.tuple.wcpq import policies_from_selection
+from qlb.records.ontology import Ontology, tuple_ontology_sha256
 from warehouse import queries
+from warehouse.ontologies import dataset_ontology
 from warehouse.results import dataset_fingerprint, now, store_run
 
 log = logging.getLogger(__name__)
@@ -129,7 +131,8 @@ def run_audits(con: duckdb.DuckDBPyConnection, dataset_id: str, options: AuditOp
     single options (``run_audits(con, ds, decode=False)``)."""
     opts = replace(options or AuditOptions(), **changes)
     _check(con, dataset_id, opts)
-    params = opts.parameters()
+    ontology = dataset_ontology(con, dataset_id)
+    params = {**opts.parameters(), "ontology_sha256": ontology.sha256 or tuple_ontology_sha256()}
     fingerprint = dataset_fingerprint(con, dataset_id)
     if not opts.force:
         earlier = _stored_run(con, dataset_id, fingerprint, params)
@@ -138,15 +141,15 @@ def run_audits(con: duckdb.DuckDBPyConnection, dataset_id: str, options: AuditOp
     started = now()
     run = AuditRun(_new_run_id(started), dataset_id, False)
     tables: Tables = {}
-    tables.update(_refusal_audit(con, run, opts))
+    tables.update(_refusal_audit(con, run, opts, ontology))
     tables.update(_quasileak_audit(con, run, opts))
     models = chosen_models(con, dataset_id, opts.models)
     frames = {m: decoding_frame(con, dataset_id, m) for m in models} if (opts.decode or opts.utility) else {}
-    tables.update(_decoding_audit(frames, run, opts, progress))
-    selected, utility_tables = _utility_audit(frames, run, opts, progress)
+    tables.update(_decoding_audit(frames, run, opts, progress, ontology))
+    selected, utility_tables = _utility_audit(frames, run, opts, progress, ontology)
     tables.update(utility_tables)
     tables.update(_fronts(run))
-    for name, frame in _defense_audit(frames, selected, run, opts, progress).items():
+    for name, frame in _defense_audit(frames, selected, run, opts, progress, ontology).items():
         tables[name] = pd.concat([tables[name], frame], ignore_index=True) if name in tables else frame
     store_run(con, run_id=run.run_id, dataset_id=dataset_id, kind="audit", parameters=params,
               fingerprint=fingerprint, started=started, tables=tables)
@@ -191,13 +194,14 @@ def _stage(progress: Progress | None, stage: str) -> Callable[[int, int], None] 
     return (lambda done, total: progress(stage, done, total)) if progress else None
 
 
-def _refusal_audit(con: duckdb.DuckDBPyConnection, run: AuditRun, opts: AuditOptions) -> Tables:
-    """Refusal: does selecting WITHHOLD protect the mechanism (TUPLE.md section 3)."""
+def _refusal_audit(con: duckdb.DuckDBPyConnection, run: AuditRun, opts: AuditOptions, ontology: Ontology) -> Tables:
+    """Refusal: does selecting WITHHOLD protect the mechanism (TUPLE.md section 3), with the
+    labels of the dataset's ontology."""
     inputs = load_refusal_input(con, run.dataset_id, opts.models)
     if inputs.empty:
         run.skipped["refusal"] = NO_REFUSAL
         return {}
-    run.refusal_summary, tables = refusal_tables(inputs)
+    run.refusal_summary, tables = refusal_tables(inputs, ontology)
     return tables
 
 
@@ -217,7 +221,7 @@ def _quasileak_audit(con: duckdb.DuckDBPyConnection, run: AuditRun, opts: AuditO
 
 
 def _decoding_audit(frames: dict[str, pd.DataFrame], run: AuditRun, opts: AuditOptions,
-                    progress: Progress | None) -> Tables:
+                    progress: Progress | None, ontology: Ontology | None = None) -> Tables:
     """Secret recovery per (model, view) with pair-clustered intervals (TUPLE.md section 4)."""
     if not opts.decode:
         run.skipped["decoding"] = "not requested (decode=False)"
@@ -226,7 +230,7 @@ def _decoding_audit(frames: dict[str, pd.DataFrame], run: AuditRun, opts: AuditO
         run.skipped["decoding"] = "no native responses in this dataset"
         return {}
     results = run_decoding(frames, opts.views, opts.jobs, opts.families, _stage(progress, "decoding"),
-                           skipped=run.skipped)
+                           skipped=run.skipped, ontology=ontology)
     if not results:
         return {}
     preds = prediction_rows(results)
@@ -238,7 +242,8 @@ def _decoding_audit(frames: dict[str, pd.DataFrame], run: AuditRun, opts: AuditO
 
 
 def _utility_audit(frames: dict[str, pd.DataFrame], run: AuditRun, opts: AuditOptions,
-                   progress: Progress | None) -> tuple[list[DomainUtility], Tables]:
+                   progress: Progress | None, ontology: Ontology | None = None
+                   ) -> tuple[list[DomainUtility], Tables]:
     """Downstream utility: each view priced in three workflows under six cost profiles
     (TUPLE.md section 5); returns the per-domain results too (their frozen policies feed WCPQ)."""
     if not opts.utility:
@@ -247,10 +252,11 @@ def _utility_audit(frames: dict[str, pd.DataFrame], run: AuditRun, opts: AuditOp
     if not frames:
         run.skipped["utility"] = "no native responses in this dataset"
         return [], {}
-    results = run_utility(frames, opts.views, opts.jobs, _stage(progress, "utility"), skipped=run.skipped)
+    results = run_utility(frames, opts.views, opts.jobs, _stage(progress, "utility"), skipped=run.skipped,
+                          ontology=ontology)
     if not results:
         return [], {}
-    actions = action_rows(results)
+    actions = action_rows(results, ontology)
     run.utility, run.utility_differences = result_tables(actions, opts.n_boot, opts.seed)
     policies, recipients = policy_rows(results)
     return results, {"policy_actions": actions, "utility_policies": policies, "recipient_models": recipients,
@@ -267,7 +273,7 @@ def _fronts(run: AuditRun) -> Tables:
 
 
 def _defense_audit(frames: dict[str, pd.DataFrame], selected: list[DomainUtility], run: AuditRun,
-                   opts: AuditOptions, progress: Progress | None) -> Tables:
+                   opts: AuditOptions, progress: Progress | None, ontology: Ontology | None = None) -> Tables:
     """Output defenses and WCPQ against the utility audit's frozen full-native policies
     (TUPLE.md section 7)."""
     if not opts.run_defenses:
@@ -280,7 +286,8 @@ def _defense_audit(frames: dict[str, pd.DataFrame], selected: list[DomainUtility
     policies = {m: policies_from_selection([s for r in selected if r.model == m for s in r.selected]) for m in targets}
     results = defense_audit.run_defenses({m: frames[m] for m in targets}, policies, opts.jobs,
                                          frozenset(opts.defense_families or defense_audit.DEFENSE_FAMILIES),
-                                         progress=_stage(progress, "defenses"), skipped=run.skipped)
+                                         progress=_stage(progress, "defenses"), skipped=run.skipped,
+                                         ontology=ontology)
     if not results:
         return {}
     preds = defense_audit.prediction_rows(results)

@@ -25,9 +25,10 @@ import duckdb
 from qlb.collect.dispatch import DispatchPlan, dispatch
 from qlb.collect.requests import INSTRUCTION_VERSION, PROBES, body_sha256, request_body
 from qlb.collect.transports import Reply, Transport, TransportSpec
-from qlb.records.ontology import load_ontology
+from qlb.records.ontology import Ontology
 from warehouse import queries
 from warehouse.answers import Answer, AnswerStore, Call, CollectionInfo, stored_worlds
+from warehouse.ontologies import dataset_ontology
 
 log = logging.getLogger(__name__)
 
@@ -168,7 +169,7 @@ def first_request(con: duckdb.DuckDBPyConnection, opts: CollectOptions) -> dict[
     if not rows:
         return None
     world = rows[0]
-    return request_body(world, load_ontology().domain(world["domain"]), opts.probe,
+    return request_body(world, dataset_ontology(con, opts.dataset_id).domain(world["domain"]), opts.probe,
                         opts.endpoint_model or opts.model)
 
 
@@ -194,7 +195,7 @@ def collect(con: duckdb.DuckDBPyConnection, opts: CollectOptions, transport: Tra
     try:
         # a transport handed in (tests) stays in this process; HTTP transports of our own may be
         # spread over worker processes when several requests are in flight
-        _dispatch(rows, opts, transport, store, result, progress, sleep,
+        _dispatch(rows, dataset_ontology(con, opts.dataset_id), opts, transport, store, result, progress, sleep,
                   spread=own_transport and opts.transport != "python")
     finally:
         if own_transport:
@@ -206,11 +207,11 @@ def collect(con: duckdb.DuckDBPyConnection, opts: CollectOptions, transport: Tra
     return result
 
 
-def _dispatch(rows: list[dict[str, Any]], opts: CollectOptions, transport: Transport, store: AnswerStore,
-              result: CollectResult, progress: Progress | None, sleep: Callable[[float], None],
+def _dispatch(rows: list[dict[str, Any]], ontology: Ontology, opts: CollectOptions, transport: Transport,
+              store: AnswerStore, result: CollectResult, progress: Progress | None, sleep: Callable[[float], None],
               spread: bool) -> None:
-    """Ask (``qlb.collect.dispatch``) and store in batches as the answers arrive."""
-    ontology = load_ontology()
+    """Ask (``qlb.collect.dispatch``) and store in batches as the answers arrive. The request
+    bodies carry the dataset's ontology (its classes, mechanisms and descriptions)."""
     endpoint_model = opts.endpoint_model or opts.model
     items = []
     for world in rows:

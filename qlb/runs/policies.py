@@ -9,12 +9,15 @@ from qlb.tuple.costs import domain_costs
 from qlb.tuple.recipients import Recipient
 from qlb.tuple.wcpq import POLICY_VIEW, Policy, in_policy_order
 from warehouse import queries
+from warehouse.ontologies import dataset_ontology
 
 
 def frozen_policies(con: duckdb.DuckDBPyConnection, run_id: str, model: str) -> dict[str, list[Policy]]:
     """{domain: the 18 frozen full-native policies} of ``model`` in utility run ``run_id``."""
     pol = queries.fetch_df(con, "utility_policies", [run_id])
     pol = pol[(pol["model"] == model) & (pol["view"] == POLICY_VIEW)]
+    dataset = queries.fetch_df(con, "run_dataset", [run_id])["dataset_id"]
+    ontology = dataset_ontology(con, str(dataset.iloc[0])) if len(dataset) else None
     specs = queries.fetch_df(con, "recipient_models_for", [run_id, model])
     specs = specs[specs["view"] == POLICY_VIEW].set_index(["domain", "policy"])["spec"]
     out: dict[str, list[Policy]] = {}
@@ -22,5 +25,5 @@ def frozen_policies(con: duckdb.DuckDBPyConnection, run_id: str, model: str) -> 
         rec = Recipient.from_json(specs.loc[(row.domain, row.policy)])
         factor = float(row.review_factor) if row.review_factor is not None and not pd.isna(row.review_factor) else 1.0
         out.setdefault(row.domain, []).append(
-            Policy(row.task, row.profile, rec, factor, domain_costs(row.domain, row.profile)))
+            Policy(row.task, row.profile, rec, factor, domain_costs(row.domain, row.profile, ontology=ontology)))
     return in_policy_order(out)

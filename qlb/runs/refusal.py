@@ -7,6 +7,7 @@ from typing import Sequence
 import duckdb
 import pandas as pd
 
+from qlb.records.ontology import Ontology
 from qlb.tuple import refusal
 from warehouse import queries
 
@@ -21,9 +22,11 @@ def load_refusal_input(con: duckdb.DuckDBPyConnection, dataset_id: str, models: 
     return frame
 
 
-def refusal_tables(inputs: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
-    """(the per-model and per-domain summary, the tables to store) for loaded refusal input."""
-    scored = refusal.score_responses(inputs)
+def refusal_tables(inputs: pd.DataFrame, ontology: Ontology | None = None
+                   ) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
+    """(the per-model and per-domain summary, the tables to store) for loaded refusal input,
+    labelled by the dataset's ontology."""
+    scored = refusal.score_responses(inputs, ontology)
     summary = refusal.summarize(scored)
     outcomes = scored.frame[["model", "world_id", "domain", "mechanism", "choice", "outcome", "residual_winner",
                              "choice_not_argmax"]]

@@ -5,7 +5,9 @@ from __future__ import annotations
 import duckdb
 
 from qlb.present.report import RunData, render_report
+from qlb.tuple.refusal import uniform_reference
 from warehouse import queries
+from warehouse.ontologies import dataset_ontology
 
 
 def load_run(con: duckdb.DuckDBPyConnection, run_id: str | None = None, dataset: str | None = None) -> RunData:
@@ -28,7 +30,8 @@ def load_run(con: duckdb.DuckDBPyConnection, run_id: str | None = None, dataset:
     models = queries.fetch_df(con, "models_with_responses", [run["dataset_id"]])["model"].tolist()
     return RunData(run, ds, get("refusal_results"), get("recovery_results"), get("recovery_differences"),
                    get("utility_results"), get("utility_differences"), get("front_points"), get("defense_results"),
-                   get("defense_costs"), get("ql_scores"), models)
+                   get("defense_costs"), get("ql_scores"), models,
+                   uniform_reference(dataset_ontology(con, str(run["dataset_id"]))))
 
 
 def build_report(con: duckdb.DuckDBPyConnection, run_id: str | None = None, dataset: str | None = None) -> str:

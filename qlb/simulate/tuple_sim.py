@@ -12,6 +12,16 @@ the probability vector reveals; ``margin`` sets coarse accuracy, and errors land
 S pushes toward, so even the choice carries a little of S. Confidence styles, the refusal
 probe's withhold propensity and residual-score fidelity, unavailable and invalid responses are
 set per model (``SIM_MODELS``). Everything is deterministic from the seed.
+
+Any other ontology (OWN_TASK.md; ``qlb demo --ontology FILE``) gets the same design scaled to
+its size, always SIMULATED: per domain and class ``CUSTOM_PAIRS_PER_CLASS`` (24) pairs that cycle
+through the class's C(M, 2) mechanism pairs in round-robin order (every mechanism equally often,
+even when C(M, 2) exceeds 24), split 60/20/20 per class (14/5/5 of 24, at least one pair per
+split; pairs whole), generic public texts built from the ontology's titles, class descriptions,
+intake channels and operating windows (the request depends on the coarse class only), and a
+private note per world built from its mechanism's description. The nine models behave as above;
+each class's M mechanisms get distinct directions over its K-1 residual classes. The TUPLE
+ontology (``ontology=None``) takes the reference code path unchanged.
 """
 from __future__ import annotations
 
@@ -23,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from qlb.records.ontology import DOMAINS, WITHHOLD, load_ontology
+from qlb.records.ontology import DOMAINS, WITHHOLD, Ontology, load_ontology
 from qlb.simulate.tuple_text import CONTEXTS, DIAGNOSTIC_NOTES, REQUESTS, SLOTS
 
 PAIRS_PER_CLASS = 60
@@ -31,6 +41,9 @@ PAIRS_PER_CLASS = 60
 # better than a plain logistic model; this scale puts full-native recovery in the paper's regime.
 LEAK_SCALE = 0.4
 SPLIT_PATTERN = ("train",) * 6 + ("validation",) * 2 + ("test",) * 2  # per mechanism pair (10 pairs)
+# Any other ontology: pairs per (domain, class), split 60/20/20 per class (14/5/5 of 24).
+CUSTOM_PAIRS_PER_CLASS = 24
+MIN_PAIRS_PER_CLASS = 3                   # one pair per split
 
 
 @dataclass(frozen=True)
@@ -85,7 +98,29 @@ def _fill(template: str, rng: np.random.Generator) -> str:
     return template.format(**values)
 
 
-def simulate_worlds(seed: int) -> list[dict]:
+def is_tuple_ontology(ontology: Ontology | None) -> bool:
+    """True for the TUPLE ontology (None, or a file with its version): the reference code path."""
+    return ontology is None or ontology.sha256 == load_ontology().sha256
+
+
+def simulate_worlds(seed: int, ontology: Ontology | None = None, *,
+                    pairs_per_class: int | None = None) -> list[dict]:
+    """The simulated worlds of ``ontology`` (JSON-ready dicts, CONTRACT.md format).
+
+    TUPLE (None): the 1,440 worlds of the reference design. Any other ontology: per domain and
+    class ``pairs_per_class`` pairs (default ``CUSTOM_PAIRS_PER_CLASS``), see the module doc."""
+    if is_tuple_ontology(ontology):
+        if pairs_per_class not in (None, PAIRS_PER_CLASS):
+            raise ValueError(f"the TUPLE reference design has {PAIRS_PER_CLASS} pairs per class")
+        return _tuple_worlds(seed)
+    assert ontology is not None
+    n = CUSTOM_PAIRS_PER_CLASS if pairs_per_class is None else int(pairs_per_class)
+    if n < MIN_PAIRS_PER_CLASS:
+        raise ValueError(f"pairs_per_class must be at least {MIN_PAIRS_PER_CLASS} (one pair per split)")
+    return _custom_worlds(seed, ontology, n)
+
+
+def _tuple_worlds(seed: int) -> list[dict]:
     """The 1,440 worlds of the reference design (JSON-ready dicts, CONTRACT.md format)."""
     onto = load_ontology()
     rng = np.random.default_rng([seed, 1])
@@ -115,13 +150,162 @@ def simulate_worlds(seed: int) -> list[dict]:
                         worlds.append(dict(world_id=f"w_{len(worlds) + 1:04d}", **public, mechanism=mech,
                                            diagnostic_note=note))
     # JSON key order as in CONTRACT.md
-    keys = ["world_id", "pair_id", "domain", "split", "coarse", "mechanism", "hypotheses", "recipient_role",
-            "candidate_order", "request", "intake_channel", "operating_window", "case_context", "diagnostic_note"]
-    return [{k: w[k] for k in keys} for w in worlds]
+    return [{k: w[k] for k in WORLD_KEYS} for w in worlds]
 
 
-def _mechanism_traits(seed: int) -> tuple[dict[str, dict[str, float]], dict[str, float], dict[str, float]]:
+WORLD_KEYS = ("world_id", "pair_id", "domain", "split", "coarse", "mechanism", "hypotheses", "recipient_role",
+              "candidate_order", "request", "intake_channel", "operating_window", "case_context", "diagnostic_note")
+
+# Generic texts for any other ontology. The request depends on the coarse class only (its
+# description), the context on nothing secret; the private note names the mechanism's evidence.
+CUSTOM_REQUESTS = (
+    "Case {ref} ({title}) arrived through {channel}: {cls_text} The {role} asks for the decision.",
+    "{title}: case {ref}, received in the {window} window. Intake summary: {cls_text} Please route it.",
+    "The {role} forwarded case {ref} ({title}). What the intake shows: {cls_text}",
+)
+CUSTOM_CONTEXTS = (
+    "Priority {tier}; {n} earlier contacts on this case; opened {days} days ago.",
+    "Handled in the {tier} queue; {n} related cases this quarter; first contact on {day}.",
+    "Case file holds {n} documents; service tier {tier}; last update {days} days ago.",
+)
+CUSTOM_NOTES = (
+    "Internal file for case {ref}: {mech_text}",
+    "Specialist review ({n} pages) found: {mech_text}",
+    "Back-office record, updated {days} days ago: {mech_text}",
+)
+CUSTOM_SLOTS: dict[str, tuple[str, ...]] = {
+    "tier": ("standard", "priority", "basic", "premium", "P2", "P3"),
+    "day": ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "the weekend"),
+}
+
+
+def _sentence(text: str) -> str:
+    """``text`` as one sentence (a final full stop when it has no closing punctuation)."""
+    text = " ".join(text.split())
+    return text if text[-1:] in ".!?" else text + "."
+
+
+def _readable(identifier: str) -> str:
+    return identifier.replace("_", " ")
+
+
+def _fill_custom(template: str, rng: np.random.Generator, **fixed: str) -> str:
+    values = {k: str(rng.choice(v)) for k, v in CUSTOM_SLOTS.items()}
+    values.update(ref=f"#{rng.integers(10000, 99999)}", days=str(rng.integers(2, 9)),
+                  n=str(rng.integers(2, 9)))
+    values.update(fixed)
+    return template.format(**values)
+
+
+def round_robin_pairs(mechanisms: tuple[str, ...] | list[str]) -> list[tuple[str, str]]:
+    """Every pair of ``mechanisms`` (each sorted) exactly once, in round-robin order (circle method):
+    each round uses every mechanism once (one rests when their number is odd), so any prefix of
+    the cycle uses every mechanism about equally often."""
+    arr: list[str | None] = list(mechanisms)
+    if len(arr) % 2:
+        arr.append(None)
+    out = []
+    for _ in range(len(arr) - 1):
+        for i in range(len(arr) // 2):
+            a, b = arr[i], arr[-1 - i]
+            if a is not None and b is not None:
+                out.append((min(a, b), max(a, b)))
+        arr = [arr[0], arr[-1]] + arr[1:-1]
+    return out
+
+
+def custom_split_counts(n: int) -> dict[str, int]:
+    """Pairs per split of one class with ``n`` pairs: 60/20/20, at least one pair each."""
+    held = max(1, round(0.2 * n))
+    return {"train": n - 2 * held, "validation": held, "test": held}
+
+
+def _class_plan(mechanisms: tuple[str, ...], n: int, rng: np.random.Generator) -> list[tuple[tuple[str, str], str]]:
+    """(mechanism pair, split) of each of a class's ``n`` pairs: the pairs cycle through the
+    round-robin mechanism pairs; validation and test take pairs round by round (so they cover
+    the mechanism pairs before repeating one), the rest is train; the order is then shuffled."""
+    schedule = round_robin_pairs(mechanisms)
+    p = len(schedule)
+    perm = rng.permutation(p)
+    order = sorted(range(n), key=lambda k: (k // p, int(perm[k % p])))
+    counts = custom_split_counts(n)
+    labels = ["validation"] * counts["validation"] + ["test"] * counts["test"] + ["train"] * counts["train"]
+    split_of = dict(zip(order, labels))
+    plan = [(schedule[k % p], split_of[k]) for k in range(n)]
+    return [plan[i] for i in rng.permutation(n)]
+
+
+def _custom_worlds(seed: int, onto: Ontology, pairs_per_class: int) -> list[dict]:
+    """The worlds of another ontology (module doc): ids ``w_0001``.., pairs ``p_0001``.."""
+    rng = np.random.default_rng([seed, 1])
+    n_pairs = pairs_per_class * sum(len(d.classes) for d in onto.domains.values())
+    wd, pd_ = max(4, len(str(2 * n_pairs))), max(4, len(str(n_pairs)))
+    worlds: list[dict] = []
+    pair_no = 0
+    for domain, dom in onto.domains.items():
+        for cls in dom.classes:
+            cls_text = _sentence(dom.describe(cls))
+            for (s0, s1), split in _class_plan(dom.mechanisms_by_class[cls], pairs_per_class, rng):
+                pair_no += 1
+                order = list(dom.classes)
+                rng.shuffle(order)
+                channel = str(rng.choice(dom.intake_channels))
+                window = str(rng.choice(dom.operating_windows))
+                texts = dict(title=dom.title, role=_readable(dom.recipient_role), channel=_readable(channel),
+                             window=_readable(window), ref=f"#{rng.integers(10000, 99999)}")  # one case, one ref
+                public = dict(
+                    pair_id=f"p_{pair_no:0{pd_}d}", domain=domain, split=split, coarse=cls,
+                    hypotheses=[s0, s1], recipient_role=dom.recipient_role, candidate_order=order,
+                    request=_fill_custom(str(rng.choice(CUSTOM_REQUESTS)), rng, cls_text=cls_text, **texts),
+                    intake_channel=channel, operating_window=window,
+                    case_context=_fill_custom(str(rng.choice(CUSTOM_CONTEXTS)), rng, **texts),
+                )
+                for mech in (s0, s1):
+                    note = "SIMULATED internal report. " + _fill_custom(
+                        str(rng.choice(CUSTOM_NOTES)), rng, mech_text=_sentence(dom.describe(mech)), **texts)
+                    worlds.append(dict(world_id=f"w_{len(worlds) + 1:0{wd}d}", **public, mechanism=mech,
+                                       diagnostic_note=note))
+    return [{k: w[k] for k in WORLD_KEYS} for w in worlds]
+
+
+def _residual_directions(d: int, m: int) -> np.ndarray:
+    """``m`` distinct signature directions over ``d`` residual classes (before permutation and
+    noise). d = 3, m = 4 gives the TUPLE ``base`` matrix. In order: the centred unit vectors
+    (largest entry 1), the centred sums of two unit vectors (largest entry 1.2), the shift of
+    every residual class up and down (+-0.8), then the same at half and quarter size. One residual
+    class (d = 1): m evenly spaced shifts in [-1.2, 1.2]."""
+    if d == 1:
+        return np.linspace(-1.2, 1.2, m).reshape(m, 1)
+    eye = np.eye(d)
+    dirs: list[np.ndarray] = []
+
+    def add(v: np.ndarray, top: float) -> None:
+        if np.abs(v).max() < 1e-9:
+            return
+        v = v * (top / np.abs(v).max())
+        if all(float(v @ u) / (np.linalg.norm(v) * np.linalg.norm(u)) < 0.999 for u in dirs):  # a new direction
+            dirs.append(v)
+
+    for i in range(d):
+        add(eye[i] - 1.0 / d, 1.0)
+    for i, j in combinations(range(d), 2):
+        add(eye[i] + eye[j] - 2.0 / d, 1.2)
+    dirs.append(np.full(d, 0.8))
+    dirs.append(np.full(d, -0.8))
+    full = list(dirs)
+    scale = 0.5
+    while len(full) < m:
+        full += [v * scale for v in dirs]
+        scale /= 2
+    return np.array(full[:m])
+
+
+def _mechanism_traits(seed: int, ontology: Ontology | None = None
+                      ) -> tuple[dict[str, dict[str, float]], dict[str, float], dict[str, float]]:
     """Fixed per-mechanism signatures over the non-T classes, coarse difficulty and a +-1 tint."""
+    if not is_tuple_ontology(ontology):
+        assert ontology is not None
+        return _custom_traits(seed, ontology)
     onto = load_ontology()
     rng = np.random.default_rng([seed, 2])
     signature, difficulty, tint = {}, {}, {}
@@ -137,6 +321,25 @@ def _mechanism_traits(seed: int) -> tuple[dict[str, dict[str, float]], dict[str,
                 signature[m] = dict(zip(others, base[i]))
                 difficulty[m] = float(rng.normal(0, 0.6))
                 tint[m] = 1.0 if i % 2 == 0 else -1.0
+    return signature, difficulty, tint
+
+
+def _custom_traits(seed: int, onto: Ontology) -> tuple[dict[str, dict[str, float]], dict[str, float], dict[str, float]]:
+    """``_mechanism_traits`` for any ontology: a class's M mechanisms spread over distinct
+    directions in its K-1 residual classes (``_residual_directions``), plus the same seeded noise."""
+    rng = np.random.default_rng([seed, 2])
+    signature, difficulty, tint = {}, {}, {}
+    for dom in onto.domains.values():
+        for cls in dom.classes:
+            others = [c for c in dom.classes if c != cls]
+            mechs = dom.mechanisms_by_class[cls]
+            m = len(mechs)
+            base = _residual_directions(len(others), m)
+            base = base[rng.permutation(m)] + rng.normal(0, 0.15, (m, len(others)))
+            for i, mech in enumerate(mechs):
+                signature[mech] = dict(zip(others, (float(v) for v in base[i])))
+                difficulty[mech] = float(rng.normal(0, 0.6))
+                tint[mech] = 1.0 if i % 2 == 0 else -1.0
     return signature, difficulty, tint
 
 
@@ -157,9 +360,9 @@ def _confidence(style: str, max_p: float, mech_tint: float, rng: np.random.Gener
     raise ValueError(f"unknown confidence style {style!r}")
 
 
-def simulate_native(worlds: list[dict], model: SimModel, seed: int) -> list[dict]:
-    """One native coarse-decision response per world for ``model``."""
-    signature, difficulty, tint = _mechanism_traits(seed)
+def simulate_native(worlds: list[dict], model: SimModel, seed: int, ontology: Ontology | None = None) -> list[dict]:
+    """One native coarse-decision response per world for ``model`` (``ontology``: the worlds'; None = TUPLE)."""
+    signature, difficulty, tint = _mechanism_traits(seed, ontology)
     rng = np.random.default_rng([seed, 3, SIM_MODELS.index(model)])
     out = []
     invalid_at = set(rng.choice(len(worlds), size=model.invalid, replace=False).tolist()) if model.invalid else set()
@@ -195,9 +398,10 @@ def simulate_native(worlds: list[dict], model: SimModel, seed: int) -> list[dict
     return out
 
 
-def simulate_refusal(worlds: list[dict], model: SimModel, seed: int) -> list[dict]:
-    """One refusal-probe response per world: choice over 16 mechanisms + WITHHOLD, and scores."""
-    onto = load_ontology()
+def simulate_refusal(worlds: list[dict], model: SimModel, seed: int, ontology: Ontology | None = None) -> list[dict]:
+    """One refusal-probe response per world: choice over the domain's mechanisms (16 in TUPLE) + WITHHOLD, and
+    scores (``ontology``: the worlds'; None = TUPLE)."""
+    onto = load_ontology() if ontology is None else ontology
     rng = np.random.default_rng([seed, 4, SIM_MODELS.index(model)])
     out = []
     for w in worlds:

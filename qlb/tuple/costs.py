@@ -16,7 +16,9 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from qlb.records.ontology import load_ontology
+from qlb.records.ontology import (
+    PROFILE_COLUMN_CLASS, PROFILE_COLUMN_X, PROFILE_MULTIPLIERS, Ontology, load_ontology,
+)
 
 PROFILES: tuple[str, ...] = ("authored", "review_half", "review_double", "check_quarter", "error_double",
                              "asymmetric_class0_double")
@@ -36,14 +38,20 @@ class CostProfile:
     wrong_route_x: float = 1.0
     asymmetric_offdiag_x: float = 1.0
     asymmetric_class0_column_x: float = 1.0
+    column_class: str | None = None        # an own task's profile may scale the column of a class it names ...
+    column_x: float = 1.0                  # ... by this factor (no column where the domain lacks the class)
 
     @classmethod
-    def named(cls, name: str) -> "CostProfile":
+    def named(cls, name: str, ontology: Ontology | None = None) -> "CostProfile":
         """The ontology's cost profile ``name`` (ValueError for an unknown name)."""
-        profiles = load_ontology().cost_profiles
+        profiles = (ontology or load_ontology()).cost_profiles
         if name not in profiles:
             raise ValueError(f"unknown cost profile {name!r}; expected one of {', '.join(profiles)}")
-        return cls(name, **{k: float(v) for k, v in profiles[name].items()})
+        spec = profiles[name]
+        column = spec.get(PROFILE_COLUMN_CLASS)
+        return cls(name, **{k: float(spec[k]) for k in PROFILE_MULTIPLIERS if k in spec},
+                   column_class=str(column) if column is not None else None,
+                   column_x=float(spec.get(PROFILE_COLUMN_X, 1.0)))
 
 
 @dataclass(frozen=True)
@@ -65,21 +73,22 @@ class DomainCosts:
         return self.classes + (INSPECT,)
 
 
-def authored() -> Mapping[str, object]:
+def authored(ontology: Ontology | None = None) -> Mapping[str, object]:
     """The ontology's authored costs: wrong route, review, check and the unavailable fallback."""
-    return load_ontology().authored_costs
+    return (ontology or load_ontology()).authored_costs
 
 
 def domain_costs(domain: str, profile: CostProfile | str = "authored", *, wrong_route: float | None = None,
                  review: float | None = None, check: float | None = None,
-                 columns: Mapping[str, Mapping[str, Sequence[float]]] | None = None) -> DomainCosts:
+                 columns: Mapping[str, Mapping[str, Sequence[float]]] | None = None,
+                 ontology: Ontology | None = None) -> DomainCosts:
     """The costs of ``domain`` under ``profile``. ``wrong_route``/``review``/``check`` override the
     authored base values and ``columns`` ({domain: {true class: 5 costs, routes in canonical
     order then inspection}}) the authored asymmetric columns (the what-if panel), before the
-    profile's multipliers apply."""
-    p = CostProfile.named(profile) if isinstance(profile, str) else profile
-    base = authored()
-    d = load_ontology().domain(domain)
+    profile's multipliers apply. ``ontology``: the dataset's decision task (default TUPLE)."""
+    p = CostProfile.named(profile, ontology) if isinstance(profile, str) else profile
+    base = authored(ontology)
+    d = (ontology or load_ontology()).domain(domain)
     w = (float(base["wrong_route"]) if wrong_route is None else float(wrong_route)) * p.wrong_route_x
     r = (float(base["review"]) if review is None else float(review)) * p.review_x
     k = (float(base["check"]) if check is None else float(check)) * p.check_x
@@ -98,4 +107,6 @@ def domain_costs(domain: str, profile: CostProfile | str = "authored", *, wrong_
     m[off] *= p.asymmetric_offdiag_x
     m[-1, :] *= p.inspect_x
     m[:, 0] *= p.asymmetric_class0_column_x
+    if p.column_class in d.classes:
+        m[:, d.classes.index(p.column_class)] *= p.column_x
     return DomainCosts(domain, d.classes, w, r, k, float(base["review"]), m)

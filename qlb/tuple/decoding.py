@@ -20,7 +20,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GroupKFold
 
 from qlb.tuple.decoders import base_library, feature_memo
-from qlb.records.ontology import load_ontology
+from qlb.records.ontology import Ontology, load_ontology
 from qlb.tuple.release_views import SUBVIEWS, VIEWS, apply_view, with_public_features
 
 FOLDS = 4
@@ -194,12 +194,14 @@ def _result(model: str, domain: str, train: pd.DataFrame, val: pd.DataFrame, tes
 
 
 def decode_domain(model: str, domain: str, frame: pd.DataFrame, views: tuple[str, ...] = VIEWS,
-                  families: set[str] | None = None, reuse: dict[str, ViewFit] | None = None) -> DomainDecoding:
+                  families: set[str] | None = None, reuse: dict[str, ViewFit] | None = None,
+                  ontology: Ontology | None = None) -> DomainDecoding:
     """Decode one model's releases in one domain for every requested view (and the subviews
     they may fall back to). ``frame`` holds the domain's worlds with the model's response.
     ``reuse`` hands in fits of views whose fields the caller knows are unchanged (defended
-    releases keep choice and confidence) and receives every fit made here."""
-    dom = load_ontology().domain(domain)
+    releases keep choice and confidence) and receives every fit made here. ``ontology``: the
+    dataset's decision task (default TUPLE)."""
+    dom = (ontology or load_ontology()).domain(domain)
     train, val, test = split_frames(with_public_features(frame))
     y_train, y_val = labels(train), labels(val)
     needed = with_subviews(views)

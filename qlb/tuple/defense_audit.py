@@ -24,7 +24,7 @@ from qlb.tuple.decoding import correct, decode_domain, log_loss_per_world
 from qlb.tuple.recovery import decodable
 from qlb.stats.parallel import domain_tasks, run_tasks
 from qlb.tuple.defenses import NOISE_SEEDS, apply, temperature_inverse, to_dict
-from qlb.records.ontology import load_ontology
+from qlb.records.ontology import Ontology
 from qlb.tuple.recipients import candidate_ranks
 from qlb.tuple.release_views import apply_view
 from qlb.tuple.utility import utility_domain
@@ -73,7 +73,7 @@ def inverse_frame(frame: pd.DataFrame) -> pd.DataFrame:
 
 def signature_keys(frame: pd.DataFrame, domain: str, policies: Sequence[Policy]) -> list[list[str]]:
     """Per world, the public workflow signature of its release under every frozen policy."""
-    classes = load_ontology().domain(domain).classes
+    classes = policies[0].costs.classes if policies else ()
     rel = apply_view(frame, POLICY_VIEW)
     rank = candidate_ranks(rel, classes)
     avail = (rel["status"] == "ok").to_numpy()
@@ -164,15 +164,16 @@ def _wcpq_release(frame: pd.DataFrame, domain: str, policies: list[Policy]) -> R
     return Release(released, code.loc[released["world_id"]].to_numpy(), summary)
 
 
-def _decode(model: str, domain: str, frame: pd.DataFrame, families, reuse) -> EndpointResult:
-    d = decode_domain(model, domain, frame, (VIEW,), set(families), reuse=reuse)
+def _decode(model: str, domain: str, frame: pd.DataFrame, families, reuse,
+            ontology: Ontology | None = None) -> EndpointResult:
+    d = decode_domain(model, domain, frame, (VIEW,), set(families), reuse=reuse, ontology=ontology)
     s = d.selections[VIEW]
     return EndpointResult("", d.test_world_ids, d.test_pair_ids, d.test_y, s.test_p,
                           f"{s.candidate} [{s.candidate_view}]", s.val_accuracy, s.val_log_loss)
 
 
 def attack_endpoint(model: str, domain: str, endpoint: str, released: pd.DataFrame, families: frozenset[str],
-                    native_fits: dict) -> tuple[EndpointResult, dict]:
+                    native_fits: dict, ontology: Ontology | None = None) -> tuple[EndpointResult, dict]:
     """The defense-aware attacker on one endpoint: fresh decoders fitted and selected on the
     defended train and validation releases, scored on test. Subviews whose fields the endpoint
     leaves unchanged reuse the native control's fits (``native_fits``). Returns the result and
@@ -182,18 +183,18 @@ def attack_endpoint(model: str, domain: str, endpoint: str, released: pd.DataFra
     shared = {v: f for v, f in native_fits.items() if v in keep}
     fits = dict(shared)
     if method == "temperature":
-        a = _decode(model, domain, released, families, dict(shared))
-        b = _decode(model, domain, inverse_frame(released), families, dict(shared))
+        a = _decode(model, domain, released, families, dict(shared), ontology)
+        b = _decode(model, domain, inverse_frame(released), families, dict(shared), ontology)
         res = min((a, b), key=lambda r: (-r.val_accuracy, r.val_log_loss))
         res.candidate += " on the public inverse" if res is b else " on the released scores"
     else:
-        res = _decode(model, domain, released, families, fits)
+        res = _decode(model, domain, released, families, fits, ontology)
     res.endpoint = endpoint
     return res, fits
 
 
 def _frozen_costs(endpoint: str, frame: pd.DataFrame, domain: str, policies: Sequence[Policy]) -> list[EndpointCost]:
-    classes = load_ontology().domain(domain).classes
+    classes = policies[0].costs.classes             # the domain's classes, canonical order
     test = apply_view(frame[frame["split"] == "test"], POLICY_VIEW).sort_values("world_id").reset_index(drop=True)
     rank = candidate_ranks(test, classes)
     avail = (test["status"] == "ok").to_numpy()
@@ -210,19 +211,20 @@ def _frozen_costs(endpoint: str, frame: pd.DataFrame, domain: str, policies: Seq
     return out
 
 
-def _adapted_costs(endpoint: str, model: str, domain: str, frame: pd.DataFrame) -> list[EndpointCost]:
-    res = utility_domain(model, domain, frame, views=(VIEW,))
+def _adapted_costs(endpoint: str, model: str, domain: str, frame: pd.DataFrame,
+                   ontology: Ontology | None = None) -> list[EndpointCost]:
+    res = utility_domain(model, domain, frame, views=(VIEW,), ontology=ontology)
     return [EndpointCost(endpoint, "adapted", s.task, s.profile, res.test["world_id"].to_numpy(),
                          res.test["pair_id"].to_numpy(), s.outcome.cost) for s in res.selected]
 
 
 def endpoint_costs(model: str, domain: str, endpoint: str, released: pd.DataFrame,
-                   policies: Sequence[Policy]) -> list[EndpointCost]:
+                   policies: Sequence[Policy], ontology: Ontology | None = None) -> list[EndpointCost]:
     """What recipients pay on the endpoint's test release: the frozen full-native policies
     replayed, and (for the transforms, not WCPQ) adapted recipients refitted on the release."""
     out = _frozen_costs(endpoint, released, domain, policies) if policies else []
     if endpoint != "native" and endpoint_method(endpoint) != "wcpq":
-        out += _adapted_costs(endpoint, model, domain, released.drop(columns="_signature", errors="ignore"))
+        out += _adapted_costs(endpoint, model, domain, released.drop(columns="_signature", errors="ignore"), ontology)
     return out
 
 
@@ -236,8 +238,10 @@ def release_table(release: Release, domain: str) -> pd.DataFrame:
 
 
 def defend_domain(model: str, domain: str, frame: pd.DataFrame, policies: Sequence[Policy],
-                  families: frozenset[str] = DEFENSE_FAMILIES, endpoints: Sequence[str] = ENDPOINTS) -> DefenseDomain:
-    """Every endpoint for one (model, domain): release, attack, recipient costs."""
+                  families: frozenset[str] = DEFENSE_FAMILIES, endpoints: Sequence[str] = ENDPOINTS,
+                  ontology: Ontology | None = None) -> DefenseDomain:
+    """Every endpoint for one (model, domain): release, attack, recipient costs (``ontology``: the
+    dataset's decision task, default TUPLE)."""
     frame = frame.sort_values("world_id").reset_index(drop=True)
     out = DefenseDomain(model, domain)
     native_fits: dict = {}
@@ -246,23 +250,23 @@ def defend_domain(model: str, domain: str, frame: pd.DataFrame, policies: Sequen
         if release is None:
             continue
         out.wcpq = release.wcpq or out.wcpq
-        result, fits = attack_endpoint(model, domain, ep, release.frame, families, native_fits)
+        result, fits = attack_endpoint(model, domain, ep, release.frame, families, native_fits, ontology)
         if ep == "native":
             native_fits = fits
         else:
             out.releases[ep] = release_table(release, domain)
         out.endpoints[ep] = result
-        out.costs += endpoint_costs(model, domain, ep, release.frame, policies)
+        out.costs += endpoint_costs(model, domain, ep, release.frame, policies, ontology)
     return out
 
 
 def run_defenses(frames: dict[str, pd.DataFrame], policies: dict[str, dict[str, list[Policy]]], jobs: int = 1,
                  families: frozenset[str] = DEFENSE_FAMILIES, endpoints: Sequence[str] = ENDPOINTS,
                  progress: Callable[[int, int], None] | None = None,
-                 skipped: dict[str, str] | None = None) -> list[DefenseDomain]:
+                 skipped: dict[str, str] | None = None, ontology: Ontology | None = None) -> list[DefenseDomain]:
     """The defense audit of every decodable (model, domain) of ``frames``, in parallel."""
     tasks = domain_tasks(frames, decodable, "defenses", skipped)
-    return run_tasks(defend_domain, [(m, d, f, policies.get(m, {}).get(d, []), families, tuple(endpoints))
+    return run_tasks(defend_domain, [(m, d, f, policies.get(m, {}).get(d, []), families, tuple(endpoints), ontology)
                                      for m, d, f in tasks], len(tasks), jobs, progress)
 
 

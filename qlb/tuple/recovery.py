@@ -8,6 +8,7 @@ from typing import Callable, Sequence
 import numpy as np
 import pandas as pd
 
+from qlb.records.ontology import Ontology
 from qlb.stats.bootstrap import N_BOOT, SEED, PairResamples, percentile_interval, resampled_means
 from qlb.stats.parallel import domain_tasks, run_tasks
 from qlb.tuple.decoding import (
@@ -25,8 +26,8 @@ DIFFERENCES: tuple[tuple[str, str], ...] = (
 
 
 def _decode_task(model: str, domain: str, frame: pd.DataFrame, views: tuple[str, ...],
-                 families: set[str] | None) -> DomainDecoding:
-    return decode_domain(model, domain, frame, views, families)
+                 families: set[str] | None, ontology: Ontology | None = None) -> DomainDecoding:
+    return decode_domain(model, domain, frame, views, families, ontology=ontology)
 
 
 def decodable(frame: pd.DataFrame) -> str | None:
@@ -43,12 +44,12 @@ def decodable(frame: pd.DataFrame) -> str | None:
 
 def run_decoding(frames: dict[str, pd.DataFrame], views: Sequence[str] = VIEWS, jobs: int = 1,
                  families: set[str] | None = None, progress: Callable[[int, int], None] | None = None,
-                 skipped: dict[str, str] | None = None) -> list[DomainDecoding]:
+                 skipped: dict[str, str] | None = None, ontology: Ontology | None = None) -> list[DomainDecoding]:
     """Decode every (model, domain) of ``frames`` (model -> worlds with that model's release).
     Domains that cannot be decoded are left out and named in ``skipped``."""
     tasks = domain_tasks(frames, decodable, "decoding", skipped)
-    return run_tasks(_decode_task, [(m, d, f, tuple(views), families) for m, d, f in tasks], len(tasks), jobs,
-                     progress)
+    return run_tasks(_decode_task, [(m, d, f, tuple(views), families, ontology) for m, d, f in tasks], len(tasks),
+                     jobs, progress)
 
 
 def prediction_rows(results: list[DomainDecoding]) -> pd.DataFrame:

@@ -17,7 +17,7 @@ import pandas as pd
 
 from qlb.stats.bootstrap import N_BOOT, SEED, PairResamples, percentile_interval, resampled_means
 from qlb.tuple.costs import PROFILES, CostProfile, DomainCosts, domain_costs
-from qlb.records.ontology import load_ontology
+from qlb.records.ontology import Ontology, load_ontology
 from qlb.stats.parallel import domain_tasks, missing_splits, run_tasks
 from qlb.tuple.recipients import Recipient, candidate_ranks, features
 from qlb.tuple.release_views import VIEWS, apply_view
@@ -74,7 +74,7 @@ def profile_costs(domain: str, profiles: Iterable[CostProfile | str], **override
     ``domain_costs``."""
     out = {}
     for p in profiles:
-        prof = CostProfile.named(p) if isinstance(p, str) else p
+        prof = CostProfile.named(p, overrides.get("ontology")) if isinstance(p, str) else p
         out[prof.name] = domain_costs(domain, prof, **overrides)
     return out
 
@@ -107,19 +107,20 @@ class Prepared:
     test: Split
     test_ids: pd.DataFrame
     candidates: dict[str, tuple[list[tuple[Recipient, np.ndarray]], dict[str, np.ndarray]]]
+    ontology: Ontology | None = None             # the dataset's decision task (None: TUPLE)
 
 
 def prepare_domain(model: str, domain: str, frame: pd.DataFrame, views: Sequence[str] = VIEWS,
-                   fitted: dict[str, list[Recipient]] | None = None) -> Prepared:
+                   fitted: dict[str, list[Recipient]] | None = None, ontology: Ontology | None = None) -> Prepared:
     """Fit every candidate of every view on train (or take the frozen ``fitted`` candidates of a
     stored run: the fits never depend on costs); q on validation and test."""
     # scikit-learn only where candidates are fitted: the what-if panel replays frozen ones
     from qlb.tuple.recipient_estimators import fit_candidates
-    classes = load_ontology().domain(domain).classes
+    classes = (ontology or load_ontology()).domain(domain).classes
     val_f = frame[frame["split"] == "validation"]
     test_f = frame[frame["split"] == "test"]
     prep = Prepared(model, domain, _split(val_f, classes), _split(test_f, classes),
-                    test_f[["world_id", "pair_id", "domain", "coarse"]].reset_index(drop=True), {})
+                    test_f[["world_id", "pair_id", "domain", "coarse"]].reset_index(drop=True), {}, ontology)
     for view in views:
         recipients = fitted[view] if fitted is not None else fit_candidates(frame, view, classes)
         val_rel, test_rel = apply_view(val_f, view), apply_view(test_f, view)
@@ -132,6 +133,7 @@ def prepare_domain(model: str, domain: str, frame: pd.DataFrame, views: Sequence
 def replay(prep: Prepared, profiles: Sequence[CostProfile | str] = PROFILES, tasks: Sequence[str] = TASKS,
            **overrides) -> DomainUtility:
     """Select (on validation) and replay (on test) every (view, task, profile) of a prepared domain."""
+    overrides.setdefault("ontology", prep.ontology)
     costs = profile_costs(prep.domain, profiles, **overrides)
     test = prep.test
     result = DomainUtility(prep.model, prep.domain, prep.test_ids, test.t, test.available,
@@ -149,8 +151,10 @@ def replay(prep: Prepared, profiles: Sequence[CostProfile | str] = PROFILES, tas
 def utility_domain(model: str, domain: str, frame: pd.DataFrame, views: Sequence[str] = VIEWS,
                    profiles: Sequence[CostProfile | str] = PROFILES, tasks: Sequence[str] = TASKS,
                    **overrides) -> DomainUtility:
-    """Fit, select and replay every (view, task, profile) of one (model, domain)."""
-    return replay(prepare_domain(model, domain, frame, views), profiles, tasks, **overrides)
+    """Fit, select and replay every (view, task, profile) of one (model, domain); ``overrides``
+    go to ``domain_costs`` (``ontology``: the dataset's decision task, default TUPLE)."""
+    return replay(prepare_domain(model, domain, frame, views, ontology=overrides.get("ontology")), profiles, tasks,
+                  **overrides)
 
 
 def run_utility(frames: dict[str, pd.DataFrame], views: Sequence[str] = VIEWS, jobs: int = 1,
@@ -164,9 +168,9 @@ def run_utility(frames: dict[str, pd.DataFrame], views: Sequence[str] = VIEWS, j
 
 # ---------------------------------------------------------------- tables
 
-def action_rows(results: list[DomainUtility]) -> pd.DataFrame:
+def action_rows(results: list[DomainUtility], ontology: Ontology | None = None) -> pd.DataFrame:
     """policy_actions: one row per test world x (model, view, task, profile)."""
-    ont = load_ontology()
+    ont = ontology or load_ontology()
     parts = []
     for r in results:
         dom = ont.domain(r.domain)

@@ -22,7 +22,6 @@ import pandas as pd
 
 from qlb.tuple.costs import PROFILES, DomainCosts, domain_costs
 from qlb.tuple.defenses import static_grid
-from qlb.records.ontology import load_ontology
 from qlb.tuple.recipients import Recipient, candidate_ranks, features
 from qlb.tuple.release_views import apply_view
 from qlb.tuple.workflows import TASKS, argmax_public, run_task
@@ -115,7 +114,7 @@ class Mapping:
 
 def map_domain(frame: pd.DataFrame, domain: str, policies: list[Policy], code: np.ndarray | None = None) -> Mapping:
     """The first codeword with the response's signature under every policy, per world."""
-    classes = load_ontology().domain(domain).classes
+    classes = policies[0].costs.classes             # the domain's classes, canonical order
     code = static_grid(len(classes)) if code is None else code
     rel = apply_view(frame, POLICY_VIEW).reset_index(drop=True)
     n, m = len(rel), len(code)
@@ -164,7 +163,7 @@ def verify(native: pd.DataFrame, released: pd.DataFrame, domain: str, policies: 
     """Replays every policy on the native and the released frames through the recipients'
     ordinary (non-vectorized) feature path: plan agreement over worlds x policies, the largest
     per-world realized cost difference, mean costs."""
-    classes = load_ontology().domain(domain).classes
+    classes = policies[0].costs.classes
     a = apply_view(native, POLICY_VIEW).set_index("world_id").sort_index().reset_index()
     b = apply_view(released, POLICY_VIEW).set_index("world_id").loc[a["world_id"]].reset_index()
     rank = candidate_ranks(a, classes)

@@ -459,3 +459,68 @@ def test_collection_page_shows_runs_outcomes_reasons_and_calls(collected_warehou
     finally:
         from dashboard.data_access import release_readers
         release_readers()
+
+
+def test_data_page_ontology_section_shows_validates_and_ingests(demo_warehouse, tmp_path, monkeypatch):
+    """The Data page's decision-task section: the dataset's ontology as a tree (TUPLE by default),
+    an uploaded file's every problem before anything is written, then the ingest button."""
+    import shutil
+
+    from tests.records.ontologies import LENDING_PATH, as_text, three_by_three
+    from warehouse.db import open_reader
+    from warehouse.ontologies import dataset_ontology_sha256
+    wh = tmp_path / "qlb.duckdb"
+    shutil.copy(demo_warehouse, wh)           # this test writes: keep the shared demo as it is
+    monkeypatch.setenv("QLB_WAREHOUSE", str(wh))
+    monkeypatch.chdir(ROOT)
+    try:
+        at = AppTest.from_file(APP, default_timeout=60).run()
+        at.switch_page("pages/data.py").run()
+        assert not at.exception, [e.value for e in at.exception]
+        assert "Decision task (ontology)" in [h.value for h in at.subheader]
+        assert any("uses the default **TUPLE** ontology" in m.value for m in at.markdown)
+        labels = [e.label for e in at.expander]
+        assert any(label.startswith("Delivery operations (delivery): 4 classes, 16 mechanisms") for label in labels)
+        assert any("missed\\_transfer" in m.value for m in at.markdown)        # mechanisms, escaped
+
+        # a broken file: every problem shown, no ingest button, nothing written
+        bad = three_by_three()
+        bad["domains"]["support"]["classes"]["BILLING"] = ["card_expired"]
+        bad["domains"]["support"]["asymmetric_costs"]["OUTAGE"]["OUTAGE"] = 2.0
+        at.text_input(key="ontology_dataset").set_value("lending").run()
+        at.file_uploader(key="ontology_upload").set_value(("bad.json", as_text(bad).encode(), "application/json"))
+        at.run()
+        assert not at.exception, [e.value for e in at.exception]
+        assert any("is rejected: 4 problems" in e.value for e in at.error)
+        report = next(c.value for c in at.code if "bad.json:" in c.value).splitlines()
+        assert "bad.json: domains.support.classes.BILLING: 1 mechanism, need at least 2" in report
+        assert "bad.json: domains.support.asymmetric_costs.OUTAGE.OUTAGE: the diagonal must be 0 (got 2.0)" in report
+        assert not [b for b in at.button if b.key == "ontology_button"]
+
+        # the example: valid, previewed, then ingested into a new dataset the sidebar switches to
+        at.file_uploader(key="ontology_upload").set_value(
+            ("lending_ontology.json", LENDING_PATH.read_bytes(), "application/json"))
+        at.run()
+        assert not at.exception, [e.value for e in at.exception]
+        assert any("is valid: 2 domains, 7 classes, 19 mechanisms" in s.value for s in at.success)
+        assert any(e.label.startswith("Consumer loans (consumer\\_loans)") for e in at.expander)
+        at.button(key="ontology_button").click().run()
+        assert not at.exception, [e.value for e in at.exception]
+        assert any("uses lending\\_ontology\\.json" in s.value for s in at.success)
+        assert at.session_state["dataset"] == "lending"
+        assert any("uses its own ontology, from lending\\_ontology\\.json" in m.value for m in at.markdown)
+        assert any("medical\\_debt: The credit file shows unpaid medical bills\\." in m.value for m in at.markdown)
+    finally:
+        from dashboard.data_access import release_readers
+        release_readers()
+    con = open_reader(wh)
+    try:
+        assert dataset_ontology_sha256(con, "lending") == parse_sha(LENDING_PATH)
+        assert dataset_ontology_sha256(con, "simulated-reference") != parse_sha(LENDING_PATH)
+    finally:
+        con.close()
+
+
+def parse_sha(path) -> str:
+    from qlb.records.ontology import ontology_sha256
+    return ontology_sha256(path.read_text("utf-8"))
