@@ -417,14 +417,25 @@ class _Corpus(_Kind):
     model = QLDocument
     json_columns = frozenset({"profile", "policy", "groups", "distractors"})
 
+    attributes: frozenset[str] | None = None      # the corpus's attribute set, fixed by its first document
+
     def load(self, con):
         existing = queries.fetch_df(con, "existing_documents", [self.dataset_id])
         self.seen = dict(zip(existing["doc_id"], existing["ingest_id"]))
+        first = queries.fetch_df(con, "corpus_attributes", [self.dataset_id])
+        if not first.empty:
+            self.attributes = frozenset(json.loads(first["policy"][0]))
 
     def key(self, d: QLDocument) -> Any:
         return d.doc_id
 
     def check(self, d: QLDocument) -> str | None:
+        keys = frozenset(d.policy)
+        if self.attributes is None:
+            self.attributes = keys
+        elif keys != self.attributes:
+            return (f"policy keys {', '.join(sorted(keys))} differ from the corpus's attribute set "
+                    f"{', '.join(sorted(self.attributes))} (every document labels the same attributes)")
         return self.claim(d, f"doc_id {d.doc_id!r}")
 
     def write(self, con, accepted, ingest_id):
@@ -452,9 +463,14 @@ class _Predictions(_Kind):
     def empty_context(self):
         return {"documents": {}}
 
+    attributes: frozenset[str] | None = None
+
     def load(self, con):
         docs = queries.fetch_df(con, "document_texts", [self.dataset_id])
         self.context = {"documents": {d: len(t) for d, t in zip(docs["doc_id"], docs["text"])}}
+        first = queries.fetch_df(con, "corpus_attributes", [self.dataset_id])
+        if not first.empty:
+            self.attributes = frozenset(json.loads(first["policy"][0]))
         existing = queries.fetch_df(con, "existing_predictions", [self.dataset_id])
         self.seen = dict(zip(zip(existing["detector"], existing["doc_id"]), existing["ingest_id"]))
 
@@ -462,6 +478,10 @@ class _Predictions(_Kind):
         return (p.detector, p.doc_id)
 
     def check(self, p: QLPrediction) -> str | None:
+        if self.attributes is not None:
+            bad = sorted({g.attribute for g in p.groups} - self.attributes)
+            if bad:
+                return f"group attribute {', '.join(bad)} is not one of the corpus's attributes"
         return self.claim(p, f"prediction for detector {p.detector!r} and doc {p.doc_id!r}")
 
     def write(self, con, accepted, ingest_id):

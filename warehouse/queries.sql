@@ -454,3 +454,6 @@ FROM dataset_ontologies d JOIN ontologies o ON o.sha256 = d.sha256 ORDER BY d.da
 
 -- name: run_dataset
 SELECT dataset_id FROM runs WHERE run_id = ?;
+
+-- name: corpus_attributes
+SELECT policy FROM ql_documents WHERE dataset_id = ? ORDER BY doc_id LIMIT 1;

@@ -175,10 +175,10 @@ class ChatEndpointDetector:
                     time.sleep(self.backoff * (2 ** attempt))
         else:
             return Detection(failure=last)
-        return parse_model_output(content, text)
+        return parse_model_output(content, text, tuple(policy))
 
 
-def parse_model_output(content: str, text: str) -> Detection:
+def parse_model_output(content: str, text: str, attributes: Sequence[str] = ATTRIBUTES) -> Detection:
     """Strictly parse ``{"groups": [{"attribute", "cues": [quotes]}]}``; locate every quote."""
     cleaned = content.strip()
     if cleaned.startswith("```"):
@@ -192,7 +192,7 @@ def parse_model_output(content: str, text: str) -> Detection:
     groups: list[Group] = []
     used: list[tuple[int, int]] = []
     for i, g in enumerate(data["groups"]):
-        if not isinstance(g, dict) or g.get("attribute") not in ATTRIBUTES:
+        if not isinstance(g, dict) or g.get("attribute") not in attributes:
             return Detection(failure=f"group {i}: unknown or missing attribute")
         cues = g.get("cues")
         if not isinstance(cues, list) or not cues or not all(isinstance(c, str) and c for c in cues):
@@ -239,7 +239,7 @@ class SimulatedDetector:
                     keep = int(rng.integers(1, len(cues)))
                     cues = tuple(sorted(cues[i] for i in rng.choice(len(cues), keep, replace=False)))
                 if rng.random() < self.binding:
-                    attr = str(rng.choice([a for a in ATTRIBUTES if a != attr]))
+                    attr = str(rng.choice(other_attributes(policy, attr)))
                 out.append((attr, cues))
             elif rng.random() < self.over_flag:
                 out.append((attr, tuple(cues)))
@@ -251,6 +251,13 @@ SIMULATED_DETECTORS: tuple[SimulatedDetector, ...] = (
     SimulatedDetector("sim-det-local", miss=0.55, partial=0.35, binding=0.12, over_flag=0.10),
     SimulatedDetector("sim-det-binder", miss=0.20, partial=0.20, binding=0.35, over_flag=0.25),
 )
+
+
+def other_attributes(policy: Mapping[str, str], attr: str) -> list[str]:
+    """The corpus's attributes other than ``attr`` (what a binding error names instead): the
+    default corpus's in their fixed order, then any others sorted."""
+    known = [a for a in ATTRIBUTES if a in policy and a != attr]
+    return known + sorted(a for a in policy if a not in ATTRIBUTES and a != attr)
 
 
 def builtin_detectors() -> dict[str, Detector]:

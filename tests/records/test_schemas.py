@@ -185,9 +185,10 @@ def test_valid_document():
     ({"groups": [{"attribute": "health", "cues": [[9, 29], [60, 500]]}]}, "outside the text"),
     ({"groups": [{"attribute": "health", "cues": [[29, 9], [34, 53]]}]}, "reversed"),
     ({"groups": [{"attribute": "wealth", "cues": [[9, 29], [34, 53]]}]}, "attribute"),
-    ({"policy": {"health": "hide"}}, "missing"),
+    ({"policy": {"age": "keep"}, "profile": {}}, "not one of the policy's attributes"),   # group unlabelled
+    ({"policy": {}}, "at least one attribute"),
     ({"policy": doc()["policy"] | {"health": "secret"}}, "policy.health"),
-    ({"profile": {"shoe_size": 42}}, "unknown attributes"),
+    ({"profile": {"shoe_size": 42}}, "the policy does not label"),
     ({"split": "dev"}, "split"),
     ({"distractors": [[70, 90]]}, "outside the text"),
 ])
@@ -214,8 +215,7 @@ def test_prediction_rules():
         ({"doc_id": "d1", "detector": "x", "groups": [{"attribute": "health", "cues": [[5, 2]]}]}, "reversed"),
         ({"doc_id": "d1", "detector": "x", "groups": [{"attribute": "health", "cues": [[0, 5], [3, 8]]}]}, "overlap"),
         ({"doc_id": "d1", "detector": "x", "groups": [{"attribute": "health", "cues": []}]}, "at least 1 cue"),
-        ({"doc_id": "d1", "detector": "x", "groups": [{"attribute": "mood", "cues": [[0, 5]]}]}, "attribute"),
-    ]
+    ]   # an attribute outside the corpus's set is rejected by the ingest (test_a_corpus_with_its_own_attribute_set)
     for obj, fragment in bad:
         with pytest.raises(ValidationError) as exc:
             QLPrediction.model_validate(obj, context=ctx)

@@ -171,6 +171,32 @@ def test_corpus_and_predictions(wh, tmp_path):
     assert count(wh, "ql_predictions") == 1
 
 
+def test_a_corpus_with_its_own_attribute_set(wh, tmp_path):
+    """The attribute set is the documents' policy keys (here religion and union membership), the
+    same in every document; predictions must name those attributes; scores break down by them."""
+    from qlb.quasileak.leaderboard import score_tables
+    from qlb.runs.quasileak import load_corpus, load_predictions
+    text = "She sings at St Mary's on Sundays and chairs the branch meeting of the dockers' local."
+    rel = [[text.index("St Mary's"), text.index("St Mary's") + 9], [text.index("Sundays"), text.index("Sundays") + 7]]
+    uni = [[text.index("branch meeting"), text.index("branch meeting") + 14],
+           [text.index("dockers' local"), text.index("dockers' local") + 14]]
+    policy = {"religion": "hide", "union": "keep"}
+    docs = [{"doc_id": f"d{i}", "split": "test", "context_id": "c", "text": text, "profile": {"religion": "catholic"},
+             "policy": policy, "groups": [{"attribute": "religion", "cues": rel}, {"attribute": "union", "cues": uni}]}
+            for i in (1, 2)]
+    docs.append({**docs[0], "doc_id": "d3", "policy": {"religion": "hide", "union": "keep", "health": "keep"}})
+    r = ingest_file(wh, IngestRequest("corpus", write_lines(tmp_path / "c.jsonl", docs), "own"))
+    assert len(r.report.accepted) == 2 and [x.line_no for x in r.report.rejects] == [3]
+    assert "differ from the corpus's attribute set" in r.report.rejects[0].reason
+    preds = [{"doc_id": "d1", "detector": "det", "groups": [{"attribute": "religion", "cues": rel}]},
+             {"doc_id": "d2", "detector": "det", "groups": [{"attribute": "health", "cues": rel}]}]
+    r = ingest_file(wh, IngestRequest("predictions", write_lines(tmp_path / "p.jsonl", preds), "own"))
+    assert [x.line_no for x in r.report.rejects] == [2] and "health" in r.report.rejects[0].reason
+    scores = score_tables(load_corpus(wh, "own"), load_predictions(wh, "own"), "test", n_boot=50)
+    by_attr = scores[(scores["slice_kind"] == "attribute") & (scores["metric"] == "complete_recall")]
+    assert dict(zip(by_attr["slice"], by_attr["value"])) == {"religion": 0.5}   # hide targets only; d2 not found
+
+
 def test_csv_and_parquet_ingest_match_jsonl(wh, worlds_file, tmp_path):
     ingest_file(wh, IngestRequest("worlds", worlds_file, "ds"))
     rows = [native("m1", "w1"), native("m1", "w2", confidence=None),
