@@ -13,8 +13,15 @@ ATTRIBUTE_COLOURS = {
 POLICY_COLOURS = {"hide": "#D55E00", "keep": "#009E73", "neutral": "#999999"}
 
 
-def _colour(attr: str) -> str:
-    return ATTRIBUTE_COLOURS.get(attr, "#444444")
+# colours for a corpus's own attributes (its policy keys), assigned in sorted order
+EXTRA_COLOURS = ("#8C564B", "#17BECF", "#BCBD22", "#7F7F7F", "#9467BD", "#2CA02C", "#1F77B4", "#FF7F0E")
+
+
+def _colour(attr: str, attributes: Sequence[str] = ()) -> str:
+    if attr in ATTRIBUTE_COLOURS:
+        return ATTRIBUTE_COLOURS[attr]
+    own = sorted(a for a in attributes if a not in ATTRIBUTE_COLOURS)
+    return EXTRA_COLOURS[own.index(attr) % len(EXTRA_COLOURS)] if attr in own else "#444444"
 
 
 def policy_chips(policy: Mapping[str, str]) -> str:
@@ -47,13 +54,13 @@ def document_html(text: str, gold: Sequence[tuple[str, Sequence[tuple[int, int]]
         style, titles = [], []
         if g:
             gi, attr = g[0]
-            style.append(f"background:{_colour(attr)}40")
+            style.append(f"background:{_colour(attr, list(policy))}40")
             if policy.get(attr) == "hide":
                 style.append("font-weight:600")
             titles.append(f"gold group {gi + 1}: {attr} ({policy.get(attr, '?')})")
         if p:
             pi, attr = p[0]
-            style.append(f"border-bottom:3px solid {_colour(attr)}")
+            style.append(f"border-bottom:3px solid {_colour(attr, list(policy))}")
             titles += [f"predicted group {i + 1}: {a}" for i, a in p]
         parts.append(f'<span style="{";".join(style)}" title="{escape("; ".join(titles))}">{segment}</span>')
     return ('<div style="white-space:pre-wrap;line-height:1.7;font-size:0.95em;padding:0.75em;'
@@ -63,7 +70,7 @@ def document_html(text: str, gold: Sequence[tuple[str, Sequence[tuple[int, int]]
 def legend_html(attributes: Sequence[str]) -> str:
     """The document viewer's legend, how gold and predicted cues are drawn and a swatch per attribute, as escaped
     HTML."""
-    items = [f'<span style="margin-right:12px"><span style="background:{_colour(a)}40;padding:0 6px">'
+    items = [f'<span style="margin-right:12px"><span style="background:{_colour(a, attributes)}40;padding:0 6px">'
              f'{escape(a)}</span></span>' for a in attributes]
     return ('<div style="font-size:0.85em">Gold cues shaded by attribute (hide targets in bold); predicted '
             'cues underlined in their group\'s colour. ' + "".join(items) + "</div>")

@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from dashboard import data_access as da
-from dashboard.highlight import ATTRIBUTE_COLOURS, document_html, legend_html, policy_chips
+from dashboard.highlight import document_html, legend_html, policy_chips
 from dashboard.routing import page_entry
 from dashboard.widgets import audit_page_start, chart, table
 from qlb.present.figures import f1_figure
@@ -139,7 +139,7 @@ def document_viewer(path: str, dataset: str, scores: pd.DataFrame, split: str) -
             st.error(f"The detector failed on this document: {pred_row['failure'].iloc[0]}")
     policy = json.loads(doc["policy"])
     st.markdown("**Policy** " + policy_chips(policy), unsafe_allow_html=True)   # escaped in policy_chips
-    st.markdown(legend_html(list(ATTRIBUTE_COLOURS)), unsafe_allow_html=True)  # fixed names, escaped
+    st.markdown(legend_html(list(policy)), unsafe_allow_html=True)  # the corpus's attributes, escaped
     st.markdown(document_html(doc["text"], gold, predicted, policy), unsafe_allow_html=True)  # text escaped
     explained = pd.DataFrame(explain_targets(policy, gold, predicted))
     if explained.empty:

@@ -55,6 +55,14 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--json", action="store_true", help="print a JSON summary on stdout")
     demo.add_argument("--jobs", type=int, default=2, help="parallel decoding jobs (default 2)")
     demo.add_argument("--no-decoding", action="store_true", help="skip the decoding audit (minutes of work)")
+    demo.add_argument("--ontology", metavar="FILE", type=Path, default=None,
+                      help="your own decision task (an ontology file, OWN_TASK.md): generate a SIMULATED "
+                           "dataset for it instead (worlds, the nine simulated models' native and refusal "
+                           "answers; no QuasiLeak corpus), store it with that ontology and run every audit, "
+                           "so the dashboard can be tried on your task before collecting")
+    demo.add_argument("--dataset", metavar="NAME", default=None,
+                      help="dataset name (default simulated-reference; with --ontology "
+                           "simulated-<file stem>); must be new or simulated")
 
     ingest_kinds = KINDS + tuple(k for k in ("ontology",) if k not in KINDS)
     ing = sub.add_parser("ingest", help="validate and load one file into the warehouse",
@@ -238,7 +246,16 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         bar.refresh()
 
     bar.unit = "step"
-    result = build_demo(path, args.seed, step, decode=not args.no_decoding, jobs=args.jobs)
+    from qlb.records.ontology import OntologyError
+    if args.ontology is not None and not args.ontology.is_file():
+        bar.close()
+        raise _UserError(f"{args.ontology}: no such file")
+    try:
+        result = build_demo(path, args.seed, step, decode=not args.no_decoding, jobs=args.jobs,
+                            ontology_path=args.ontology, dataset=args.dataset)
+    except OntologyError as exc:     # a broken file, or a dataset whose worlds use another ontology
+        bar.close()
+        raise _RejectedInput(exc.problems) from None
     bar.close()
     summary = {"dataset": result.dataset_id, "simulated": True, "warehouse": str(path),
                "exports": str(result.export_dir), "ingests": {},
