@@ -11,7 +11,7 @@ from qlb.present.figures import front_figure
 from qlb.present.palette import model_colours
 from dashboard.routing import page_entry
 from dashboard.widgets import audit_page_start, chart, pick_run, table
-from qlb.tuple.costs import PROFILES
+from qlb.tuple.costs import profile_order
 from qlb.tuple.workflows import TASKS
 
 INTRO = (
@@ -49,7 +49,7 @@ def render() -> None:
         task = st.segmented_control("Task", list(TASKS), default=TASKS[0], required=True, key="task",
                                     bind="query-params", help="; ".join(f"{t}: {h}" for t, h in TASK_HELP.items()))
     with c2:
-        profile = st.selectbox("Cost profile", [p for p in PROFILES if p in set(points["profile"])], key="profile",
+        profile = st.selectbox("Cost profile", profile_order(points["profile"]), key="profile",
                                bind="query-params", help="The authored costs, or one of the five fixed perturbations.")
     with c3:
         every = st.toggle("Show every model × view point", key="every_view", bind="query-params",

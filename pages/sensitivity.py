@@ -13,7 +13,7 @@ from dashboard import data_access as da
 from qlb.present.figures import cost_difference_heatmap
 from dashboard.routing import page_entry
 from dashboard.widgets import audit_page_start, chart, pick_run, table
-from qlb.tuple.costs import PROFILES, authored, domain_costs
+from qlb.tuple.costs import authored, domain_costs, profile_order
 from qlb.tuple.release_views import VIEWS
 from qlb.tuple.utility import DELTA, whatif
 from qlb.tuple.workflows import TASKS
@@ -52,7 +52,7 @@ def render() -> None:
         task = st.segmented_control("Task", list(TASKS), default=TASKS[0], required=True, key="task",
                                     bind="query-params")
     with c2:
-        profile = st.selectbox("Cost profile", [p for p in PROFILES if p in set(res["profile"])], key="profile",
+        profile = st.selectbox("Cost profile", profile_order(res["profile"]), key="profile",
                                bind="query-params")
     with c3:
         lower = [v for v in VIEWS if v != "full_native" and v in set(diff["view_a"])]

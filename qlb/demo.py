@@ -127,9 +127,9 @@ def build_demo(warehouse_path: str | Path, seed: int = DEFAULT_SEED, step: Step 
         total = len(kinds) + 1
         description = DEMO_DESCRIPTION
         if ontology is not None:
-            description = CUSTOM_DESCRIPTION.format(file=ontology_path.name, sha=ontology.sha256[:12],
-                                                    pairs=tuple_sim.PAIRS_PER_CLASS if tuple_sim.is_tuple_ontology(ontology)
-                                                    else tuple_sim.CUSTOM_PAIRS_PER_CLASS)
+            pairs = (tuple_sim.PAIRS_PER_CLASS if tuple_sim.is_tuple_ontology(ontology)
+                     else tuple_sim.CUSTOM_PAIRS_PER_CLASS)
+            description = CUSTOM_DESCRIPTION.format(file=ontology_path.name, sha=ontology.sha256[:12], pairs=pairs)
             _store_simulated_ontology(con, dataset, description, seed, ontology_text, str(ontology_path))
         info = DatasetInfo(simulated=True, description=description, seed=seed,
                            model_descriptions=tuple_sim.MODEL_DESCRIPTIONS)

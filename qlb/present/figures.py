@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from qlb.tuple.costs import PROFILES
+from qlb.tuple.costs import profile_order
 from qlb.present.palette import DIVERGING, VIEW_COLOURS, VIEW_SYMBOLS
 from qlb.tuple.refusal import UNIFORM_REFERENCE
 from qlb.tuple.release_views import VIEWS
@@ -93,7 +93,7 @@ def cost_difference_heatmap(diff: pd.DataFrame, task: str, view: str) -> go.Figu
     ✓ marks non-inferiority."""
     d = diff[(diff["task"] == task) & (diff["view_a"] == view)]
     models = sorted(d["model"].unique())
-    profiles = [p for p in PROFILES if p in set(d["profile"])]
+    profiles = profile_order(d["profile"])
     grid = d.set_index(["model", "profile"])
     z = np.array([[grid.loc[(m, p), "difference"] for p in profiles] for m in models])
     lo = np.array([[grid.loc[(m, p), "ci_low"] for p in profiles] for m in models])

@@ -24,6 +24,7 @@ from qlb.runs.quasileak import load_corpus, load_predictions
 from qlb.runs.refusal import NO_REFUSAL, load_refusal_input, refusal_tables
 from qlb.stats.bootstrap import N_BOOT, SEED
 from qlb.tuple import defense_audit, refusal
+from qlb.tuple.costs import profile_names
 from qlb.tuple.fronts import front_points
 from qlb.tuple.recovery import (
     config_rows, config_score_rows, prediction_rows, recovery_json, recovery_tables, run_decoding, selection_rows,
@@ -252,8 +253,9 @@ def _utility_audit(frames: dict[str, pd.DataFrame], run: AuditRun, opts: AuditOp
     if not frames:
         run.skipped["utility"] = "no native responses in this dataset"
         return [], {}
+    profiles = profile_names(ontology)                 # the task's own cost profiles
     results = run_utility(frames, opts.views, opts.jobs, _stage(progress, "utility"), skipped=run.skipped,
-                          ontology=ontology)
+                          profiles=profiles, ontology=ontology)
     if not results:
         return [], {}
     actions = action_rows(results, ontology)

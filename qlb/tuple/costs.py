@@ -110,3 +110,14 @@ def domain_costs(domain: str, profile: CostProfile | str = "authored", *, wrong_
     if p.column_class in d.classes:
         m[:, d.classes.index(p.column_class)] *= p.column_x
     return DomainCosts(domain, d.classes, w, r, k, float(base["review"]), m)
+
+
+def profile_names(ontology: Ontology | None = None) -> tuple[str, ...]:
+    """The cost profiles of a decision task, in its file's order (TUPLE: the six of PROFILES)."""
+    return tuple((ontology or load_ontology()).cost_profiles)
+
+
+def profile_order(names) -> list[str]:
+    """Profile names for display: the TUPLE six in their fixed order, then any others sorted."""
+    present = set(names)
+    return [p for p in PROFILES if p in present] + sorted(present - set(PROFILES))

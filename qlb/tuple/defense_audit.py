@@ -25,6 +25,7 @@ from qlb.tuple.recovery import decodable
 from qlb.stats.parallel import domain_tasks, run_tasks
 from qlb.tuple.defenses import NOISE_SEEDS, apply, temperature_inverse, to_dict
 from qlb.records.ontology import Ontology
+from qlb.tuple.costs import profile_names
 from qlb.tuple.recipients import candidate_ranks
 from qlb.tuple.release_views import apply_view
 from qlb.tuple.utility import utility_domain
@@ -213,7 +214,7 @@ def _frozen_costs(endpoint: str, frame: pd.DataFrame, domain: str, policies: Seq
 
 def _adapted_costs(endpoint: str, model: str, domain: str, frame: pd.DataFrame,
                    ontology: Ontology | None = None) -> list[EndpointCost]:
-    res = utility_domain(model, domain, frame, views=(VIEW,), ontology=ontology)
+    res = utility_domain(model, domain, frame, views=(VIEW,), profiles=profile_names(ontology), ontology=ontology)
     return [EndpointCost(endpoint, "adapted", s.task, s.profile, res.test["world_id"].to_numpy(),
                          res.test["pair_id"].to_numpy(), s.outcome.cost) for s in res.selected]
 

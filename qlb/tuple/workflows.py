@@ -25,7 +25,7 @@ TOL = 1e-12
 TASKS: tuple[str, ...] = ("selective", "clarification", "asymmetric")
 FACTORS: tuple[float, ...] = tuple(round(0.5 + 0.1 * i, 1) for i in range(11))   # selective review factor grid
 # action codes (besides a class index 0..3)
-REVIEW, INSPECT_ACTION, FALLBACK, ACT_NOW = -1, 4, -2, -1
+REVIEW, FALLBACK, ACT_NOW = -1, -2, -1
 
 
 def pick(expected: np.ndarray, preference: np.ndarray) -> np.ndarray:
@@ -45,7 +45,7 @@ class Outcome:
     """Per-world behaviour and realized cost of one policy in one workflow."""
 
     task: str
-    first: np.ndarray          # route class index, REVIEW, INSPECT_ACTION (asymmetric), a check's class
+    first: np.ndarray          # route class index, REVIEW, K = general inspection (asymmetric), a check's class
                                # index (clarification, with ``checked``), or FALLBACK
     checked: np.ndarray        # clarification: a check was bought
     route_yes: np.ndarray      # clarification: route after "yes" (= the checked class), else -9
@@ -158,7 +158,7 @@ def action_labels(outcome: Outcome, classes: tuple[str, ...], checks: dict[str, 
             out.append(f"{check_of[classes[first]]} → yes: route {classes[yes]} / no: route {classes[no]}")
         elif outcome.task == "selective" and first == REVIEW:
             out.append("trusted review")
-        elif outcome.task == "asymmetric" and first == INSPECT_ACTION:
+        elif outcome.task == "asymmetric" and first == len(classes):       # the action after the K routes
             out.append("general inspection")
         else:
             out.append(f"route {classes[first]}")
