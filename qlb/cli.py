@@ -139,6 +139,8 @@ def build_parser() -> argparse.ArgumentParser:
                                                  "(default: the newest run with utility results)")
     dfd.add_argument("--dataset", metavar="NAME", help="wcpq: dataset of the run (default: the only one)")
     dfd.add_argument("--json", action="store_true", help="print a summary as JSON on stdout")
+    dfd.add_argument("--ontology", type=Path, metavar="FILE",
+                     help="the decision task's ontology for --worlds (OWN_TASK.md; default: the TUPLE ontology)")
     _warehouse_arg(dfd)
 
     rep = sub.add_parser("report", help="one self-contained HTML report of an audit run",
@@ -438,7 +440,8 @@ def _cmd_defend(args: argparse.Namespace) -> int:
     if args.worlds is not None:
         if not args.worlds.is_file():
             raise _UserError(f"{args.worlds}: no such file")
-        report = validate_file(None, IngestRequest("worlds", args.worlds, "stateless"))
+        report = validate_file(None, IngestRequest("worlds", args.worlds, "stateless"),
+                               ontology=_ontology_file(args.ontology))
         for r in report.rejects:
             print(f"{args.worlds}:{r.line_no}: " + (f"{r.field}: " if r.field else "") + r.reason, file=sys.stderr)
         rejected = bool(report.rejects)

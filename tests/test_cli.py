@@ -135,3 +135,29 @@ def test_defend_rewrites_a_response_file(tmp_path, worlds_file):
     assert first["probabilities"] == {"ADDRESS": 0.3, "DAMAGE": 0.3, "DELAY": 0.3, "DELIVERY_RECORD": 0.1}
     w = run_cli("defend", "--method", "wcpq", "--in", str(resp), "--out", str(tmp_path / "w.jsonl"))
     assert w.returncode == 2 and "--worlds" in w.stderr and "Traceback" not in w.stderr
+
+
+def test_refusal_with_an_own_ontology(tmp_path, capsys):
+    """`qlb refusal --ontology FILE`: worlds and answers of an own task, labelled by it; a broken
+    ontology file is rejected whole (exit 3, one line per problem)."""
+    from qlb.cli import main
+    from qlb.records.ontology import parse_ontology
+    from qlb.simulate.tuple_sim import SIM_MODELS, simulate_refusal, simulate_worlds
+    from tests.records.ontologies import as_text, three_by_three
+    text = as_text(three_by_three())
+    onto_file = tmp_path / "own.json"
+    onto_file.write_text(text)
+    onto = parse_ontology(text, "own.json")
+    worlds = simulate_worlds(3, onto, pairs_per_class=4)
+    answers = simulate_refusal(worlds, SIM_MODELS[0], 3, onto)
+    w, r = write_lines(tmp_path / "w.jsonl", worlds), write_lines(tmp_path / "r.jsonl", answers)
+    assert main(["refusal", "--worlds", str(w), "--responses", str(r), "--json"]) == 3     # TUPLE labels: rejected
+    capsys.readouterr()
+    assert main(["refusal", "--worlds", str(w), "--responses", str(r), "--ontology", str(onto_file), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    counted = sum(1 for a in answers if a["status"] == "ok")
+    assert out["models"][SIM_MODELS[0].name]["all"]["n"] == counted
+    broken = tmp_path / "broken.json"
+    broken.write_text(json.dumps({"domains": {}}))
+    assert main(["refusal", "--worlds", str(w), "--responses", str(r), "--ontology", str(broken)]) == 3
+    assert "broken.json" in capsys.readouterr().err

@@ -170,7 +170,8 @@ def summarize(scored: ScoredResponses) -> pd.DataFrame:
                      "unavailable": int(rec["unavailable"]),
                      "unique_winner_coverage": unique / w if w else None,
                      "choice_not_argmax": int(rec["choice_not_argmax"])})
-    out = pd.DataFrame(rows)
+    out = pd.DataFrame(rows, columns=["model", "domain", *COUNT_KEYS, "unavailable", "unique_winner_coverage",
+                                      "choice_not_argmax"])
     # per model: domains in order, then 'all'
     out["_all"] = out["domain"] == "all"
     return out.sort_values(["model", "_all", "domain"]).drop(columns="_all").reset_index(drop=True)
