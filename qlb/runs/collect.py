@@ -16,7 +16,7 @@ import logging
 import os
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime, timezone
 from typing import Any, Callable, Sequence
 
@@ -41,25 +41,18 @@ class CollectError(ValueError):
     """Bad collection settings a user can fix (the message says which option)."""
 
 
-@dataclass(frozen=True)
-class CollectOptions:
-    """One ``qlb collect`` command (COLLECT.md section 4)."""
+@dataclass(frozen=True, kw_only=True)
+class CollectOptions(TransportSpec):
+    """One ``qlb collect`` command (COLLECT.md section 4): the transport's settings (inherited
+    from ``TransportSpec``: transport, base_url, path, endpoint_model, api_key_env, answer,
+    schema, target, timeout) and what to ask, how fast, and what to do with stored answers."""
 
     probe: str
     dataset_id: str
     model: str
-    transport: str
-    base_url: str | None = None
-    path: str = "/v1/decisions"
-    endpoint_model: str | None = None
-    api_key_env: str | None = None
-    answer: str = "json"
-    schema: bool = True
-    target: str | None = None
     splits: Sequence[str] | None = None
     limit: int | None = None
     interval: float = 0.0
-    timeout: float = 180.0
     concurrency: int = 1
     retries: int = 0
     backoff: float = 1.0
@@ -93,9 +86,8 @@ class CollectOptions:
         return str(self.base_url).rstrip("/") + suffix
 
     def transport_spec(self) -> TransportSpec:
-        """The transport's settings, picklable for worker processes."""
-        return TransportSpec(self.transport, self.base_url, self.path, self.endpoint_model, self.api_key_env,
-                             self.answer, self.schema, self.target, self.timeout)
+        """The transport's settings alone (picklable, small: what a worker process needs)."""
+        return TransportSpec(**{f.name: getattr(self, f.name) for f in fields(TransportSpec)})
 
     def settings(self) -> dict[str, Any]:
         """The settings stored with the collection (never the key itself, only its variable's name)."""
