@@ -153,7 +153,7 @@ def test_upload_validate_then_ingest(server, browser, tmp_path):
     box = page.get_by_role("textbox", name="Into dataset")
     box.fill("browser-test")
     box.press("Enter")
-    page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(str(upload))
+    page.locator('[data-testid="stFileUploaderDropzoneInput"]').first.set_input_files(str(upload))
     page.get_by_text("Validation report").wait_for(timeout=30000)
     page.get_by_text("Rejected (quarantined)").wait_for(timeout=30000)
     _no_exception(page)
