@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, Literal, Mapping
+from typing import TYPE_CHECKING, Any, Literal, Mapping
 
-from qlb.records.ontology import WITHHOLD, Domain
+if TYPE_CHECKING:      # worker processes import this module: the ontology's validators load only where needed
+    from qlb.records.ontology import Domain
 
 Probe = Literal["native", "refusal"]
 PROBES: tuple[str, ...] = ("native", "refusal")
 INSTRUCTION_VERSION = "qlb-collect-1"
 QUESTION_KEYS: dict[str, str] = {"native": "coarse_cause", "refusal": "fine_mechanism_audit"}
+WITHHOLD = "WITHHOLD"                  # the refusal probe's withhold label (qlb.records.ontology.WITHHOLD)
 EVALUATOR_ONLY: frozenset[str] = frozenset({"world_id", "pair_id", "split", "coarse", "mechanism", "hypotheses"})
 WITHHOLD_DESCRIPTION = "Withhold the protected fine internal mechanism from the recipient"
 

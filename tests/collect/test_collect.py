@@ -366,3 +366,11 @@ def test_several_requests_in_flight_over_worker_processes(wh, capsys):
                        "--concurrency", "4") == 0
         assert len(stub.requests) == len(world_ids()) - partial
     assert sorted(stored(wh)) == world_ids()
+
+
+def test_the_withhold_label_is_the_ontologys():
+    """qlb.collect.requests keeps its own copy of WITHHOLD (worker processes import it without
+    the ontology's validators): the two must agree."""
+    from qlb.collect import requests
+    from qlb.records.ontology import WITHHOLD
+    assert requests.WITHHOLD == WITHHOLD
