@@ -168,6 +168,7 @@ class _Kind:
     def use_ontology(self, ontology: Ontology) -> None:
         """Validate against ``ontology`` (the stateless commands' ``--ontology FILE``)."""
         self.ontology = ontology
+        self.__dict__.pop("_label_sets", None)
         if "ontology" in self.context:
             self.context = {**self.context, "ontology": ontology}
 
@@ -379,9 +380,15 @@ class _Refusal(_ResponsesBase):
     table = "refusal_responses"
 
     def world_key(self, row):
-        labels = frozenset(self.ontology.domain(row.domain).refusal_labels) if row.domain in self.ontology.domains \
-            else frozenset()
-        return row.domain, labels
+        return row.domain, self._labels(row.domain)
+
+    def _labels(self, domain: str) -> frozenset[str]:
+        """The domain's refusal labels in the dataset's ontology (one set per domain, not per world)."""
+        cache = self.__dict__.setdefault("_label_sets", {})
+        if domain not in cache:
+            cache[domain] = (frozenset(self.ontology.domain(domain).refusal_labels)
+                             if domain in self.ontology.domains else frozenset())
+        return cache[domain]
 
     def apply_world_rules(self, obj, world):
         domain, labels = world

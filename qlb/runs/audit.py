@@ -34,7 +34,7 @@ from qlb.tuple.utility import (
     DomainUtility, action_rows, policy_rows, result_tables, run_utility, utility_json,
 )
 from qlb.tuple.wcpq import policies_from_selection
-from qlb.records.ontology import Ontology, tuple_ontology_sha256
+from qlb.records.ontology import Ontology
 from warehouse import queries
 from warehouse.ontologies import dataset_ontology
 from warehouse.results import dataset_fingerprint, now, store_run
@@ -133,7 +133,7 @@ def run_audits(con: duckdb.DuckDBPyConnection, dataset_id: str, options: AuditOp
     opts = replace(options or AuditOptions(), **changes)
     _check(con, dataset_id, opts)
     ontology = dataset_ontology(con, dataset_id)
-    params = {**opts.parameters(), "ontology_sha256": ontology.sha256 or tuple_ontology_sha256()}
+    params = {**opts.parameters(), "ontology_sha256": ontology.sha256}
     fingerprint = dataset_fingerprint(con, dataset_id)
     if not opts.force:
         earlier = _stored_run(con, dataset_id, fingerprint, params)

@@ -16,7 +16,7 @@ import logging
 import os
 import time
 import uuid
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from datetime import datetime, timezone
 from typing import Any, Callable, Sequence
 
@@ -114,7 +114,6 @@ class CollectResult:
     unavailable: int = 0
     skipped_existing: int = 0
     stopped: str | None = None
-    latencies_ms: list[float] = field(default_factory=list, repr=False)
 
     def to_json(self) -> dict[str, Any]:
         """The keys COLLECT.md section 4 fixes."""
@@ -218,7 +217,6 @@ def _dispatch(rows: list[dict[str, Any]], ontology: Ontology, opts: CollectOptio
     try:
         for world_id, sha, replies in results:
             calls = [_call(world_id, i, sha, r) for i, r in enumerate(replies, start=1)]
-            result.latencies_ms += [r.latency_ms for r in replies]
             last = replies[-1]
             if last.outcome == "stop":
                 stop_calls += calls
