@@ -59,12 +59,11 @@ class _Box:
 
 def _ask(transport: Transport, plan: DispatchPlan, todo: Any, done: Any, stop: Any, pacer: _Pacer,
          sleep: Callable[[float], None]) -> None:
-    """One thread: take bodies until none is left or the collection stops."""
+    """One thread: take bodies until the end marker (None) or the collection stops. The get
+    blocks: a process queue's ``get_nowait`` may find it empty while bodies are still on their way
+    from the parent's feeder thread (a thread that gave up then would leave worlds unasked)."""
     while not stop.is_set():
-        try:
-            item = todo.get_nowait()
-        except queue.Empty:
-            return
+        item = todo.get()
         if item is None:
             return
         pacer.wait(sleep)
@@ -95,11 +94,22 @@ def _process_main(make_transport: Callable[[], Transport], plan: DispatchPlan, t
 
 def worker_processes(concurrency: int, cpus: int | None = None) -> int:
     """How many processes carry ``concurrency`` requests in flight: one for a single request,
-    else up to two per core, each with concurrency / processes threads (measured on 2 cores at
-    --concurrency 8 against a local stub: 2 processes x 4 threads 600-700 answers/s once
-    started, 4 x 2 about 840, 8 x 1 about 570 and slow to start)."""
+    else one per core, each with concurrency / processes threads (measured on 2 cores at
+    --concurrency 8 against a local stub, whole collection of 1,440 worlds: 2 processes x 4
+    threads 520-670 answers/s, 4 x 2 460-580: the extra processes' start-up costs more than
+    they gain)."""
     cpus = cpus or os.cpu_count() or 1
-    return 1 if concurrency <= 1 else max(1, min(concurrency, 2 * cpus))
+    return 1 if concurrency <= 1 else max(1, min(concurrency, cpus))
+
+
+def _context() -> Any:
+    """Worker processes start from a fork server that has imported the transports once (never a
+    fork of this process, which may hold DuckDB and threads); spawn where there is none."""
+    if "forkserver" not in mp.get_all_start_methods():
+        return mp.get_context("spawn")
+    ctx = mp.get_context("forkserver")
+    ctx.set_forkserver_preload(["qlb.collect.transports"])
+    return ctx
 
 
 def dispatch(items: Sequence[Item], plan: DispatchPlan, transport: Transport,
@@ -121,11 +131,14 @@ def _in_threads(items: Sequence[Item], plan: DispatchPlan, transport: Transport,
     todo: queue.SimpleQueue = queue.SimpleQueue()
     for item in items:
         todo.put(item)
+    n_threads = max(1, min(plan.concurrency, len(items)))
+    for _ in range(n_threads):
+        todo.put(None)
     done: queue.SimpleQueue = queue.SimpleQueue()
     stop = threading.Event()
     pacer = _Pacer(plan.interval, threading.Lock(), _Box(time.monotonic()))
     threads = [threading.Thread(target=_ask, args=(transport, plan, todo, done, stop, pacer, sleep), daemon=True)
-               for _ in range(max(1, min(plan.concurrency, len(items))))]
+               for _ in range(n_threads)]
     for t in threads:
         t.start()
     try:
@@ -140,7 +153,7 @@ def _in_threads(items: Sequence[Item], plan: DispatchPlan, transport: Transport,
 
 def _in_processes(items: Sequence[Item], plan: DispatchPlan, make_transport: Callable[[], Transport],
                   processes: int) -> Iterator[Result]:
-    ctx = mp.get_context("spawn")                  # no fork of a process holding DuckDB and threads
+    ctx = _context()
     todo, done = ctx.Queue(), ctx.Queue()
     for item in items:
         todo.put(item)
