@@ -214,8 +214,10 @@ def _dispatch(rows: list[dict[str, Any]], ontology: Ontology, opts: CollectOptio
     stop_calls: list[Call] = []
     last_flush = time.monotonic()
     results = dispatch(items, plan, transport, factory, sleep)
+    received = 0
     try:
         for world_id, sha, replies in results:
+            received += 1
             calls = [_call(world_id, i, sha, r) for i, r in enumerate(replies, start=1)]
             last = replies[-1]
             if last.outcome == "stop":
@@ -232,6 +234,9 @@ def _dispatch(rows: list[dict[str, Any]], ontology: Ontology, opts: CollectOptio
         result.stopped = "interrupted (Ctrl+C)"
     finally:
         results.close()
+    if received < len(items) and not result.stopped:
+        result.stopped = (f"{len(items) - received} of {len(items)} worlds were not asked "
+                          "(the dispatching processes ended early)")
     if batch:
         store.store(batch, opts.replace_invalid, result.stopped)
     if stop_calls or result.stopped:

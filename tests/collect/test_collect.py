@@ -338,6 +338,22 @@ def test_python_target_end_to_end_and_a_raising_target_stops(wh, capsys):
     assert "the target raised RuntimeError" in capsys.readouterr().err
 
 
+def test_worlds_left_unasked_are_a_stop_not_a_finish(wh, capsys, monkeypatch):
+    """If the dispatch ends before every world was asked (its processes died), the collection
+    says so and exits 4 with the resume line instead of reporting a finished collection."""
+    import qlb.runs.collect as run_collect
+    real = run_collect.dispatch
+
+    def short(items, *args, **kwargs):
+        yield from real(items[:3], *args, **kwargs)
+    monkeypatch.setattr(run_collect, "dispatch", short)
+    with StubServer(lambda p, b, h, n: typed(b)) as stub:
+        assert collect(wh, "native", "--model", "m1", "--transport", "typed", "--base-url", stub.url) == 4
+    err = capsys.readouterr().err
+    assert f"{len(world_ids()) - 3} of {len(world_ids())} worlds were not asked" in err and "resume with" in err
+    assert len(stored(wh)) == 3
+
+
 def test_several_requests_in_flight_over_worker_processes(wh, capsys):
     """--concurrency 4: the requests overlap (the server sees up to four at once), every world is
     stored once, and a 429 still stops the collection and the rerun completes it."""
