@@ -1,10 +1,16 @@
 """The one app-side module that owns caching and warehouse access for the pages.
 
-Pages never speak SQL or open connections: they call the functions here. Reads go through one
-cached read-only DuckDB handle per warehouse file (a fresh cursor per query, values bound with
-``?`` via warehouse.queries); results are cached with st.cache_data (bounded, with a TTL).
-Writes (the Data page's ingest) release the read-only handle first, because DuckDB refuses a
-read-write and a read-only handle on one file in the same process.
+Pages never speak SQL or open connections: they call the functions here. Reads go through a
+read-only DuckDB handle (a fresh cursor per query, values bound with ``?`` via
+warehouse.queries); results are cached with st.cache_data (bounded, with a TTL).
+
+The handle is held only while someone reads: the router holds it for one page run
+(``reading``), every query outside a page run holds it for that query, and the last one out
+closes it. So between page runs the file is free and ``qlb ingest`` / ``qlb audit`` in another
+process can write (DuckDB allows one writing process or many reading ones, never both). A read
+that meets such a write raises ``WarehouseBusy``, which the router shows as "being updated" and
+retries. Writes from the app itself (the Data page's ingest) close the handle first, because
+DuckDB refuses a read-write and a read-only handle on one file in the same process.
 """
 from __future__ import annotations
 
@@ -40,24 +46,81 @@ def warehouse_exists(path: str) -> bool:
     return os.path.exists(path)
 
 
-def _close(conn: duckdb.DuckDBPyConnection) -> None:
+class _Lease:
+    """One read-only handle per warehouse file, open while at least one holder reads."""
+
+    def __init__(self) -> None:
+        self.lock = threading.RLock()
+        self.holders: dict[str, int] = {}
+        self.handles: dict[str, duckdb.DuckDBPyConnection] = {}
+
+    def hold(self, path: str) -> None:
+        with self.lock:
+            self.holders[path] = self.holders.get(path, 0) + 1
+
+    def release(self, path: str) -> None:
+        with self.lock:
+            self.holders[path] = self.holders.get(path, 1) - 1
+            if self.holders[path] <= 0:
+                del self.holders[path]
+                self.close(path)
+
+    def cursor(self, path: str) -> duckdb.DuckDBPyCursor:
+        """A cursor on the handle, opened now if none is (WarehouseBusy while a write holds the file)."""
+        with self.lock:
+            con = self.handles.get(path)
+            if con is None:
+                con = self.handles[path] = open_reader(path)
+            return con.cursor()
+
+    def close(self, path: str | None = None) -> None:
+        """Close the handle of ``path`` (every handle when None); holders reopen on their next read."""
+        with self.lock:
+            for p in ([path] if path is not None else list(self.handles)):
+                con = self.handles.pop(p, None)
+                if con is not None:
+                    try:
+                        con.close()
+                    except duckdb.Error:
+                        pass
+
+
+_lease = _Lease()
+
+
+@contextmanager
+def reading(path: str) -> Iterator[None]:
+    """Hold the read-only handle of ``path`` for a block (one page run): the queries inside share
+    it, and it is closed when the last holder leaves."""
+    _lease.hold(path)
     try:
-        conn.close()
-    except duckdb.Error:
-        pass
+        yield
+    finally:
+        _lease.release(path)
 
 
-@st.cache_resource(show_spinner=False, on_release=_close)
-def _reader(path: str) -> duckdb.DuckDBPyConnection:
-    return open_reader(path)
+@contextmanager
+def _cursor(path: str) -> Iterator[duckdb.DuckDBPyCursor]:
+    """A read-only cursor for one batch of reads. A handle closed under it by a write of this
+    process is reopened once."""
+    with reading(path):
+        try:
+            cur = _lease.cursor(path)
+        except duckdb.ConnectionException:
+            _lease.close(path)
+            cur = _lease.cursor(path)
+        try:
+            yield cur
+        finally:
+            try:
+                cur.close()
+            except duckdb.Error:
+                pass
 
 
 def _query(path: str, name: str, params: tuple = ()) -> pd.DataFrame:
-    cur = _reader(path).cursor()
-    try:
+    with _cursor(path) as cur:
         return queries.fetch_df(cur, name, params)
-    finally:
-        cur.close()
 
 
 @st.cache_data(ttl=300, max_entries=256, show_spinner=False)
@@ -67,8 +130,8 @@ def query(path: str, name: str, params: tuple = ()) -> pd.DataFrame:
 
 
 def release_readers() -> None:
-    """Close the cached read-only handle and forget cached results (before and after a write)."""
-    _reader.clear()   # on_release closes the handle
+    """Close the read-only handles and forget cached results (before and after a write)."""
+    _lease.close()
     query.clear()
 
 
@@ -80,13 +143,11 @@ def datasets(path: str) -> pd.DataFrame:
 def validate_upload(path: str, kind: str, file_path: str, dataset: str, model: str | None,
                     display_name: str) -> ValidationReport:
     """Validate an uploaded file against the warehouse (read-only); nothing is written."""
-    con = _reader(path) if warehouse_exists(path) else None
-    cur = con.cursor() if con is not None else None
-    try:
-        return validate_file(cur, IngestRequest(kind, file_path, dataset, model=model or None, display_name=display_name))
-    finally:
-        if cur is not None:
-            cur.close()
+    request = IngestRequest(kind, file_path, dataset, model=model or None, display_name=display_name)
+    if not warehouse_exists(path):
+        return validate_file(None, request)
+    with _cursor(path) as cur:
+        return validate_file(cur, request)
 
 
 @contextmanager
@@ -155,11 +216,8 @@ def check_ontology_upload(path: str, dataset: str, data: bytes, display_name: st
         return OntologyCheck(None, tuple(exc.problems), None)
     refused = None
     if warehouse_exists(path):
-        cur = _reader(path).cursor()
-        try:
+        with _cursor(path) as cur:
             refused = ontologies.replace_problem(cur, dataset, onto.sha256, display_name)
-        finally:
-            cur.close()
     return OntologyCheck(onto, (refused,) if refused else (), text)
 
 
@@ -197,11 +255,8 @@ def decoding_runs(path: str, dataset: str) -> pd.DataFrame:
 def decoding_frame(path: str, dataset: str, model: str) -> pd.DataFrame:
     """The worlds with one model's release, as the decoding audit reads them (for recomputes)."""
     from qlb.runs.decoding import decoding_frame as build
-    cur = _reader(path).cursor()
-    try:
+    with _cursor(path) as cur:
         return build(cur, dataset, model)
-    finally:
-        cur.close()
 
 
 def run_parameters(path: str, dataset: str, run_id: str) -> dict:
@@ -280,11 +335,8 @@ def defense_runs(path: str, dataset: str) -> pd.DataFrame:
 def frozen_policies(path: str, run_id: str, model: str) -> dict:
     """{domain: the 18 frozen full-native policies} of one model in a stored run."""
     from qlb.runs.policies import frozen_policies as load
-    cur = _reader(path).cursor()
-    try:
+    with _cursor(path) as cur:
         return load(cur, run_id, model)
-    finally:
-        cur.close()
 
 
 def world_release(path: str, dataset: str, model: str, world_id: str) -> pd.DataFrame:
@@ -296,11 +348,8 @@ def world_release(path: str, dataset: str, model: str, world_id: str) -> pd.Data
 def report_html(path: str, dataset: str, run_id: str | None = None) -> str:
     """The self-contained HTML report of a run (default: the dataset's newest most complete)."""
     from qlb.runs.report import build_report
-    cur = _reader(path).cursor()
-    try:
+    with _cursor(path) as cur:
         return build_report(cur, run_id, dataset)
-    finally:
-        cur.close()
 
 
 def all_runs(path: str, dataset: str) -> pd.DataFrame:

@@ -16,8 +16,13 @@ from __future__ import annotations
 import threading
 from typing import Callable
 
+import duckdb
 import streamlit as st
 
+from dashboard import data_access
+from warehouse.db import WarehouseBusy
+
+BUSY_RETRY_SECONDS = 3.0
 _state = threading.local()
 _warmed = threading.Event()
 # what the recompute and what-if panels need; loaded in the background after the first page
@@ -58,15 +63,37 @@ def run_router() -> None:
     pages = [st.Page(path, title=title, icon=icon, url_path=url, default=(i == 0))
              for i, (path, title, icon, url) in enumerate(PAGES)]
     navigation = st.navigation(pages)
-    draw_sidebar = dataset_sidebar()
-    _state.routed = True
-    try:
-        navigation.run()
-    finally:
-        draw_sidebar()
+    path = data_access.warehouse_path()
+    with data_access.reading(path):        # one read-only handle for the whole page run, released after
+        try:
+            draw_sidebar = dataset_sidebar()
+            _state.routed = True
+            try:
+                navigation.run()
+            finally:
+                draw_sidebar()
+        except (WarehouseBusy, duckdb.ConnectionException) as exc:
+            _state.routed = False
+            busy = exc
+        else:
+            busy = None
+    if busy is not None:
+        _wait_for_writer(busy)
     if not _warmed.is_set():      # once per server process, after the first page has rendered
         _warmed.set()
         threading.Thread(target=_warm_up, name="qlb-warm-imports", daemon=True).start()
+
+
+def _wait_for_writer(exc: Exception) -> None:
+    """A page that met a write in progress (``qlb ingest`` or ``qlb audit`` in another process,
+    or an upload here): say so, wait, and run the page again; never a traceback."""
+    import time
+
+    from dashboard.widgets import md_text
+    st.info(f"The warehouse is being updated by another process; this page reloads in "
+            f"{BUSY_RETRY_SECONDS:.0f} s.  \n*{md_text(exc)}*", icon=":material/hourglass_top:")
+    time.sleep(BUSY_RETRY_SECONDS)
+    st.rerun()
 
 
 def page_entry(render: Callable[[], None]) -> None:

@@ -23,6 +23,7 @@ from pydantic import BaseModel
 from qlb.records.readers import Record
 from qlb.records.schemas import NativeResponse, RefusalResponse
 from warehouse import queries
+from warehouse.db import transaction
 from warehouse.ingest import RecordRejected, insert_rows, make_validator, validate_record
 
 KIND_OF_PROBE = {"native": "responses", "refusal": "refusal"}
@@ -107,8 +108,7 @@ class AnswerStore:
         self.counts = Counts()
         self.line_no = 0
         started = _now()
-        con.begin()
-        try:
+        with transaction(con):
             self.ingest_id = int(queries.fetch_df(con, "next_ingest_id", [])["next_id"][0])
             queries.execute(con, "insert_ingest", [self.ingest_id, info.dataset_id, self.kind,
                                                    f"collect:{collection_id}", "collect", self._sha(0), info.model,
@@ -120,10 +120,6 @@ class AnswerStore:
                             [collection_id, info.dataset_id, info.model, info.probe, info.transport, info.endpoint,
                              info.endpoint_model, json.dumps(info.settings, sort_keys=True),
                              info.instruction_version, self.ingest_id, started, skipped_existing])
-            con.commit()
-        except Exception:
-            con.rollback()
-            raise
 
     def _sha(self, stored: int) -> str:
         """The collection's ingest fingerprint after ``stored`` answers: changes with every
@@ -170,8 +166,7 @@ class AnswerStore:
         batch.stored = len(accepted)
         calls = [c for a in answers for c in a.calls]
         now = _now()
-        self.con.begin()
-        try:
+        with transaction(self.con):
             if replace and accepted:
                 ids = [obj.world_id for _, obj in accepted]
                 queries.execute(self.con, f"collect_history_{self.info.probe}",
@@ -186,25 +181,16 @@ class AnswerStore:
             queries.execute(self.con, "collect_update_ingest",
                             [self._sha(self.counts.stored + batch.stored), batch.stored, batch.stored, batch.invalid,
                              now, self.ingest_id])
-            self.con.commit()
-        except Exception:
-            self.con.rollback()
-            raise
         self.counts.add(batch)
         return batch
 
     def archive_only(self, calls: Sequence[Call], stopped: str | None) -> None:
         """Archive calls that stored nothing (the world that stopped the collection) and the
         stop reason."""
-        self.con.begin()
-        try:
+        with transaction(self.con):
             self._archive(list(calls))
             queries.execute(self.con, "collect_update_collection", [0, 0, 0, 0, 0, _now(), stopped,
                                                                      self.collection_id])
-            self.con.commit()
-        except Exception:
-            self.con.rollback()
-            raise
 
     def _archive(self, calls: list[Call]) -> None:
         if not calls:

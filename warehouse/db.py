@@ -1,13 +1,24 @@
-"""Connections and schema versioning.
+"""Connections, transactions and schema versioning.
 
-One read-write handle per writing process (``open_writer``), read-only handles for pages
-(``open_reader``). A fresh file gets ``schema.sql``; an older one gets the forward migrations in
-``warehouse/migrations`` (``NNN_description.sql``), each applied in one transaction.
+DuckDB lets one process write a file or many processes read it, never both at once. So a
+warehouse is shared by taking turns: pages hold a read-only handle only while a page run reads
+(see ``dashboard/data_access.py``), and a writer that finds the file in use waits for it, bounded
+(``QLB_WRITE_WAIT`` seconds, default 120), saying once what it waits for. A reader that meets a
+write gets ``WarehouseBusy`` after a short wait, which pages turn into "being updated, retrying".
+
+Every handle is opened with extension auto-install and auto-load off (a file is never a reason to
+download code). A writer checks the file before anything is written: a file shorter than the
+blocks its header declares (truncated, half-copied) is refused with one line. A fresh file gets
+``schema.sql``; an older one gets the forward migrations in ``warehouse/migrations``
+(``NNN_description.sql``), each applied in one transaction (``transaction``).
 """
 from __future__ import annotations
 
+import errno
+import logging
 import os
 import re
+import time
 from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
@@ -17,10 +28,29 @@ import duckdb
 
 DEFAULT_PATH = "warehouse/qlb.duckdb"
 ENV_VAR = "QLB_WAREHOUSE"
+WAIT_ENV_VAR = "QLB_WRITE_WAIT"
+DEFAULT_WRITE_WAIT = 120.0          # seconds a writer waits for readers (or another writer)
+READ_WAIT = 2.0                     # seconds a reader waits for a write to finish before WarehouseBusy
+HEADER_BYTES = 3 * 4096             # DuckDB's file header: one main header and two database headers
+CONFIG = {"autoinstall_known_extensions": "false", "autoload_known_extensions": "false"}
+
+log = logging.getLogger(__name__)
 
 
 class WarehouseError(RuntimeError):
     """A warehouse problem a user can act on (missing file, locked file, newer schema)."""
+
+
+class WarehouseBusy(WarehouseError):
+    """Another process (or this one) is writing the warehouse; try again shortly."""
+
+
+def write_wait() -> float:
+    """Seconds a writer waits for the file: ``$QLB_WRITE_WAIT`` or 120."""
+    try:
+        return max(0.0, float(os.environ.get(WAIT_ENV_VAR, DEFAULT_WRITE_WAIT)))
+    except ValueError:
+        return DEFAULT_WRITE_WAIT
 
 
 def default_path() -> str:
@@ -75,14 +105,9 @@ def migrate(con: duckdb.DuckDBPyConnection, directory: Path | None = None) -> in
     version = current_version(con)
     target = latest_version(directory)
     if version is None:
-        con.begin()
-        try:
+        with transaction(con):
             con.execute(_sql_text("schema.sql"))
             con.execute("INSERT INTO schema_version (version) VALUES (?)", [schema_version_of_file()])
-            con.commit()
-        except Exception:
-            con.rollback()
-            raise
         version = schema_version_of_file()
     if version > target:
         raise WarehouseError(f"warehouse schema version {version} is newer than this code ({target}); "
@@ -90,46 +115,144 @@ def migrate(con: duckdb.DuckDBPyConnection, directory: Path | None = None) -> in
     for v, name, sql in migrations(directory):
         if v <= version:
             continue
-        con.begin()
         try:
-            con.execute(sql)
-            con.execute("INSERT INTO schema_version (version) VALUES (?)", [v])
-            con.commit()
-        except Exception as exc:
-            con.rollback()
+            with transaction(con):
+                con.execute(sql)
+                con.execute("INSERT INTO schema_version (version) VALUES (?)", [v])
+        except WarehouseError:
+            raise
+        except duckdb.Error as exc:
             raise WarehouseError(f"migration {name} failed: {exc}") from exc
         version = v
     return version
 
 
-def _connect(path: str | Path, read_only: bool) -> duckdb.DuckDBPyConnection:
+def is_disk_full(exc: BaseException) -> bool:
+    """Whether an error is the disk (or quota) running out of space."""
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return True
+    text = str(exc).lower()
+    return "no space left on device" in text or "disk quota exceeded" in text
+
+
+@contextmanager
+def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConnection]:
+    """One all-or-nothing transaction. On any error it is rolled back (a rollback that cannot run,
+    because the failed commit already ended the transaction, is not allowed to hide the cause) and
+    the cause is raised; running out of disk space is raised as a WarehouseError that says so."""
+    con.begin()
     try:
-        return duckdb.connect(str(path), read_only=read_only)
+        yield con
+        con.commit()
+    except BaseException as exc:
+        try:
+            con.rollback()
+        except duckdb.Error:
+            pass                                    # no transaction left to roll back: the cause matters
+        if is_disk_full(exc):
+            raise WarehouseError(f"the disk is full ({exc}); nothing of this write was stored, free some space "
+                                 "and run the command again") from exc
+        raise
+
+
+def _lock_holder(message: str) -> str:
+    """DuckDB's 'Conflicting lock is held in <program> (PID n)' as a short phrase, if present."""
+    m = re.search(r"Conflicting lock is held in (\S+) \(PID (\d+)\)", message)
+    return f" (held by {Path(m.group(1)).name}, PID {m.group(2)})" if m else ""
+
+
+def check_magic(path: Path) -> None:
+    """Refuse an existing file that is not a DuckDB database (DuckDB writes ``DUCK`` at byte 8):
+    handed, say, a SQLite file, DuckDB would try to load an extension to read it."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(16)
+    except FileNotFoundError:
+        return
+    if head and head[8:12] != b"DUCK":
+        kind = "a SQLite database" if head.startswith(b"SQLite format 3") else "not a DuckDB file"
+        raise WarehouseError(f"{path}: not a qlb warehouse ({kind}); point QLB_WAREHOUSE at a qlb warehouse "
+                             "or at a new file name")
+
+
+def _connect(path: str | Path, read_only: bool) -> duckdb.DuckDBPyConnection:
+    check_magic(Path(path))
+    try:
+        return duckdb.connect(str(path), read_only=read_only, config=CONFIG)
     except duckdb.IOException as exc:
         msg = str(exc)
         if "lock" in msg.lower():
-            raise WarehouseError(f"{path}: the warehouse is in use by another process "
-                                 "(close the dashboard or the other qlb command and retry)") from exc
+            raise WarehouseBusy(f"{path}: the warehouse is in use by another process{_lock_holder(msg)}") from exc
+        if any(k in msg.lower() for k in ("could not read enough bytes", "corrupt", "checksum")):
+            raise WarehouseError(f"{path}: the warehouse file is damaged ({msg.splitlines()[0]}); nothing was "
+                                 "written. Restore it from a copy, or move it away and rebuild") from exc
         raise WarehouseError(f"{path}: cannot open the warehouse: {msg}") from exc
     except duckdb.ConnectionException as exc:
-        raise WarehouseError(f"{path}: already open in this process in another mode: {exc}") from exc
+        if "different configuration" in str(exc):       # this process holds the file in the other mode
+            raise WarehouseBusy(f"{path}: the warehouse is being written by this process") from exc
+        raise WarehouseError(f"{path}: cannot open the warehouse: {exc}") from exc
+    except duckdb.Error as exc:
+        raise WarehouseError(f"{path}: not a readable qlb warehouse: {exc}") from exc
 
 
-def open_writer(path: str | Path | None = None) -> duckdb.DuckDBPyConnection:
-    """The read-write handle: creates the file and its folder if needed, migrates the schema."""
+def _connect_waiting(path: Path, read_only: bool, wait: float) -> duckdb.DuckDBPyConnection:
+    """``_connect``, retried while the file is busy for up to ``wait`` seconds."""
+    deadline = time.monotonic() + wait
+    delay, told = 0.02, False
+    while True:
+        try:
+            return _connect(path, read_only)
+        except WarehouseBusy as exc:
+            if time.monotonic() + delay > deadline:
+                if read_only:
+                    raise
+                raise WarehouseBusy(f"{exc}; waited {wait:.0f} s for it (set {WAIT_ENV_VAR} to wait longer, "
+                                    "or close the other qlb command)") from exc
+            if not told and not read_only:
+                log.warning("%s; waiting up to %.0f s for it to be released", exc, wait)
+                told = True
+            time.sleep(delay)
+            delay = min(0.5, delay * 2)
+
+
+def check_file(con: duckdb.DuckDBPyConnection, path: Path) -> None:
+    """Refuse a file shorter than the blocks its header declares (truncated or half-copied):
+    DuckDB would otherwise accept writes into it and fail later with 'Corrupt database file'."""
+    row = con.execute("SELECT block_size, total_blocks FROM pragma_database_size()").fetchone()
+    if row is None:
+        return
+    expected = HEADER_BYTES + int(row[0]) * int(row[1])
+    actual = path.stat().st_size
+    if actual < expected:
+        raise WarehouseError(f"{path}: the warehouse file is damaged (truncated: {actual:,} bytes, its header "
+                             f"declares {expected:,}); nothing was written. Restore it from a copy, or move it "
+                             "away and rebuild")
+
+
+def open_writer(path: str | Path | None = None, wait: float | None = None) -> duckdb.DuckDBPyConnection:
+    """The read-write handle: creates the file and its folder if needed, checks the file, migrates
+    the schema. Waits up to ``wait`` seconds (default ``write_wait()``) while others use the file."""
     path = Path(path or default_path())
     path.parent.mkdir(parents=True, exist_ok=True)
-    con = _connect(path, read_only=False)
-    migrate(con)
+    existed = path.exists() and path.stat().st_size > 0
+    con = _connect_waiting(path, read_only=False, wait=write_wait() if wait is None else wait)
+    try:
+        if existed:
+            check_file(con, path)
+        migrate(con)
+    except BaseException:
+        con.close()
+        raise
     return con
 
 
-def open_reader(path: str | Path | None = None) -> duckdb.DuckDBPyConnection:
-    """A read-only handle for pages and reports. The file must exist and be at the latest schema."""
+def open_reader(path: str | Path | None = None, wait: float = READ_WAIT) -> duckdb.DuckDBPyConnection:
+    """A read-only handle for pages and reports. The file must exist and be at the latest schema.
+    WarehouseBusy when a write holds the file for longer than ``wait`` seconds."""
     path = Path(path or default_path())
     if not path.exists():
         raise WarehouseError(f"{path}: no warehouse here yet (run `qlb demo` or ingest a file)")
-    con = _connect(path, read_only=True)
+    con = _connect_waiting(path, read_only=True, wait=wait)
     version = current_version(con)
     if version != latest_version():
         con.close()

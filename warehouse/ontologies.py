@@ -15,6 +15,7 @@ import duckdb
 
 from qlb.records.ontology import Ontology, OntologyError, load_ontology, parse_ontology, tuple_ontology_sha256
 from warehouse import queries
+from warehouse.db import transaction
 
 
 @dataclass(frozen=True)
@@ -82,11 +83,9 @@ def store_ontology(con: duckdb.DuckDBPyConnection, dataset_id: str, text: str, s
     dataset has worlds and uses another ontology."""
     onto = parse_ontology(text, source)
     sha = onto.sha256
-    con.begin()
-    try:
+    with transaction(con):
         current = stored_ontology(con, dataset_id)
         if current is not None and current.sha256 == sha:
-            con.commit()
             return sha, False
         refused = replace_problem(con, dataset_id, sha, source)
         if refused:
@@ -96,9 +95,5 @@ def store_ontology(con: duckdb.DuckDBPyConnection, dataset_id: str, text: str, s
         queries.execute(con, "insert_ontology_if_absent", [sha, onto.to_json(), source, sha])
         queries.execute(con, "set_dataset_ontology",
                         [dataset_id, sha, datetime.now(timezone.utc).replace(tzinfo=None)])
-        con.commit()
-    except Exception:
-        con.rollback()
-        raise
     in_force = current.sha256 if current is not None else tuple_ontology_sha256()
     return sha, in_force != sha

@@ -12,6 +12,7 @@ import duckdb
 import pandas as pd
 
 from warehouse import queries
+from warehouse.db import transaction
 from warehouse.ingest import insert_rows
 
 
@@ -48,8 +49,7 @@ def store_run(con: duckdb.DuckDBPyConnection, *, run_id: str, dataset_id: str, k
               parameters: dict[str, Any], fingerprint: str, started: datetime,
               tables: dict[str, pd.DataFrame]) -> None:
     """One run and its result tables in one transaction."""
-    con.begin()
-    try:
+    with transaction(con):
         queries.execute(con, "insert_run", [run_id, dataset_id, kind, json.dumps(parameters, sort_keys=True),
                                             fingerprint, code_version(), False, started, now()])
         for table, frame in tables.items():
@@ -57,7 +57,3 @@ def store_run(con: duckdb.DuckDBPyConnection, *, run_id: str, dataset_id: str, k
             frame.insert(0, "dataset_id", dataset_id)
             frame.insert(0, "run_id", run_id)
             insert_rows(con, table, frame)
-        con.commit()
-    except Exception:
-        con.rollback()
-        raise

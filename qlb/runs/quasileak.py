@@ -9,6 +9,7 @@ import duckdb
 
 from qlb.quasileak.detectors import Detector
 from warehouse import queries
+from warehouse.db import transaction
 from warehouse.ingest import insert_rows
 
 log = logging.getLogger(__name__)
@@ -58,14 +59,9 @@ def run_detector(con: duckdb.DuckDBPyConnection, dataset_id: str, detector: Dete
         rows["failure"].append(result.failure)
         if progress and i % 100 == 0:
             progress(i, len(ids))
-    con.begin()
-    try:
+    with transaction(con):
         queries.execute(con, "ql_delete_detector_predictions", [dataset_id, detector.name, ids])
         insert_rows(con, "ql_predictions", rows)
         queries.execute(con, "ql_upsert_detector", [dataset_id, detector.name, bool(detector.simulated),
                                                     next(iter((type(detector).__doc__ or "").strip().splitlines()), "")])
-        con.commit()
-    except Exception:
-        con.rollback()
-        raise
     return {"documents": len(ids), "failures": failures}
