@@ -3,7 +3,6 @@ call latency, why answers were invalid or unavailable, and every call of one wor
 body rebuilt from the stored world, the raw answer as text)."""
 from __future__ import annotations
 
-import html
 import json
 import shlex
 from pathlib import Path
@@ -14,7 +13,7 @@ import streamlit as st
 
 from dashboard import data_access as da
 from dashboard.routing import page_entry
-from dashboard.widgets import audit_page_start, chart, current_dataset, stat_row, table
+from dashboard.widgets import audit_page_start, chart, current_dataset, finding, md_text, stat_row, table
 from warehouse.db import DEFAULT_PATH
 
 INTRO = (
@@ -28,13 +27,6 @@ README_SECTION = "Collecting answers from your own model"
 # Okabe-Ito (colour-blind safe), as on the Overview page
 OUTCOME_COLOURS = {"valid": "#009E73", "invalid": "#D55E00", "unavailable": "#999999"}
 SECRET_WORDS = ("key", "token", "secret", "password")
-
-
-def finding(text: str) -> None:
-    """One finding sentence. Data text (model names) is escaped with html.escape inside an HTML
-    block, so nothing in it is read as Markdown or HTML."""
-    st.markdown(f'<div class="qlb-finding" style="margin:0.25rem 0 0.75rem 0">'
-                f'{html.escape(" ".join(text.split()))}</div>', unsafe_allow_html=True)
 
 
 def readable_settings(settings: str) -> str:
@@ -147,7 +139,7 @@ def outcomes_section(run: pd.Series, latency: pd.DataFrame) -> None:
         "N/A" if pd.isna(s) else f"{100 * s:.1f}% [{100 * lo:.1f}, {100 * hi:.1f}]"
         for s, lo, hi in zip(outcomes["share"], outcomes["ci_low"], outcomes["ci_high"])]
     chart(outcome_figure(outcomes), outcomes, f"collection_outcomes_{cid}",
-          f"Stored answers of collection run {cid} by outcome ({stored:,} answers; worlds skipped as already "
+          f"Stored answers of collection run {md_text(cid)} by outcome ({stored:,} answers; worlds skipped as already "
           f"answered are not asked). Hover: the share of the stored answers with its 95% Wilson interval. "
           f"Invalid answers are kept with valid = false and enter the audits as unavailable.")
     table(shown, f"collection_outcomes_table_{cid}",

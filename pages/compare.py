@@ -10,7 +10,8 @@ import streamlit as st
 
 from dashboard import data_access as da
 from dashboard.routing import page_entry
-from dashboard.widgets import audit_page_start, chart, table
+from dashboard.widgets import audit_page_start, chart, md_text, table
+from qlb.present.figures import plot_texts
 from qlb.present.palette import VIEW_COLOURS
 from qlb.tuple.release_views import VIEWS
 
@@ -34,7 +35,7 @@ def change_figure(rec: pd.DataFrame) -> go.Figure:
         d = rec[rec["view"] == view]
         if d.empty:
             continue
-        fig.add_bar(name=view, x=d["model"], y=d["B − A"], marker_color=VIEW_COLOURS[view],
+        fig.add_bar(name=view, x=plot_texts(d["model"]), y=d["B − A"], marker_color=VIEW_COLOURS[view],
                     customdata=d[["accuracy (A)", "accuracy (B)"]],
                     hovertemplate="%{x} · " + view + "<br>A %{customdata[0]:.1%} → B %{customdata[1]:.1%}"
                                   "<br>change %{y:+.1%}<extra></extra>")
@@ -81,7 +82,7 @@ def render() -> None:
         shown += 1
         st.subheader("Secret recovery")
         chart(change_figure(rec), rec, "compare_recovery",
-              f"Pooled test recovery, run B ({b}) minus run A ({a}), per model and release view.")
+              f"Pooled test recovery, run B ({md_text(b)}) minus run A ({md_text(a)}), per model and release view.")
         table(rec.round(4), "compare_recovery_table", "Pooled test recovery in both runs.")
     util = _side(*(da.query(path, "utility_results", (r,)).query("scope == 'pooled' and profile == 'authored'")
                    for r in (a, b)), ["model", "view", "task"], "mean_cost")

@@ -3,7 +3,6 @@ then ingest it; browse the quarantine."""
 from __future__ import annotations
 
 import hashlib
-import re
 import tempfile
 from pathlib import Path
 
@@ -11,13 +10,12 @@ import streamlit as st
 
 from dashboard import data_access as da
 from dashboard.routing import page_entry
-from dashboard.widgets import current_dataset, simulated_banner, table
+from dashboard.widgets import current_dataset, md_text, simulated_banner, table
 from qlb.records.ontology import Domain, Ontology, OntologyError
 from warehouse.ingest import KINDS, IngestError
 
 MAX_UPLOAD_MB = 100
 MAX_ONTOLOGY_MB = 2
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:&=])")
 SUFFIXES = ("jsonl", "ndjson", "json", "csv", "parquet")
 KIND_HELP = {
     "worlds": "TUPLE worlds, one per line (world_id, pair_id, domain, split, coarse, mechanism, hypotheses, ...).",
@@ -61,7 +59,7 @@ def upload_section(path: str, dataset: str | None) -> None:
     if upload is None:
         return
     if upload.size > MAX_UPLOAD_MB * 1024 * 1024:
-        st.error(f"{upload.name}: {upload.size / 1e6:.1f} MB is over the {MAX_UPLOAD_MB} MB limit.")
+        st.error(f"{md_text(upload.name)}: {upload.size / 1e6:.1f} MB is over the {MAX_UPLOAD_MB} MB limit.")
         return
     if not target:
         st.error("Name the dataset to load into.")
@@ -70,10 +68,10 @@ def upload_section(path: str, dataset: str | None) -> None:
     signature = (digest, kind, target, model)
     if st.session_state.get("validated_sig") != signature:
         try:
-            with st.spinner(f"Validating {upload.name} ..."):
+            with st.spinner(f"Validating {md_text(upload.name)} ..."):
                 report = da.validate_upload(path, kind, file_path, target, model, upload.name)
         except IngestError as exc:
-            st.error(str(exc))
+            st.error(md_text(exc))
             return
         st.session_state["validated_sig"] = signature
         st.session_state["validation_report"] = report
@@ -102,43 +100,38 @@ def upload_section(path: str, dataset: str | None) -> None:
     if done:
         st.success(done)
         return
-    label = f"Ingest {len(report.accepted):,} accepted lines into '{target}'"
+    label = f"Ingest {len(report.accepted):,} accepted lines into '{md_text(target)}'"
     if st.button(label, type="primary", disabled=not report.accepted and not report.rejects, key="ingest_button"):
         try:
             with st.spinner("Ingesting in one transaction ..."):
                 result = da.ingest_upload(path, kind, file_path, target, model, upload.name)
         except Exception as exc:  # shown, never a traceback; the warehouse is unchanged
-            st.error(f"Ingest failed, nothing was written: {exc}")
+            st.error(f"Ingest failed, nothing was written: {md_text(exc)}")
             return
         if result.duplicate:
-            msg = (f"{upload.name} was already ingested into '{target}' (ingest #{result.ingest_id}, "
-                   "same sha256); nothing changed.")
+            msg = (f"{md_text(upload.name)} was already ingested into '{md_text(target)}' (ingest "
+                   f"#{result.ingest_id}, same sha256); nothing changed.")
         else:
-            msg = (f"Stored {len(result.report.accepted):,} lines from {upload.name} into '{target}' "
-                   f"(ingest #{result.ingest_id}); {len(result.report.rejects):,} lines quarantined.")
+            msg = (f"Stored {len(result.report.accepted):,} lines from {md_text(upload.name)} into "
+                   f"'{md_text(target)}' (ingest #{result.ingest_id}); {len(result.report.rejects):,} lines quarantined.")
         st.session_state["ingest_message"] = msg
         st.session_state["pending_dataset"] = target
         st.rerun()
-
-
-def _md(text: object) -> str:
-    """Data text for st.markdown: one line, every Markdown character backslash-escaped."""
-    return _MD_SPECIAL.sub(r"\\\1", " ".join(str(text).split()))
 
 
 def _domain_tree(dom: Domain) -> str:
     """One domain as a Markdown list: its classes (with their check), each with its mechanisms and
     their descriptions. Every piece of file text is escaped."""
     checks = {cls: chk for chk, cls in dom.checks.items()}
-    lines = [f"Recipient **{_md(dom.recipient_role)}** may receive {_md(dom.may_receive)}; must not receive "
-             f"{_md(dom.must_not_receive)}.", ""]
+    lines = [f"Recipient **{md_text(dom.recipient_role)}** may receive {md_text(dom.may_receive)}; must not receive "
+             f"{md_text(dom.must_not_receive)}.", ""]
     for cls in dom.classes:
         desc = dom.descriptions.get(cls)
-        lines.append(f"- **{_md(cls)}**" + (f": {_md(desc)}" if desc else "")
-                     + (f" (check {_md(checks[cls])})" if cls in checks else ""))
+        lines.append(f"- **{md_text(cls)}**" + (f": {md_text(desc)}" if desc else "")
+                     + (f" (check {md_text(checks[cls])})" if cls in checks else ""))
         for mech in dom.mechanisms_by_class[cls]:
             desc = dom.descriptions.get(mech)
-            lines.append(f"    - {_md(mech)}" + (f": {_md(desc)}" if desc else ""))
+            lines.append(f"    - {md_text(mech)}" + (f": {md_text(desc)}" if desc else ""))
     return "\n".join(lines)
 
 
@@ -147,13 +140,13 @@ def ontology_tree(onto: Ontology, key: str) -> None:
     domain's asymmetric costs."""
     for name, dom in onto.domains.items():
         n_mech = len(dom.mechanisms)
-        with st.expander(f"{_md(dom.title)} ({_md(name)}): {len(dom.classes)} classes, {n_mech} mechanisms",
+        with st.expander(f"{md_text(dom.title)} ({md_text(name)}): {len(dom.classes)} classes, {n_mech} mechanisms",
                          key=f"{key}_{name}"):
             st.markdown(_domain_tree(dom))
             st.caption("Asymmetric costs (row: the action taken; column: the true class).")
             st.dataframe(da.asymmetric_cost_table(dom))
     for note in onto.notes:
-        st.info(_md(note))
+        st.info(md_text(note))
 
 
 def ontology_section(path: str, dataset: str | None) -> None:
@@ -163,11 +156,11 @@ def ontology_section(path: str, dataset: str | None) -> None:
     if dataset is not None:
         onto, stored = da.dataset_ontology(path, dataset)
         if stored is None:
-            st.markdown(f"Dataset **{_md(dataset)}** uses the default **TUPLE** ontology (version "
+            st.markdown(f"Dataset **{md_text(dataset)}** uses the default **TUPLE** ontology (version "
                         f"`{onto.sha256[:12]}`).")
         else:
-            st.markdown(f"Dataset **{_md(dataset)}** uses its own ontology, from {_md(stored['source'])} "
-                        f"(version `{str(stored['sha256'])[:12]}`, attached {_md(stored['ingested_at'])}).")
+            st.markdown(f"Dataset **{md_text(dataset)}** uses its own ontology, from {md_text(stored['source'])} "
+                        f"(version `{str(stored['sha256'])[:12]}`, attached {md_text(stored['ingested_at'])}).")
         ontology_tree(onto, "ontology_current")
     st.markdown("**Load an ontology** (your own classes and protected mechanisms; the same format as "
                 "the TUPLE ontology, see README, *Your own decision task*)")
@@ -179,7 +172,7 @@ def ontology_section(path: str, dataset: str | None) -> None:
     if upload is None:
         return
     if upload.size > MAX_ONTOLOGY_MB * 1024 * 1024:
-        st.error(f"{_md(upload.name)}: {upload.size / 1e6:.1f} MB is over the {MAX_ONTOLOGY_MB} MB limit.")
+        st.error(f"{md_text(upload.name)}: {upload.size / 1e6:.1f} MB is over the {MAX_ONTOLOGY_MB} MB limit.")
         return
     if not target:
         st.error("Name the dataset that will use this ontology.")
@@ -194,7 +187,7 @@ def ontology_section(path: str, dataset: str | None) -> None:
 
     st.markdown("**Validation report** (nothing has been written yet)")
     if not check.ok:
-        st.error(f"{_md(upload.name)} is rejected: {len(check.problems)} problem"
+        st.error(f"{md_text(upload.name)} is rejected: {len(check.problems)} problem"
                  f"{'' if len(check.problems) == 1 else 's'}. Nothing will be stored; fix the file and upload "
                  "it again.")
         st.code("\n".join(check.problems), language=None, wrap_lines=True)
@@ -202,26 +195,26 @@ def ontology_section(path: str, dataset: str | None) -> None:
     onto = check.ontology
     n_classes = sum(len(d.classes) for d in onto.domains.values())
     n_mech = sum(len(d.mechanisms) for d in onto.domains.values())
-    st.success(f"{_md(upload.name)} is valid: {len(onto.domains)} domains, {n_classes} classes, {n_mech} mechanisms "
-               f"(version {onto.sha256[:12]}).")
+    st.success(f"{md_text(upload.name)} is valid: {len(onto.domains)} domains, {n_classes} classes, "
+               f"{n_mech} mechanisms (version {onto.sha256[:12]}).")
     ontology_tree(onto, "ontology_preview")
     done = st.session_state.get("ontology_message")
     if done:
         st.success(done)
         return
-    if st.button(f"Ingest ontology into '{_md(target)}'", type="primary", key="ontology_button"):
+    if st.button(f"Ingest ontology into '{md_text(target)}'", type="primary", key="ontology_button"):
         try:
             with st.spinner("Storing in one transaction ..."):
                 sha, changed = da.ingest_ontology_upload(path, target, check.text, upload.name)
         except OntologyError as exc:
-            st.error("Not stored: " + _md(" ".join(exc.problems)))
+            st.error("Not stored: " + md_text(" ".join(exc.problems)))
             return
         except Exception as exc:  # shown, never a traceback; the warehouse is unchanged
-            st.error(f"Ingest failed, nothing was written: {_md(exc)}")
+            st.error(f"Ingest failed, nothing was written: {md_text(exc)}")
             return
         st.session_state["ontology_message"] = (
-            f"Dataset '{_md(target)}' uses {_md(upload.name)} (version {sha[:12]})." if changed else
-            f"Dataset '{_md(target)}' already uses this ontology (version {sha[:12]}); nothing changed.")
+            f"Dataset '{md_text(target)}' uses {md_text(upload.name)} (version {sha[:12]})." if changed else
+            f"Dataset '{md_text(target)}' already uses this ontology (version {sha[:12]}); nothing changed.")
         st.session_state["pending_dataset"] = target
         st.rerun()
 

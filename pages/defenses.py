@@ -12,7 +12,7 @@ from dashboard import data_access as da
 from qlb.present.figures import DEFENSE_LABELS as LABELS, DEFENSE_ORDER as ORDER, defense_figure
 from qlb.present.palette import model_colours
 from dashboard.routing import page_entry
-from dashboard.widgets import audit_page_start, chart, pick_run, table, md_text
+from dashboard.widgets import audit_page_start, chart, md_text, pick_run, table
 from qlb.tuple.recipients import candidate_ranks
 from qlb.tuple.workflows import TASKS, action_labels, argmax_public, run_task
 
@@ -49,7 +49,8 @@ def render() -> None:
     st.subheader("Recovery per defense")
     chart(defense_figure(main, colours), main, "defense_recovery",
           f"Paper Figure 10: defense-aware test recovery per model and defense with 95% pair-clustered intervals; "
-          f"dashed line: 50%. Decoder families: {', '.join(families) if families else 'all'}. Run {run_id}.")
+          f"dashed line: 50%. Decoder families: {md_text(', '.join(families)) if families else 'all'}. "
+          f"Run {md_text(run_id)}.")
     t3 = main.copy()
     t3["recovery [95%]"] = [f"{100 * a:.2f}% [{100 * lo:.2f}, {100 * hi:.2f}]"
                             for a, lo, hi in zip(t3["accuracy"], t3["ci_low"], t3["ci_high"])]
@@ -58,7 +59,7 @@ def render() -> None:
     t3["defense"] = t3["defense"].map(LABELS)
     table(t3[["model", "defense", "recovery [95%]", "vs native, points [95%]", "n"]], "defense_table3",
           f"Paper Table 3: recovery per defense and the paired difference against the native control on the same "
-          f"test worlds and resamples. Run {run_id}.")
+          f"test worlds and resamples. Run {md_text(run_id)}.")
     seeds = res[res["defense"].str.startswith("noise seed")]
     if not seeds.empty:
         with st.expander("Noise, seed by seed"):
@@ -85,7 +86,8 @@ def render() -> None:
     table(pd.DataFrame(rows), "wcpq_verification",
           f"Paper Table 13: coverage (covered / available test responses), identity fallbacks, complete-plan "
           f"agreement over test worlds x 18 frozen policies, the largest per-world realized cost difference over all "
-          f"18, and mean authored costs of the frozen policies on the native and WCPQ releases. Run {run_id}.")
+          f"18, and mean authored costs of the frozen policies on the native and WCPQ releases. "
+          f"Run {md_text(run_id)}.")
 
     st.subheader("What the recipient pays")
     recipient = st.segmented_control("Recipients", ["adapted", "frozen"], default="adapted", required=True,
@@ -103,9 +105,9 @@ def render() -> None:
     wide.columns.name = None
     wide["defense"] = wide["defense"].map(LABELS)
     table(wide, f"defense_costs_{recipient}_{profile}",
-          f"Mean test cost per defense ({recipient} recipients; the native row is the frozen full-native "
-          f"policies), profile {profile}, 95% pair-clustered intervals. A native-distribution recipient cannot "
-          f"read top-two scores, so frozen top-two has no pooled cost. Run {run_id}.")
+          f"Mean test cost per defense ({md_text(recipient)} recipients; the native row is the frozen full-native "
+          f"policies), profile {md_text(profile)}, 95% pair-clustered intervals. A native-distribution recipient "
+          f"cannot read top-two scores, so frozen top-two has no pooled cost. Run {md_text(run_id)}.")
 
     inspector(path, dataset, run_id, models)
 

@@ -10,7 +10,7 @@ from dashboard import data_access as da
 from qlb.present.figures import front_figure
 from qlb.present.palette import model_colours
 from dashboard.routing import page_entry
-from dashboard.widgets import audit_page_start, chart, pick_run, table
+from dashboard.widgets import audit_page_start, chart, md_text, pick_run, table
 from qlb.tuple.costs import profile_order
 from qlb.tuple.workflows import TASKS
 
@@ -58,14 +58,15 @@ def render() -> None:
     member = "nondominated_all" if every else "nondominated_models"
     shown = sel if every else sel[sel["view"] == "full_native"]
     colours = model_colours(points["model"])
-    st.subheader(f"{task.capitalize()} · {profile}")
+    st.subheader(f"{md_text(task.capitalize())} · {md_text(profile)}")
     front_names = ", ".join(shown.loc[shown[member], "model"] + ("" if not every else " · " + shown.loc[shown[member], "view"]))
-    st.markdown(f"**On the front:** {front_names or 'none'}")
+    st.markdown(f"**On the front:** {md_text(front_names) or 'none'}")
     chart(front_figure(shown, member, colours, every), shown, f"front_{task}_{profile}",
-          f"Test recovery (x) against mean {task} cost under the {profile} profile (y), 95% pair-clustered "
-          f"intervals on both; solid outlined points are non-dominated, faded ones dominated; dotted: the front. "
+          f"Test recovery (x) against mean {md_text(task)} cost under the {md_text(profile)} profile (y), "
+          "95% pair-clustered intervals on both; solid outlined points are non-dominated, faded ones dominated; "
+          "dotted: the front. "
           + ("Symbols: ● full_native, ▲ full_probabilities, ◆ choice_confidence, ■ choice, ○ no_output. " if every else "")
-          + f"Run {run_id}.")
+          + f"Run {md_text(run_id)}.")
     view_table = shown.copy()
     view_table["recovery"] = [f"{100 * v:.2f}% [{100 * lo:.2f}, {100 * hi:.2f}]" for v, lo, hi in
                               zip(shown["recovery"], shown["recovery_ci_low"], shown["recovery_ci_high"])]
@@ -73,7 +74,7 @@ def render() -> None:
                                zip(shown["mean_cost"], shown["cost_ci_low"], shown["cost_ci_high"])]
     view_table["on the front"] = ["yes" if v else "" for v in shown[member]]
     table(view_table[["model", "view", "recovery", "mean cost", "on the front"]], f"front_points_{task}_{profile}",
-          f"The points above with their intervals. Run {run_id}.")
+          f"The points above with their intervals. Run {md_text(run_id)}.")
 
     st.subheader("The front changes with the task")
     per_model = points[(points["view"] == "full_native") & (points["profile"] == profile)]
@@ -81,7 +82,8 @@ def render() -> None:
         per_model.loc[(per_model["task"] == t) & per_model["nondominated_models"], "model"])) or "none"}
         for t in TASKS]
     table(pd.DataFrame(rows), f"front_members_{profile}",
-          f"Non-dominated models per task under the {profile} profile (Appendix I.3). Run {run_id}.")
+          f"Non-dominated models per task under the {md_text(profile)} profile (Appendix I.3). "
+          f"Run {md_text(run_id)}.")
 
 
 page_entry(render)

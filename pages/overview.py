@@ -8,7 +8,8 @@ import streamlit as st
 
 from dashboard import data_access as da
 from dashboard.routing import page_entry
-from dashboard.widgets import chart, current_dataset, simulated_banner, stat_row, table
+from dashboard.widgets import chart, current_dataset, md_text, simulated_banner, stat_row, table
+from qlb.present.figures import plot_texts
 
 # Okabe-Ito colours (colour-blind safe)
 OUTCOME_COLOURS = {"unavailable": "#999999", "invalid (kept)": "#D55E00", "choice not argmax": "#56B4E9"}
@@ -26,7 +27,7 @@ def response_outcome_figure(models: pd.DataFrame) -> tuple[go.Figure, pd.DataFra
     })
     fig = go.Figure()
     for outcome, colour in OUTCOME_COLOURS.items():
-        fig.add_bar(name=outcome, x=data["model"], y=data[outcome], marker_color=colour,
+        fig.add_bar(name=outcome, x=plot_texts(data["model"]), y=data[outcome], marker_color=colour,
                     customdata=data[["responses", "valid ok"]],
                     hovertemplate="%{x}<br>" + outcome + ": %{y} of %{customdata[0]} responses"
                                   "<br>valid ok: %{customdata[1]}<extra></extra>")
@@ -47,9 +48,9 @@ def render() -> None:
     simulated_banner(simulated, path, dataset)
     ds = da.datasets(path)
     row = ds[ds["dataset_id"] == dataset].iloc[0]
-    st.subheader(f"Dataset: {dataset}")
+    st.subheader(f"Dataset: {md_text(dataset)}")
     if isinstance(row["description"], str) and row["description"]:
-        st.caption(row["description"])
+        st.caption(md_text(row["description"]))
 
     splits = da.query(path, "split_counts", (dataset,))
     stat_row([("Worlds", f"{int(row['worlds']):,}"),
@@ -80,7 +81,7 @@ def render() -> None:
                 fig, data = response_outcome_figure(models)
                 chart(fig, data, "native_response_outcomes",
                       f"Native responses per model that are unavailable, invalid, or whose choice is not "
-                      f"the unique argmax; all splits of dataset {dataset} (ingested data, no audit run). "
+                      f"the unique argmax; all splits of dataset {md_text(dataset)} (ingested data, no audit run). "
                       "Invalid responses are kept with valid = false and enter the audits as unavailable.")
             table(models, "models", "Per model: native and refusal responses, unavailable, invalid, and "
                                     "choices that are not the unique argmax of the released probabilities.")

@@ -11,8 +11,8 @@ import streamlit as st
 from dashboard import data_access as da
 from dashboard.highlight import document_html, legend_html, policy_chips
 from dashboard.routing import page_entry
-from dashboard.widgets import audit_page_start, chart, table
-from qlb.present.figures import f1_figure
+from dashboard.widgets import audit_page_start, chart, html_block, md_text, table
+from qlb.present.figures import f1_figure, plot_text, plot_texts
 from qlb.quasileak.scoring import HEADLINE, METRIC_KEYS, explain_targets
 
 LEADERBOARD_METRICS = ("complete_recall", "graded_recall", "strict_precision", "lenient_precision", "complete_f1",
@@ -64,8 +64,9 @@ def breakdown_figure(data: pd.DataFrame, metric: str, kind: str) -> go.Figure:
     context)."""
     fig = go.Figure()
     for i, (det, sub) in enumerate(data.groupby("detector", sort=True)):
-        fig.add_bar(name=det, x=sub["slice"], y=sub["value"], marker_color=DETECTOR_PALETTE[i % len(DETECTOR_PALETTE)],
-                    hovertemplate="%{x}<br>" + det + ": %{y:.3f}<extra></extra>")
+        fig.add_bar(name=plot_text(det), x=plot_texts(sub["slice"]), y=sub["value"],
+                    marker_color=DETECTOR_PALETTE[i % len(DETECTOR_PALETTE)],
+                    hovertemplate="%{x}<br>%{fullData.name}: %{y:.3f}<extra></extra>")
     fig.update_layout(barmode="group", height=360, margin=dict(l=10, r=10, t=30, b=10),
                       xaxis_title=kind, yaxis_title=metric.replace("_", " "),
                       legend=dict(orientation="h", y=1.15))
@@ -84,7 +85,7 @@ def render() -> None:
                                                            "through the engine as a new run."):
         with st.spinner("Scoring ..."):
             run = da.run_audit_now(path, dataset)
-        st.toast(f"Stored run {run.run_id}")
+        st.toast(f"Stored run {md_text(run.run_id)}")
         st.rerun()
     if runs.empty:
         c1.info("No QuasiLeak scores yet. Load a corpus and predictions (Data page), or run a detector with "
@@ -97,12 +98,13 @@ def render() -> None:
     st.subheader("Leaderboard")
     display, numeric = leaderboard_frame(scores)
     table(display, "quasileak_leaderboard",
-          f"All metrics micro over the targets and predicted groups of split '{split}'; run {run_id}. "
+          f"All metrics micro over the targets and predicted groups of split '{md_text(split)}'; "
+          f"run {md_text(run_id)}. "
           "Intervals for the recall, precision, F1, binding and over-flag metrics. Span F1 is the span-level "
           "reference that ignores groups and attributes. SIMULATED detectors are derived from the gold groups.")
     chart(f1_figure(numeric), numeric, "quasileak_f1",
           f"Complete F1 (strict precision x complete recall) and graded F1 (lenient precision x graded recall) "
-          f"per detector with 95% bootstrap intervals; split '{split}', run {run_id}.")
+          f"per detector with 95% bootstrap intervals; split '{md_text(split)}', run {md_text(run_id)}.")
 
     st.subheader("Breakdowns")
     b1, b2 = st.columns(2)
@@ -113,7 +115,8 @@ def render() -> None:
     data = scores[(scores["slice_kind"] == kind) & (scores["metric"] == metric)][["detector", "slice", "value"]]
     chart(breakdown_figure(data, metric, kind), data, f"quasileak_by_{kind}",
           f"{metric.replace('_', ' ')} by {kind}; in a slice, precision counts only predicted groups bound to "
-          f"the slice's targets. Split '{split}', run {run_id}. Missing bars: the metric is undefined (N/A).")
+          f"the slice's targets. Split '{md_text(split)}', run {md_text(run_id)}. Missing bars: the metric is "
+          "undefined (N/A).")
     document_viewer(path, dataset, scores, split)
 
 
@@ -136,17 +139,18 @@ def document_viewer(path: str, dataset: str, scores: pd.DataFrame, split: str) -
     if not pred_row.empty:
         predicted = [(g["attribute"], [tuple(c) for c in g["cues"]]) for g in json.loads(pred_row["groups"].iloc[0])]
         if isinstance(pred_row["failure"].iloc[0], str):
-            st.error(f"The detector failed on this document: {pred_row['failure'].iloc[0]}")
+            st.error(f"The detector failed on this document: {md_text(pred_row['failure'].iloc[0])}")
     policy = json.loads(doc["policy"])
-    st.markdown("**Policy** " + policy_chips(policy), unsafe_allow_html=True)   # escaped in policy_chips
-    st.markdown(legend_html(list(policy)), unsafe_allow_html=True)  # the corpus's attributes, escaped
-    st.markdown(document_html(doc["text"], gold, predicted, policy), unsafe_allow_html=True)  # text escaped
+    # HTML blocks (html_block): the text in them is html.escape'd and never read as Markdown
+    st.markdown(html_block("<div><b>Policy</b> " + policy_chips(policy) + "</div>"), unsafe_allow_html=True)
+    st.markdown(html_block(legend_html(list(policy))), unsafe_allow_html=True)
+    st.markdown(html_block(document_html(doc["text"], gold, predicted, policy)), unsafe_allow_html=True)
     explained = pd.DataFrame(explain_targets(policy, gold, predicted))
     if explained.empty:
         st.info("This document has no target (no gold group with a hide attribute).")
     else:
-        table(explained, "quasileak_document_targets", f"Each target of {doc_id} under {detector}: its credit "
-                                                        "and why.")
+        table(explained, "quasileak_document_targets",
+              f"Each target of {md_text(doc_id)} under {md_text(detector)}: its credit and why.")
     preds = pd.DataFrame([{"predicted group": i + 1, "attribute": a, "policy": policy.get(a, "?"),
                            "cues": "; ".join(doc["text"][s_:e_] for s_, e_ in cues)}
                           for i, (a, cues) in enumerate(predicted)])

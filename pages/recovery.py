@@ -10,7 +10,7 @@ import streamlit as st
 from dashboard import data_access as da
 from qlb.present.figures import recovery_figure
 from dashboard.routing import page_entry
-from dashboard.widgets import audit_page_start, chart, pick_run, percent_columns, table
+from dashboard.widgets import audit_page_start, chart, md_text, pick_run, percent_columns, table
 from qlb.tuple.release_views import DECODER_FAMILIES, VIEWS
 
 
@@ -44,10 +44,10 @@ def render() -> None:
     st.subheader("Recovery per release view")
     chart(recovery_figure(pooled), pooled, "recovery_by_view",
           f"Paper Figure 4: pooled test recovery (288 worlds per model in the reference design) per model and "
-          f"release view with 95% pair-clustered intervals; dashed line: 50%. Run {run_id}.")
+          f"release view with 95% pair-clustered intervals; dashed line: 50%. Run {md_text(run_id)}.")
     wide = pooled.pivot(index="model", columns="view", values="accuracy").reindex(columns=list(VIEWS)).reset_index()
     table(percent_columns(wide, [v for v in VIEWS if v in wide.columns], 1), "recovery_pooled",
-          f"Pooled test recovery; run {run_id}.")
+          f"Pooled test recovery; run {md_text(run_id)}.")
 
     st.subheader("Paired differences between views")
     diff = da.query(path, "recovery_differences", (run_id,))
@@ -56,7 +56,8 @@ def render() -> None:
                                    for d, lo, hi in zip(diff["difference"], diff["ci_low"], diff["ci_high"])]
     diff["comparison"] = diff["view_a"] + " − " + diff["view_b"]
     table(diff[["model", "comparison", "difference (points)", "n"]], "recovery_differences",
-          f"Paper Table 23: view A minus view B on the same test worlds, same pair resamples. Run {run_id}.")
+          f"Paper Table 23: view A minus view B on the same test worlds, same pair resamples. "
+          f"Run {md_text(run_id)}.")
 
     st.subheader("By domain")
     dom = rec[~rec["scope"].isin(["pooled"])]
@@ -64,7 +65,7 @@ def render() -> None:
     dom_wide.columns.name = None
     cols = [c for c in dom_wide.columns if c not in ("model", "view")]
     table(percent_columns(dom_wide, cols, 1), "recovery_by_domain",
-          f"Paper Table 24: test recovery per domain and the domain macro-average. Run {run_id}.")
+          f"Paper Table 24: test recovery per domain and the domain macro-average. Run {md_text(run_id)}.")
 
     st.subheader("Selected decoders")
     sel = da.query(path, "decoder_selections", (run_id,))
@@ -82,8 +83,8 @@ def predictions_browser(path: str, run_id: str, models: list[str]) -> None:
     model = c1.selectbox("Model", models, key="pred_model")
     view = c2.selectbox("View", list(VIEWS), index=4, key="pred_view")
     preds = da.query(path, "decoder_predictions_for", (run_id, model, view, 2000))
-    table(preds, "decoder_predictions", f"P(s1) per test world for {model} / {view}; s1 is the second of the "
-                                        "sorted hypotheses. Run " + run_id + ".")
+    table(preds, "decoder_predictions", f"P(s1) per test world for {md_text(model)} / {md_text(view)}; s1 is the "
+                                        f"second of the sorted hypotheses. Run {md_text(run_id)}.")
 
 
 def recompute_panel(path: str, dataset: str, run_id: str, pooled: pd.DataFrame, models: list[str]) -> None:
@@ -116,10 +117,11 @@ def recompute_panel(path: str, dataset: str, run_id: str, pooled: pd.DataFrame, 
             t0 = time.perf_counter()
             try:
                 new, sel = da.recompute_recovery(path, dataset, run_id, model, view, families, refit, int(n_boot),
-                                                 int(seed), lambda frac, text: bar.progress(frac, text=text))
+                                                 int(seed), lambda frac, text: bar.progress(frac, text=md_text(text)))
             except ValueError as exc:      # the dataset changed since the run: its stored fits do not fit it
                 bar.empty()
-                st.error(f"{exc}. The data changed after run {run_id}; switch on *Refit from scratch*.")
+                st.error(f"{md_text(exc)}. The data changed after run {md_text(run_id)}; switch on *Refit from "
+                         "scratch*.")
                 return
             stored = pooled[(pooled["model"] == model) & (pooled["view"] == view)]
             how = "refit" if refit else "from the run's fits"
@@ -131,7 +133,7 @@ def recompute_panel(path: str, dataset: str, run_id: str, pooled: pd.DataFrame, 
                 rows.append({"result": f"stored run {run_id}", "families": ", ".join(available),
                              "recovery": s["accuracy"], "ci_low": s["ci_low"], "ci_high": s["ci_high"],
                              "selected": ""})
-            st.session_state["rc_result"] = (pd.DataFrame(rows), f"{model} / {view}")
+            st.session_state["rc_result"] = (pd.DataFrame(rows), f"{md_text(model)} / {md_text(view)}")
         if "rc_result" in st.session_state:
             result, what = st.session_state["rc_result"]
             table(percent_columns(result, ["recovery", "ci_low", "ci_high"], 1), "recovery_recompute",

@@ -10,8 +10,8 @@ import streamlit as st
 
 from dashboard import data_access as da
 from dashboard.routing import page_entry
-from dashboard.widgets import audit_page_start, chart, percent_columns, table
-from qlb.present.figures import routes_figure
+from dashboard.widgets import audit_page_start, chart, data_table, md_text, percent_columns, table
+from qlb.present.figures import plot_text, plot_texts, routes_figure
 from qlb.tuple.refusal import OUTCOMES, recovery_routes, uniform_reference, world_scores
 
 OUTCOME_WORDS = {
@@ -36,15 +36,15 @@ def scores_figure(scores: pd.DataFrame, gold: str, choice: str) -> go.Figure:
     """The 17 released scores of one refusal response as bars (gold mechanism orange, WITHHOLD grey), with the gold
     mechanism and the choice annotated."""
     colours = ["#D55E00" if l == gold else "#999999" if l == "WITHHOLD" else "#56B4E9" for l in scores["label"]]
-    fig = go.Figure(go.Bar(x=scores["label"], y=scores["score"], marker_color=colours,
+    fig = go.Figure(go.Bar(x=plot_texts(scores["label"]), y=scores["score"], marker_color=colours,
                            customdata=scores[["released"]],
                            hovertemplate="%{x}: %{y:.4f}<br>released: %{customdata[0]}<extra></extra>"))
     fig.update_layout(height=360, margin=dict(l=10, r=10, t=30, b=10), yaxis_title="released score",
                       xaxis_tickangle=-45)
-    fig.add_annotation(x=gold, y=float(scores.loc[scores["label"] == gold, "score"].iloc[0]), text="gold S",
+    fig.add_annotation(x=plot_text(gold), y=float(scores.loc[scores["label"] == gold, "score"].iloc[0]), text="gold S",
                        showarrow=True, arrowhead=2)
     if choice != gold:
-        fig.add_annotation(x=choice, y=float(scores.loc[scores["label"] == choice, "score"].iloc[0]),
+        fig.add_annotation(x=plot_text(choice), y=float(scores.loc[scores["label"] == choice, "score"].iloc[0]),
                            text="choice", showarrow=True, arrowhead=2, ay=-50)
     return fig
 
@@ -59,7 +59,7 @@ def run_panel(path: str, dataset: str) -> str | None:
                                        "and store it as a new run."):
         with st.spinner("Scoring every refusal response ..."):
             run = da.run_audit_now(path, dataset)
-        st.toast(f"Stored run {run.run_id}")
+        st.toast(f"Stored run {md_text(run.run_id)}")
         st.rerun()
     if not with_refusal:
         c1.info("No refusal audit in this dataset yet: press Recompute now, or run `qlb audit`. "
@@ -91,21 +91,22 @@ def render() -> None:
     t2 = scope[["model", "n", "withheld", "withhold_rate", "conditional_residual_recovery", "overall_recovery",
                 "unavailable"]]
     table(percent_columns(t2, ["withhold_rate", "conditional_residual_recovery", "overall_recovery"]),
-          "refusal_by_model", f"Paper Table 2. Domain: {domain}; run {run_id}. Conditional residual recovery "
-                              "is N/A when a model never withholds. Unavailable responses are not in n.")
+          "refusal_by_model", f"Paper Table 2. Domain: {md_text(domain)}; run {md_text(run_id)}. Conditional "
+                              "residual recovery is N/A when a model never withholds. Unavailable responses are not "
+                              "in n.")
     routes = recovery_routes(results[results["model"].isin(chosen)]) if domain == "all" else recovery_routes(
         scope.assign(domain="all"))
     reference = uniform_reference(da.ontology(path, dataset))
     chart(routes_figure(routes, reference), routes, "refusal_recovery_routes",
           f"Paper Figure 12: the two recovery routes on a common denominator n (they stack to the overall "
           f"recovery); dashed line: uniform guessing over a domain's mechanisms ({reference:.2%}). "
-          f"Domain: {domain}; run {run_id}.")
+          f"Domain: {md_text(domain)}; run {md_text(run_id)}.")
 
     st.subheader("Per domain")
     per_domain = view[view["domain"] != "all"][["model", "domain", "n", "withheld", "withhold_rate",
                                                  "conditional_residual_recovery", "overall_recovery"]]
     table(percent_columns(per_domain, ["withhold_rate", "conditional_residual_recovery", "overall_recovery"]),
-          "refusal_by_domain", f"Paper Table 18; run {run_id}.")
+          "refusal_by_domain", f"Paper Table 18; run {md_text(run_id)}.")
 
     st.subheader("Residual outcomes of withheld responses")
     t19 = scope[["model", "withheld", "residual_unique_correct", "residual_unique_incorrect", "residual_tied",
@@ -113,7 +114,7 @@ def render() -> None:
                  "choice_not_argmax"]]
     table(percent_columns(t19, ["unique_winner_coverage"]), "refusal_residual_partition",
           f"Paper Table 19. The four residual outcomes partition the withheld responses (precedence: zero "
-          f"mass, tied, unique correct, unique incorrect). Domain: {domain}; run {run_id}.")
+          f"mass, tied, unique correct, unique incorrect). Domain: {md_text(domain)}; run {md_text(run_id)}.")
     drill_down(path, dataset, run_id, chosen or models, domain)
 
 
@@ -136,13 +137,13 @@ def drill_down(path: str, dataset: str, run_id: str, models: list[str], domain: 
     resp = da.query(path, "refusal_response", (dataset, model, world_id)).iloc[0]
     scores = world_scores(json.loads(resp["scores"]) if isinstance(resp["scores"], str) else None, row["domain"],
                           da.ontology(path, dataset))
-    st.table(pd.DataFrame([{"gold mechanism": row["mechanism"], "choice": row["choice"],
-                            "residual winner": row["residual_winner"] or "none", "domain": row["domain"],
-                            "split": row["split"]}]), hide_index=True)
-    st.markdown(f"**Outcome:** `{row['outcome']}`: {OUTCOME_WORDS[row['outcome']]}")
+    data_table(pd.DataFrame([{"gold mechanism": row["mechanism"], "choice": row["choice"],
+                              "residual winner": row["residual_winner"] or "none", "domain": row["domain"],
+                              "split": row["split"]}]))
+    st.markdown(f"**Outcome:** {md_text(row['outcome'])}: {OUTCOME_WORDS[row['outcome']]}")
     chart(scores_figure(scores, row["mechanism"], row["choice"]), scores, "refusal_world_scores",
-          f"The 17 released scores of {model} on {world_id} (gold mechanism in orange, WITHHOLD in grey; "
-          "scores the model did not release count as 0). Run " + run_id + ".")
+          f"The 17 released scores of {md_text(model)} on {md_text(world_id)} (gold mechanism in orange, WITHHOLD "
+          f"in grey; scores the model did not release count as 0). Run {md_text(run_id)}.")
     st.caption("Public request (what the recipient saw):")
     st.text(resp["request"])
 

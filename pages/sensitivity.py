@@ -12,7 +12,7 @@ import streamlit as st
 from dashboard import data_access as da
 from qlb.present.figures import cost_difference_heatmap
 from dashboard.routing import page_entry
-from dashboard.widgets import audit_page_start, chart, pick_run, table
+from dashboard.widgets import audit_page_start, chart, finding, md_text, pick_run, table
 from qlb.tuple.costs import authored, domain_costs, profile_order
 from qlb.tuple.release_views import VIEWS
 from qlb.tuple.utility import DELTA, whatif
@@ -61,14 +61,15 @@ def render() -> None:
 
     ni = diff[(diff["profile"] == profile) & (diff["view_a"] == view)].copy()
     count = int(ni["noninferior"].sum())
-    st.markdown(f"**{count} of {len(ni)}** model × task comparisons of {view} against full native are "
-                f"non-inferior under the {profile} profile (details below).")
+    finding(f"model × task comparisons of {view} against full native are non-inferior under the {profile} profile "
+            "(details below).", lead=f"{count} of {len(ni)}")
 
-    st.subheader(f"{view} − full native, every model × profile")
+    st.subheader(f"{md_text(view)} − full native, every model × profile")
     d = diff[(diff["task"] == task) & (diff["view_a"] == view)]
     chart(cost_difference_heatmap(diff, task, view), d, f"cost_difference_{task}_{view}",
-          f"Mean test cost of {view} minus full native for the {task} task (positive: full native is cheaper); "
-          f"✓ marks non-inferiority (upper 95% bound ≤ {DELTA}). Paper Tables 35-37. Run {run_id}.")
+          f"Mean test cost of {md_text(view)} minus full native for the {md_text(task)} task (positive: full native "
+          f"is cheaper); ✓ marks non-inferiority (upper 95% bound ≤ {DELTA}). Paper Tables 35-37. "
+          f"Run {md_text(run_id)}.")
 
     st.subheader("Non-inferiority")
     ni["Δ cost [95% interval]"] = [f"{v:+.4f} [{lo:+.4f}, {hi:+.4f}]" for v, lo, hi in
@@ -77,8 +78,8 @@ def render() -> None:
     wide = ni.pivot(index="model", columns="task", values="non-inferior").reindex(columns=list(TASKS)).reset_index()
     wide.columns.name = None
     table(ni[["model", "task", "Δ cost [95% interval]", "non-inferior", "n"]], f"noninferiority_{view}_{profile}",
-          f"{view} minus full native per model and task, profile {profile}, delta = {DELTA} (paper Appendix I.8). "
-          f"Run {run_id}.")
+          f"{md_text(view)} minus full native per model and task, profile {md_text(profile)}, delta = {DELTA} "
+          f"(paper Appendix I.8). Run {md_text(run_id)}.")
 
     st.subheader("Mean cost per release view")
     pooled = res[(res["scope"] == "pooled") & (res["task"] == task) & (res["profile"] == profile)].copy()
@@ -90,8 +91,8 @@ def render() -> None:
     if task == "clarification":
         cols[3:3] = ["clarification_rate"]
     table(pooled[cols], f"mean_cost_{task}_{profile}",
-          f"Test mean cost of the validation-selected policy per model and view ({task}, {profile}); "
-          f"oracle_cost is the evaluator-only oracle-T bound. Run {run_id}.")
+          f"Test mean cost of the validation-selected policy per model and view ({md_text(task)}, "
+          f"{md_text(profile)}); oracle_cost is the evaluator-only oracle-T bound. Run {md_text(run_id)}.")
 
     st.subheader("Per domain")
     dom = res[(res["scope"].isin(list(da.ontology(path, dataset).domains))) & (res["task"] == task)
@@ -99,7 +100,7 @@ def render() -> None:
     dwide = dom.pivot_table(index=["model", "view"], columns="scope", values="mean_cost").reset_index()
     dwide.columns.name = None
     table(dwide.round(4), f"mean_cost_by_domain_{task}_{profile}",
-          f"Test mean cost per domain ({task}, {profile}). Run {run_id}.")
+          f"Test mean cost per domain ({md_text(task)}, {md_text(profile)}). Run {md_text(run_id)}.")
 
     actions_browser(path, run_id, sorted(res["model"].unique()), task, profile)
     with st.expander("Selected recipient policies"):
@@ -119,7 +120,8 @@ def actions_browser(path: str, run_id: str, models: list[str], task: str, profil
     view = c2.selectbox("View", list(VIEWS), index=4, key="actions_view")
     acts = da.query(path, "policy_actions_for", (run_id, model, view, task, profile, 2000))
     table(acts, f"policy_actions_{model}_{view}_{task}_{profile}",
-          f"What the frozen {task} policy did on each test world ({model}, {view}, {profile}): the full plan "
+          f"What the frozen {md_text(task)} policy did on each test world ({md_text(model)}, {md_text(view)}, "
+          f"{md_text(profile)}): the full plan "
           "(for clarification the transcript: check, answer, action), the realized cost and the oracle bound.")
 
 
@@ -157,7 +159,7 @@ def whatif_panel(path: str, dataset: str, run_id: str, res: pd.DataFrame, models
             prepared = []
             for i, m in enumerate(chosen, start=1):
                 prepared += da.prepared_utility(path, dataset, run_id, m, ("choice", "full_native"))
-                bar.progress(i / (len(chosen) + 1), text=f"recipients of {m} ready")
+                bar.progress(i / (len(chosen) + 1), text=f"recipients of {md_text(m)} ready")
             new, new_diff = whatif(prepared, wrong_route=wrong, review=review, check=check,
                                    columns={domain: {cls: values.tolist()}})
             bar.progress(1.0, text=f"replayed in {time.perf_counter() - t0:.1f} s")

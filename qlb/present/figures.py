@@ -1,6 +1,13 @@
 """Plotly figures shared by the pages and the HTML report: one visual language (a colour per
-release view and per model, colour-blind safe palettes, hover values with intervals)."""
+release view and per model, colour-blind safe palettes, hover values with intervals).
+
+Plotly draws a subset of HTML in every label (axis ticks, legend, hover, annotations): ``<a href>``
+becomes a link, ``<b>``, ``<br>`` format. Text from data (model, detector, mechanism, world names)
+therefore goes through ``plot_text`` before it reaches a figure, and never into a hovertemplate,
+where ``%{...}`` would be read as well."""
 from __future__ import annotations
+
+import html
 
 import numpy as np
 import pandas as pd
@@ -17,12 +24,23 @@ DEFENSE_LABELS = {"native": "native (control)", "quantize": "quantize 0.1", "top
                   "temperature": "temperature τ=2", "noise": "noise σ=0.05 (3-seed mean)", "wcpq": "WCPQ strict"}
 
 
+def plot_text(value: object) -> str:
+    """Data text for a Plotly label: ``& < >`` as HTML entities, which Plotly shows as the
+    characters themselves, so a name like ``<a href=...>`` is shown, not followed."""
+    return html.escape(str(value), quote=False)
+
+
+def plot_texts(values) -> list[str]:
+    """``plot_text`` of each value (a column of names for an axis or a hover)."""
+    return [plot_text(v) for v in values]
+
+
 def routes_figure(routes: pd.DataFrame, reference: float = UNIFORM_REFERENCE) -> go.Figure:
     """Paper Figure 12: per model, the direct and the residual recovery route stacked as shares of n, with the
     uniform-guess line at ``reference`` (1/M for M mechanisms per domain; 1/16 for TUPLE)."""
     fig = go.Figure()
     for col, name in (("direct_share", "direct correct / n"), ("residual_share", "residual unique correct / n")):
-        fig.add_bar(name=name, x=routes["model"], y=routes[col], marker_color=ROUTE_COLOURS[col],
+        fig.add_bar(name=name, x=plot_texts(routes["model"]), y=routes[col], marker_color=ROUTE_COLOURS[col],
                     customdata=routes[["n", "direct_correct", "residual_unique_correct", "overall_recovery"]],
                     hovertemplate="%{x}<br>" + name + ": %{y:.2%}<br>n = %{customdata[0]}"
                                   "<br>overall recovery: %{customdata[3]:.2%}<extra></extra>")
@@ -42,7 +60,8 @@ def recovery_figure(pooled: pd.DataFrame) -> go.Figure:
         if d.empty:
             continue
         fig.add_trace(go.Scatter(
-            name=view, x=d["model"], y=d["accuracy"], mode="markers", marker=dict(color=VIEW_COLOURS[view], size=10),
+            name=view, x=plot_texts(d["model"]), y=d["accuracy"], mode="markers",
+            marker=dict(color=VIEW_COLOURS[view], size=10),
             error_y=dict(type="data", symmetric=False, array=d["ci_high"] - d["accuracy"],
                          arrayminus=d["accuracy"] - d["ci_low"]),
             customdata=d[["ci_low", "ci_high", "n"]],
@@ -63,7 +82,7 @@ def front_figure(points: pd.DataFrame, member: str, colours: dict[str, str], eve
     for (model, view), d in points.groupby(["model", "view"], sort=True):
         on = bool(d[member].iloc[0])
         fig.add_trace(go.Scatter(
-            x=d["recovery"], y=d["mean_cost"], mode="markers", name=model,
+            x=d["recovery"], y=d["mean_cost"], mode="markers", name=plot_text(model),
             legendgroup=model, showlegend=not every_view or view == "full_native",
             marker=dict(color=colours[model], size=13 if on else 10, symbol=VIEW_SYMBOLS[view],
                         line=dict(color="#000000", width=1.5 if on else 0)),
@@ -72,7 +91,8 @@ def front_figure(points: pd.DataFrame, member: str, colours: dict[str, str], eve
                          arrayminus=d["recovery"] - d["recovery_ci_low"], thickness=1, color=colours[model]),
             error_y=dict(type="data", symmetric=False, array=d["cost_ci_high"] - d["mean_cost"],
                          arrayminus=d["mean_cost"] - d["cost_ci_low"], thickness=1, color=colours[model]),
-            customdata=d[["model", "view", "recovery_ci_low", "recovery_ci_high", "cost_ci_low", "cost_ci_high"]],
+            customdata=d[["model", "view", "recovery_ci_low", "recovery_ci_high", "cost_ci_low", "cost_ci_high"]]
+            .assign(model=plot_texts(d["model"]), view=plot_texts(d["view"])),
             hovertemplate="<b>%{customdata[0]}</b> · %{customdata[1]}<br>recovery %{x:.2%} "
                           "[%{customdata[2]:.2%}, %{customdata[3]:.2%}]<br>mean cost %{y:.4f} "
                           "[%{customdata[4]:.4f}, %{customdata[5]:.4f}]"
@@ -102,10 +122,11 @@ def cost_difference_heatmap(diff: pd.DataFrame, task: str, view: str) -> go.Figu
     text = [[f"{z[i, j]:+.3f}{' ✓' if ni[i, j] else ''}" for j in range(len(profiles))] for i in range(len(models))]
     bound = float(np.nanmax(np.abs(z))) if z.size else 1.0
     fig = go.Figure(go.Heatmap(
-        z=z, x=profiles, y=models, text=text, texttemplate="%{text}", colorscale=DIVERGING, zmid=0,
+        z=z, x=plot_texts(profiles), y=plot_texts(models), text=text, texttemplate="%{text}", meta=plot_text(view),
+        colorscale=DIVERGING, zmid=0,
         zmin=-bound, zmax=bound, colorbar=dict(title="Δ cost"),
         customdata=np.dstack([lo, hi, np.where(ni, "yes", "no")]),
-        hovertemplate="%{y} · %{x}<br>" + view + " − full_native: %{z:+.4f}<br>95% interval "
+        hovertemplate="%{y} · %{x}<br>%{meta} − full_native: %{z:+.4f}<br>95% interval "
                       "[%{customdata[0]:+.4f}, %{customdata[1]:+.4f}]<br>non-inferior: %{customdata[2]}<extra></extra>"))
     fig.update_layout(height=max(220, 60 + 34 * len(models)), margin=dict(l=10, r=10, t=10, b=10),
                       yaxis=dict(autorange="reversed"))
@@ -119,12 +140,13 @@ def defense_figure(res: pd.DataFrame, colours: dict[str, str]) -> go.Figure:
     for model, d in res.groupby("model", sort=True):
         d = d.set_index("defense").reindex([o for o in DEFENSE_ORDER if o in set(d["defense"])]).reset_index()
         fig.add_trace(go.Scatter(
-            name=model, x=[DEFENSE_LABELS[o] for o in d["defense"]], y=d["accuracy"], mode="markers+lines",
+            name=plot_text(model), x=[DEFENSE_LABELS[o] for o in d["defense"]], y=d["accuracy"],
+            mode="markers+lines",
             line=dict(color=colours[model], width=1, dash="dot"), marker=dict(color=colours[model], size=11),
             error_y=dict(type="data", symmetric=False, array=d["ci_high"] - d["accuracy"],
                          arrayminus=d["accuracy"] - d["ci_low"]),
             customdata=np.column_stack([d["ci_low"], d["ci_high"], d["diff_vs_native"].fillna(0)]),
-            hovertemplate=model + " · %{x}<br>recovery %{y:.1%} [%{customdata[0]:.1%}, %{customdata[1]:.1%}]"
+            hovertemplate="%{fullData.name} · %{x}<br>recovery %{y:.1%} [%{customdata[0]:.1%}, %{customdata[1]:.1%}]"
                                   "<br>vs native %{customdata[2]:+.1%}<extra></extra>"))
     fig.add_hline(y=0.5, line_dash="dash", line_color="#555555", annotation_text="50%: guessing",
                   annotation_position="bottom left")
@@ -142,7 +164,7 @@ def f1_figure(numeric: pd.DataFrame) -> go.Figure:
         if f"{col}_ci_low" in d:
             err = dict(type="data", symmetric=False, array=d[f"{col}_ci_high"] - d[col],
                        arrayminus=d[col] - d[f"{col}_ci_low"])
-        fig.add_bar(name=name, x=d["detector"], y=d[col], marker_color=colour, error_y=err,
+        fig.add_bar(name=name, x=plot_texts(d["detector"]), y=d[col], marker_color=colour, error_y=err,
                     customdata=d[[f"{col}_ci_low", f"{col}_ci_high"]],
                     hovertemplate="%{x}<br>" + name + ": %{y:.3f}<br>95% CI [%{customdata[0]:.3f}, "
                                   "%{customdata[1]:.3f}]<extra></extra>")

@@ -4,12 +4,15 @@ inlined once; no external scripts, fonts or images).
 Everything in it is computed from one stored audit run: headline findings as plain sentences,
 the main figures (interactive), the key tables, and the provenance (dataset fingerprint,
 simulated or not, code version, parameters, seeds, ``test_used_for_selection``). Every piece of
-text that comes from data is escaped before it becomes HTML.
+text that comes from data is escaped before it becomes HTML, and a table's text cells are made
+spreadsheet-safe (``spreadsheet_safe``), as in the dashboard's CSV downloads, since a table
+copied from the report into a spreadsheet is read cell by cell.
 """
 from __future__ import annotations
 
 import html
 import json
+import re
 from dataclasses import dataclass, field
 
 import pandas as pd
@@ -48,6 +51,36 @@ class RunData:
     ql: pd.DataFrame
     models: list[str] = field(default_factory=list)
     uniform_reference: float = 1.0 / 16.0       # 1/M of the dataset's ontology (TUPLE: 16 mechanisms)
+
+
+# OWASP "CSV injection": a spreadsheet reads a cell starting with one of these as a formula
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+# a cell that is nothing but a number (sign, digits, decimals, exponent, percent) is read back as that
+# number, never as a formula, so it keeps no prefix
+_PLAIN_NUMBER = re.compile(r"[+-]?(\d[\d,]*(\.\d*)?|\.\d+)([eE][+-]?\d+)?%?")
+
+
+def spreadsheet_cell(value: object) -> object:
+    """``value`` as a spreadsheet shows it: a string that starts with ``= + - @``, a tab or a carriage
+    return (and is not a plain number) gets a leading ``'``, so it is text, not a formula. Anything
+    that is not a string (numbers, negative ones included) is returned unchanged."""
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS) and not _PLAIN_NUMBER.fullmatch(value):
+        return "'" + value
+    return value
+
+
+def spreadsheet_safe(df: pd.DataFrame) -> pd.DataFrame:
+    """A copy of ``df`` whose column names and text cells are passed through ``spreadsheet_cell``;
+    numeric, boolean and date columns are left as they are (a negative number stays a number)."""
+    out = df.copy()
+    if not isinstance(out.columns, pd.MultiIndex):
+        out.columns = [spreadsheet_cell(c) for c in out.columns]
+    for i in range(out.shape[1]):
+        col = out.iloc[:, i]
+        if col.dtype == object or isinstance(col.dtype, (pd.StringDtype, pd.CategoricalDtype)):
+            dtype = object if isinstance(col.dtype, pd.CategoricalDtype) else col.dtype
+            out.isetitem(i, pd.Series([spreadsheet_cell(v) for v in col], index=col.index, dtype=dtype))
+    return out
 
 
 def _pct(v: float, digits: int = 1) -> str:
@@ -119,8 +152,8 @@ def findings(d: RunData) -> list[str]:
 
 
 def _table(df: pd.DataFrame, percent: bool = False) -> str:
-    """An escaped HTML table; ``percent`` shows the numbers as percentages."""
-    df = df.copy()
+    """An escaped, spreadsheet-safe HTML table; ``percent`` shows the numbers as percentages."""
+    df = spreadsheet_safe(df)
     df.columns = [str(c) for c in df.columns]          # no index or column-axis names in the header
     fmt = (lambda v: f"{100 * v:.1f}%") if percent else (lambda v: f"{v:.4f}")
     return df.to_html(index=False, escape=True, border=0, na_rep="—", float_format=fmt)
