@@ -35,7 +35,7 @@ def _warehouse_arg(p: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The `qlb` argument parser: every command with its options and help text."""
-    from qlb.demo import DEFAULT_SEED
+    from qlb.simulate import DEFAULT_SEED
     from qlb.tuple.release_views import DECODER_FAMILIES
     from warehouse.ingest import KINDS
 

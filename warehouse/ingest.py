@@ -1,10 +1,13 @@
 """Validated ingest of the five input kinds into the warehouse.
 
 ``validate_file`` reads and checks a file against the warehouse's current contents and writes
-nothing (the Data page shows its report before anything is stored). ``ingest_file`` validates,
-then writes the accepted rows, the quarantine and the ``ingests`` record in one transaction:
-an exception anywhere leaves the warehouse as it was. The same file (same sha256) ingested
-twice into the same dataset and kind changes nothing.
+nothing (the Data page shows its report before anything is stored). ``ingest_file`` streams: it
+validates a batch of lines, writes its accepted rows and its quarantine, drops it and reads on,
+so the records held in Python do not grow with the file; the whole file is still one transaction
+(an exception anywhere leaves the warehouse as it was), and DuckDB keeps that transaction's
+uncommitted rows in memory until the commit (about 190 bytes a stored response). Duplicates
+across batches are found by the tables' primary keys, not by keys held in memory. The same file
+(same sha256) ingested twice into the same dataset and kind changes nothing.
 """
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
 import duckdb
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 from pydantic import BaseModel, ValidationError
@@ -29,6 +33,7 @@ from qlb.records.schemas import (
 )
 from qlb.records.ontology import Ontology, load_ontology
 from warehouse import queries
+from warehouse.db import transaction
 from warehouse.ontologies import dataset_ontology
 
 log = logging.getLogger(__name__)
@@ -36,8 +41,8 @@ log = logging.getLogger(__name__)
 KINDS: tuple[str, ...] = ("worlds", "responses", "refusal", "corpus", "predictions")
 Progress = Callable[[int], None]
 
-
-ALREADY_STORED = "already stored"
+BATCH_LINES = 20_000       # lines validated, written and dropped together by ingest_file ...
+BATCH_CHARS = 32 << 20     # ... or fewer, once their text passes this many characters
 
 
 class IngestError(ValueError):
@@ -52,9 +57,29 @@ class Reject:
     raw: str
 
 
+class StoredLines:
+    """The accepted lines of an ingest: counted, not kept (they are in the warehouse, and a large
+    file's records would not fit in memory). ``len()`` is their number."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __iter__(self):
+        raise TypeError("an ingest keeps no accepted records (they are in the warehouse); "
+                        "use validate_file for the records themselves")
+
+    def __repr__(self) -> str:
+        return f"StoredLines({self.count})"
+
+
 @dataclass
 class ValidationReport:
-    """What a file would contribute: accepted records (with their line numbers) and rejects."""
+    """What a file would contribute (``validate_file``: the accepted records with their line
+    numbers) or contributed (``ingest_file``: their number, see StoredLines), and its rejects.
+    An ingest's rejects keep no raw text: that is in the quarantine table."""
 
     kind: str
     file_name: str
@@ -62,10 +87,11 @@ class ValidationReport:
     sha256: str
     dataset_id: str
     model: str | None
-    accepted: list[tuple[int, BaseModel]] = field(default_factory=list)
+    accepted: list[tuple[int, BaseModel]] | StoredLines = field(default_factory=list)
     rejects: list[Reject] = field(default_factory=list)
     already_stored: int = 0   # lines a retry of the same file skipped (stored by its first ingest)
-    validator: "_Kind | None" = field(default=None, repr=False, compare=False)  # writes the accepted rows
+    invalid_count: int = 0    # accepted native responses with valid = false
+    validator: "_Kind | None" = field(default=None, repr=False, compare=False)
 
     @property
     def n_lines(self) -> int:
@@ -75,13 +101,14 @@ class ValidationReport:
     @property
     def n_invalid(self) -> int:
         """Accepted native responses stored with valid = false."""
-        return sum(1 for _, r in self.accepted if type(r) is NativeResponse and not r.valid)
+        return self.invalid_count
 
     def lines(self) -> pd.DataFrame:
         """One row per non-blank input line: line, outcome (accepted/invalid/rejected), field,
-        reason."""
+        reason. (An ingest's report lists its rejected lines only: it keeps no accepted records.)"""
+        kept = self.accepted if isinstance(self.accepted, list) else []
         rows = [(n, "invalid", None, r.invalid_reason) if type(r) is NativeResponse and not r.valid
-                else (n, "accepted", None, None) for n, r in self.accepted]
+                else (n, "accepted", None, None) for n, r in kept]
         rows += [(r.line_no, "rejected", r.field, r.reason) for r in self.rejects]
         df = pd.DataFrame(rows, columns=["line", "outcome", "field", "reason"])
         return df.sort_values("line", kind="stable").reset_index(drop=True)
@@ -133,30 +160,23 @@ class IngestRequest:
         return self.display_name or self.path.name
 
 
-@dataclass
-class _Validated:
-    """A validated file on its way into the warehouse."""
-
-    request: IngestRequest
-    report: ValidationReport
-    retry_of: int | None
-    started: datetime
-
-
-# ------------------------------------------------------------------------------- error message
 # -------------------------------------------------------------------------------------- kinds
 class _Kind:
     """How one input kind is validated against the warehouse and turned into table rows."""
 
     model: type[BaseModel]
     json_columns: frozenset[str] = frozenset()
+    ledger: str | None = None     # the table whose primary key is this kind's record key
 
-    def __init__(self, con: duckdb.DuckDBPyConnection | None, dataset_id: str, model_name: str | None):
+    def __init__(self, con: duckdb.DuckDBPyConnection | None, dataset_id: str, model_name: str | None,
+                 *, keys_in_warehouse: bool = False):
         self.dataset_id = dataset_id
         self.model_name = model_name
+        # streamed ingest of a kind with a ledger table: its primary key finds duplicates across
+        # batches and earlier ingests, so only the current batch's keys are held here
+        self.keys_in_warehouse = keys_in_warehouse and self.ledger is not None
         self.context: dict[str, Any] = self.empty_context()
         self.seen: dict[Any, int | None] = {}   # record key -> ingest that stored it (None: this file)
-        self.retry_of: int | None = None        # re-ingest of a file whose earlier ingest had rejects
         self.ontology: Ontology = load_ontology()   # the dataset's decision task (its own, or TUPLE's)
         if con is not None:
             self.ontology = dataset_ontology(con, dataset_id)
@@ -165,6 +185,13 @@ class _Kind:
     def key(self, obj: BaseModel) -> Any:
         raise NotImplementedError
 
+    def describe(self, obj: BaseModel) -> str:
+        """The record as a duplicate's reason names it."""
+        raise NotImplementedError
+
+    def duplicate(self, obj: BaseModel) -> str:
+        return f"duplicate {self.describe(obj)} (the first is kept)"
+
     def use_ontology(self, ontology: Ontology) -> None:
         """Validate against ``ontology`` (the stateless commands' ``--ontology FILE``)."""
         self.ontology = ontology
@@ -172,17 +199,18 @@ class _Kind:
         if "ontology" in self.context:
             self.context = {**self.context, "ontology": ontology}
 
-    def claim(self, obj: BaseModel, what: str) -> str | None:
-        """Register the record's key. A reason when it repeats an earlier record; ALREADY_STORED
-        when a retry of the same file meets a line its earlier ingest already stored."""
+    def claim(self, obj: BaseModel) -> str | None:
+        """Register the record's key; a reason when it repeats an earlier record."""
         k = self.key(obj)
         if k in self.seen:
-            if self.retry_of is not None and self.seen[k] == self.retry_of:
-                self.seen[k] = None   # a second copy in this file is a duplicate again
-                return ALREADY_STORED
-            return f"duplicate {what} (the first is kept)"
+            return self.duplicate(obj)
         self.seen[k] = None
         return None
+
+    def end_batch(self) -> None:
+        """A batch is stored: forget keys the warehouse now holds."""
+        if self.keys_in_warehouse:
+            self.seen.clear()
 
     def empty_context(self) -> dict[str, Any]:
         """The validation context of a warehouse that holds nothing yet."""
@@ -200,38 +228,73 @@ class _Kind:
             return self.model.model_validate_json(rec.text, context=self.context or None)
         return self.model.model_validate(rec.obj, context=self.context or None)
 
-    def write(self, con: duckdb.DuckDBPyConnection, accepted: list[tuple[int, BaseModel]], ingest_id: int) -> None:
+    def frames(self, accepted: list[tuple[int, BaseModel]], ingest_id: int) -> list[tuple[str, Any]]:
+        """(table, rows) to append for the accepted records."""
         raise NotImplementedError
+
+    def write(self, con: duckdb.DuckDBPyConnection, accepted: list[tuple[int, BaseModel]], ingest_id: int) -> None:
+        """Append the accepted records' rows (a key already stored is an error of the caller)."""
+        for table, frame in self.frames(accepted, ingest_id):
+            insert_rows(con, table, frame)
+
+    def write_new(self, con: duckdb.DuckDBPyConnection, accepted: list[tuple[int, BaseModel]],
+                  ingest_id: int) -> set[int]:
+        """Append the accepted records' rows, except those whose key the ledger table already
+        holds; the line numbers of those (none without a ledger table: keys are checked in memory)."""
+        if self.ledger is None:
+            self.write(con, accepted, ingest_id)
+            return set()
+        (table, frame), = self.frames(accepted, ingest_id)
+        stored = insert_new_rows(con, table, frame)
+        if len(stored) == len(accepted):
+            return set()
+        return {n for n, _ in accepted} - set(stored.tolist())
+
+
+def _arrow(frame: pd.DataFrame | dict[str, list]) -> pa.Table | pd.DataFrame | None:
+    """Rows as Arrow (column lists; a scalar is repeated on every row) or the DataFrame; None when
+    there are none."""
+    if isinstance(frame, dict):
+        n = max((len(v) for v in frame.values() if isinstance(v, (list, pa.Array))), default=0)
+        if n == 0:
+            return None
+        return pa.table({k: v if isinstance(v, (list, pa.Array)) else [v] * n for k, v in frame.items()})
+    return None if frame.empty else frame
 
 
 def insert_rows(con: duckdb.DuckDBPyConnection, table: str, frame: pd.DataFrame | dict[str, list]) -> None:
     """Append rows to ``table`` (an internal table name, never user text). Column lists go
     through Arrow, which is several times faster than a DataFrame for plain lists."""
-    if isinstance(frame, dict):
-        n = max((len(v) for v in frame.values() if isinstance(v, (list, pa.Array))), default=0)
-        if n == 0:
-            return
-        frame = pa.table({k: v if isinstance(v, (list, pa.Array)) else [v] * n for k, v in frame.items()})
-        columns = frame.column_names
-    else:
-        if frame.empty:
-            return
-        columns = list(frame.columns)
-    con.register("_incoming", frame)
-    try:
-        cols = ", ".join(columns)
-        con.execute(f"INSERT INTO {table} ({cols}) SELECT {cols} FROM _incoming")  # table: internal name
-    finally:
-        con.unregister("_incoming")
+    _incoming = _arrow(frame)
+    if _incoming is None:
+        return
+    cols = ", ".join(_incoming.column_names if isinstance(_incoming, pa.Table) else _incoming.columns)
+    # DuckDB finds ``_incoming`` among this frame's variables (a replacement scan); a registered
+    # view would keep every batch's Arrow table alive until the transaction ends
+    con.execute(f"INSERT INTO {table} ({cols}) SELECT {cols} FROM _incoming")  # table: internal name
+
+
+def insert_new_rows(con: duckdb.DuckDBPyConnection, table: str, frame: pd.DataFrame | dict[str, list]) -> np.ndarray:
+    """Append the rows whose primary key ``table`` does not hold yet (the first of equal keys in
+    ``frame`` wins); the ``line_no`` of every row appended."""
+    _incoming = _arrow(frame)
+    if _incoming is None:
+        return np.empty(0, dtype=np.int64)
+    cols = ", ".join(_incoming.column_names if isinstance(_incoming, pa.Table) else _incoming.columns)
+    result = con.execute(f"INSERT INTO {table} ({cols}) SELECT {cols} FROM _incoming "  # table: internal name
+                         "ON CONFLICT DO NOTHING RETURNING line_no")
+    return result.fetchnumpy()["line_no"]
 
 
 class _Worlds(_Kind):
     model = World
     json_columns = frozenset({"hypotheses", "candidate_order"})
 
-    def __init__(self, con, dataset_id, model_name):
+    def __init__(self, con, dataset_id, model_name, **options):
+        # pair_id -> (mechanism, public fields) of its worlds; a complete pair keeps only its
+        # mechanisms (a third world is rejected whatever its fields), so memory follows open pairs
         self.pairs: dict[str, list[tuple]] = {}
-        super().__init__(con, dataset_id, model_name)
+        super().__init__(con, dataset_id, model_name, **options)
         self.context = {"ontology": self.ontology}      # World checks its labels against it
 
     def load(self, con):
@@ -240,18 +303,26 @@ class _Worlds(_Kind):
             shared = (row.domain, row.split, row.coarse, (row.hypothesis_0, row.hypothesis_1),
                       row.recipient_role, tuple(row.candidate_order), row.request, row.intake_channel,
                       row.operating_window, row.case_context)
-            self.pairs.setdefault(row.pair_id, []).append((row.mechanism, shared))
+            self._join(row.pair_id, row.mechanism, shared)
+
+    def _join(self, pair_id: str, mechanism: str, shared: tuple) -> None:
+        members = self.pairs.setdefault(pair_id, [])
+        members.append((mechanism, shared))
+        if len(members) >= 2:
+            self.pairs[pair_id] = [(m, None) for m, _ in members]
 
     def key(self, w: World) -> Any:
         return w.world_id
 
+    def describe(self, w: World) -> str:
+        return f"world_id {w.world_id!r}"
+
     def check(self, w: World) -> str | None:
-        claimed = self.claim(w, f"world_id {w.world_id!r}")
+        claimed = self.claim(w)
         if claimed is not None:
             return claimed
-        pairs = self.pairs
         shared = tuple(_hashable(getattr(w, f)) for f in PAIR_SHARED_FIELDS)
-        members = pairs.get(w.pair_id, [])
+        members = self.pairs.get(w.pair_id, [])
         if len(members) >= 2:
             del self.seen[w.world_id]
             return f"pair {w.pair_id!r} already has two worlds"
@@ -263,11 +334,10 @@ class _Worlds(_Kind):
                 if a != b:
                     del self.seen[w.world_id]
                     return f"pair {w.pair_id!r}: field {name} differs from its paired world"
-        members.append((w.mechanism, shared))
-        pairs[w.pair_id] = members
+        self._join(w.pair_id, w.mechanism, shared)
         return None
 
-    def write(self, con, accepted, ingest_id):
+    def frames(self, accepted, ingest_id):
         rows = [dict(dataset_id=self.dataset_id, world_id=w.world_id, pair_id=w.pair_id, domain=w.domain,
                      split=w.split, coarse=w.coarse, mechanism=w.mechanism, hypothesis_0=w.hypotheses[0],
                      hypothesis_1=w.hypotheses[1], recipient_role=w.recipient_role,
@@ -275,7 +345,7 @@ class _Worlds(_Kind):
                      intake_channel=w.intake_channel, operating_window=w.operating_window,
                      case_context=w.case_context, diagnostic_note=w.diagnostic_note,
                      ingest_id=ingest_id, line_no=n) for n, w in accepted]
-        insert_rows(con, "worlds", pd.DataFrame(rows))
+        return [("worlds", pd.DataFrame(rows))]
 
 
 def _json(value: Any) -> str | None:
@@ -302,9 +372,12 @@ class _ResponsesBase(_Kind):
 
     def load(self, con):
         worlds = queries.fetch_df(con, "world_candidates", [self.dataset_id])
-        self.context = {"worlds": {r.world_id: self.world_key(r) for r in worlds.itertuples(index=False)}}
-        existing = queries.fetch_df(con, f"existing_{self.table}", [self.dataset_id])
-        self.seen = dict(zip(zip(existing["model"], existing["world_id"]), existing["ingest_id"]))
+        shared: dict[Any, Any] = {}           # one object per distinct candidate set, not per world
+        self.context = {"worlds": {r.world_id: shared.setdefault(k, k)
+                                   for r in worlds.itertuples(index=False) for k in (self.world_key(r),)}}
+        if not self.keys_in_warehouse:
+            existing = queries.fetch_df(con, f"existing_{self.table}", [self.dataset_id])
+            self.seen = dict(zip(zip(existing["model"], existing["world_id"]), existing["ingest_id"]))
 
     def world_key(self, row) -> Any:
         raise NotImplementedError
@@ -330,12 +403,15 @@ class _ResponsesBase(_Kind):
     def key(self, r) -> Any:
         return (r.model, r.world_id)
 
+    def describe(self, r) -> str:
+        return f"response for model {r.model!r} and world {r.world_id!r}"
+
     def check(self, r) -> str | None:
         k = (r.model, r.world_id)
         if k not in self.seen:                 # the common case, without building a message
             self.seen[k] = None
             return None
-        return self.claim(r, f"response for model {r.model!r} and world {r.world_id!r}")
+        return self.duplicate(r)
 
     def models(self, accepted) -> list[str]:
         return sorted({r.model for _, r in accepted})
@@ -349,7 +425,7 @@ class _RecordRejected(Exception):
 
 class _Responses(_ResponsesBase):
     model = NativeResponse
-    table = "responses"
+    table = ledger = "responses"
 
     def world_key(self, row):
         return frozenset(row.candidate_order)
@@ -357,7 +433,7 @@ class _Responses(_ResponsesBase):
     def apply_world_rules(self, obj, candidates):
         return obj.assess(candidates)
 
-    def write(self, con, accepted, ingest_id):
+    def frames(self, accepted, ingest_id):
         frame = ({
             "dataset_id": self.dataset_id,
             "model": [r.model for _, r in accepted],
@@ -372,12 +448,12 @@ class _Responses(_ResponsesBase):
             "ingest_id": ingest_id,
             "line_no": [n for n, _ in accepted],
         })
-        insert_rows(con, "responses", frame)
+        return [("responses", frame)]
 
 
 class _Refusal(_ResponsesBase):
     model = RefusalResponse
-    table = "refusal_responses"
+    table = ledger = "refusal_responses"
 
     def world_key(self, row):
         return row.domain, self._labels(row.domain)
@@ -398,7 +474,7 @@ class _Refusal(_ResponsesBase):
         obj.__dict__.update(valid=True, invalid_reason=None)     # validity is derived, never read from input
         return obj
 
-    def write(self, con, accepted, ingest_id):
+    def frames(self, accepted, ingest_id):
         frame = ({
             "dataset_id": self.dataset_id,
             "model": [r.model for _, r in accepted],
@@ -411,7 +487,7 @@ class _Refusal(_ResponsesBase):
             "ingest_id": ingest_id,
             "line_no": [n for n, _ in accepted],
         })
-        insert_rows(con, "refusal_responses", frame)
+        return [("refusal_responses", frame)]
 
 
 def cue_distance(cues: Iterable[tuple[int, int]]) -> int:
@@ -436,6 +512,9 @@ class _Corpus(_Kind):
     def key(self, d: QLDocument) -> Any:
         return d.doc_id
 
+    def describe(self, d: QLDocument) -> str:
+        return f"doc_id {d.doc_id!r}"
+
     def check(self, d: QLDocument) -> str | None:
         keys = frozenset(d.policy)
         if self.attributes is None:
@@ -443,9 +522,9 @@ class _Corpus(_Kind):
         elif keys != self.attributes:
             return (f"policy keys {', '.join(sorted(keys))} differ from the corpus's attribute set "
                     f"{', '.join(sorted(self.attributes))} (every document labels the same attributes)")
-        return self.claim(d, f"doc_id {d.doc_id!r}")
+        return self.claim(d)
 
-    def write(self, con, accepted, ingest_id):
+    def frames(self, accepted, ingest_id):
         docs, groups = [], []
         for n, d in accepted:
             targets = sum(1 for g in d.groups if d.policy[g.attribute] == "hide")
@@ -459,13 +538,13 @@ class _Corpus(_Kind):
                                    attribute=g.attribute, policy_label=d.policy[g.attribute],
                                    arity=len(g.cues), cues=json.dumps([list(c) for c in g.cues]),
                                    cue_distance=cue_distance(g.cues)))
-        insert_rows(con, "ql_documents", pd.DataFrame(docs))
-        insert_rows(con, "ql_groups", pd.DataFrame(groups))
+        return [("ql_documents", pd.DataFrame(docs)), ("ql_groups", pd.DataFrame(groups))]
 
 
 class _Predictions(_Kind):
     model = QLPrediction
     json_columns = frozenset({"groups"})
+    ledger = "ql_predictions"
 
     def empty_context(self):
         return {"documents": {}}
@@ -478,26 +557,30 @@ class _Predictions(_Kind):
         first = queries.fetch_df(con, "corpus_attributes", [self.dataset_id])
         if not first.empty:
             self.attributes = frozenset(json.loads(first["policy"][0]))
-        existing = queries.fetch_df(con, "existing_predictions", [self.dataset_id])
-        self.seen = dict(zip(zip(existing["detector"], existing["doc_id"]), existing["ingest_id"]))
+        if not self.keys_in_warehouse:
+            existing = queries.fetch_df(con, "existing_predictions", [self.dataset_id])
+            self.seen = dict(zip(zip(existing["detector"], existing["doc_id"]), existing["ingest_id"]))
 
     def key(self, p: QLPrediction) -> Any:
         return (p.detector, p.doc_id)
+
+    def describe(self, p: QLPrediction) -> str:
+        return f"prediction for detector {p.detector!r} and doc {p.doc_id!r}"
 
     def check(self, p: QLPrediction) -> str | None:
         if self.attributes is not None:
             bad = sorted({g.attribute for g in p.groups} - self.attributes)
             if bad:
                 return f"group attribute {', '.join(bad)} is not one of the corpus's attributes"
-        return self.claim(p, f"prediction for detector {p.detector!r} and doc {p.doc_id!r}")
+        return self.claim(p)
 
-    def write(self, con, accepted, ingest_id):
+    def frames(self, accepted, ingest_id):
         frame = pd.DataFrame([dict(dataset_id=self.dataset_id, detector=p.detector, doc_id=p.doc_id,
                                    groups=json.dumps([{"attribute": g.attribute, "cues": [list(c) for c in g.cues]}
                                                       for g in p.groups]),
                                    n_groups=len(p.groups), ingest_id=ingest_id, line_no=n)
                               for n, p in accepted])
-        insert_rows(con, "ql_predictions", frame)
+        return [("ql_predictions", frame)]
 
 
 _KIND_CLASSES: dict[str, type[_Kind]] = {
@@ -520,19 +603,24 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _validate_records(kind: _Kind, records: Iterable[Record], report: ValidationReport,
-                      progress: Progress | None) -> None:
-    with _collector_paused():
-        _validate_loop(kind, records, report, progress)
+Accepted = list[tuple[int, BaseModel, str]]           # (line, record, raw text) of one batch
+Flush = Callable[[Accepted, list[Reject]], None]
 
 
-def _validate_loop(kind: _Kind, records: Iterable[Record], report: ValidationReport,
-                   progress: Progress | None) -> None:
+def _validate_stream(kind: _Kind, records: Iterable[Record], report: ValidationReport, progress: Progress | None,
+                     flush: Flush, stored_before: Callable[[int], bool] | None = None) -> None:
+    """Validate ``records`` in file order and hand each batch of accepted lines and rejects to
+    ``flush``; ``stored_before(line)`` is True for a line an earlier ingest of the file stored."""
     validate, check = kind.validate, kind.check          # hot loop: bound once
-    accept, reject = report.accepted.append, report.rejects.append
+    accepted: Accepted = []
+    rejects: list[Reject] = []
+    accept, reject = accepted.append, rejects.append
+    chars, batch_lines, batch_chars = 0, BATCH_LINES, BATCH_CHARS
     for i, rec in enumerate(records, start=1):
-        if rec.error is not None:
-            reject(Reject(rec.line_no, None, rec.error, rec.raw))
+        if stored_before is not None and stored_before(rec.line_no):
+            report.already_stored += 1
+        elif rec.error is not None:
+            reject(Reject(rec.line_no, rec.field, rec.error, rec.raw))
         else:
             try:
                 obj = validate(rec)
@@ -544,13 +632,23 @@ def _validate_loop(kind: _Kind, records: Iterable[Record], report: ValidationRep
             else:
                 reason = check(obj)
                 if reason is None:
-                    accept((rec.line_no, obj))
-                elif reason is ALREADY_STORED:
-                    report.already_stored += 1
+                    accept((rec.line_no, obj, rec.raw))
                 else:
                     reject(Reject(rec.line_no, None, reason, rec.raw))
+        chars += len(rec.raw)
+        if len(accepted) + len(rejects) >= batch_lines or chars >= batch_chars:
+            flush(accepted, rejects)
+            accepted.clear()
+            rejects.clear()
+            chars = 0
+            gc.collect(0)                  # the collector is paused: free any cycles the batch left
         if progress is not None and i % 2000 == 0:
             progress(i)
+    flush(accepted, rejects)
+
+
+def _n_invalid(accepted: Iterable[tuple[int, BaseModel]]) -> int:
+    return sum(1 for _, r in accepted if type(r) is NativeResponse and not r.valid)
 
 
 def make_validator(kind: str, con, dataset_id: str, model: str | None) -> _Kind:
@@ -577,31 +675,43 @@ class RecordRejected(ValueError):
         self.field, self.reason = field, reason
 
 
-def _make_kind(kind: str, con, dataset_id: str, model: str | None) -> _Kind:
+def _make_kind(kind: str, con, dataset_id: str, model: str | None, *, keys_in_warehouse: bool = False) -> _Kind:
     if kind not in _KIND_CLASSES:
         raise IngestError(f"unknown kind {kind!r}; expected one of {', '.join(KINDS)}")
-    return _KIND_CLASSES[kind](con, dataset_id, model)
+    return _KIND_CLASSES[kind](con, dataset_id, model, keys_in_warehouse=keys_in_warehouse)
+
+
+def _file_format(request: IngestRequest) -> str:
+    if not request.path.is_file():
+        raise IngestError(f"{request.path}: no such file")
+    try:
+        return detect_format(request.display_name or request.path)
+    except ValueError as exc:
+        raise IngestError(str(exc)) from exc
+
+
+def _stored_lines(con: duckdb.DuckDBPyConnection, ingest_id: int) -> Callable[[int], bool]:
+    """Whether a line of a file was stored by its ingest ``ingest_id`` (one bit per line)."""
+    lines = queries.fetch_df(con, "stored_lines_of_ingest", [ingest_id] * 5)["line_no"].to_numpy(dtype=np.int64)
+    bits = np.zeros(int(lines.max()) + 1 if len(lines) else 0, dtype=bool)
+    bits[lines] = True
+    packed, size = bytes(np.packbits(bits, bitorder="little")), len(bits)
+    return lambda n: n < size and bool(packed[n >> 3] >> (n & 7) & 1)
 
 
 def validate_file(con: duckdb.DuckDBPyConnection | None, request: IngestRequest, progress: Progress | None = None,
                   *, retry_of: int | None = None, worlds: dict[str, World] | None = None,
                   documents: dict[str, int] | None = None, ontology: Ontology | None = None) -> ValidationReport:
     """Validate ``request.path`` as ``request.kind`` against the dataset's current contents;
-    write nothing.
+    write nothing. The report holds every accepted record (memory grows with the file: use
+    ``ingest_file`` to store a large one).
 
     ``con`` may be a read-only handle, or None for a warehouse that does not exist yet; the
     stateless commands pass ``worlds`` (validated from a file) or ``documents`` instead of a
     warehouse, and ``ontology`` (``--ontology FILE``) instead of the dataset's. ``retry_of`` names
     an earlier ingest of the same file whose stored lines are skipped."""
-    path = request.path
-    if not path.is_file():
-        raise IngestError(f"{path}: no such file")
-    try:
-        fmt = detect_format(request.display_name or path)
-    except ValueError as exc:
-        raise IngestError(str(exc)) from exc
+    fmt = _file_format(request)
     k = _make_kind(request.kind, con, request.dataset_id, request.model)
-    k.retry_of = retry_of
     if ontology is not None:
         k.use_ontology(ontology)
     if worlds is not None and isinstance(k, _ResponsesBase):
@@ -609,74 +719,110 @@ def validate_file(con: duckdb.DuckDBPyConnection | None, request: IngestRequest,
     if documents is not None and isinstance(k, _Predictions):
         k.context = {"documents": dict(documents)}
     report = ValidationReport(kind=request.kind, file_name=request.file_name, file_format=fmt,
-                              sha256=file_sha256(path), dataset_id=request.dataset_id, model=request.model)
-    reader = read_records(path, k.json_columns, fmt=fmt)
-    _validate_records(k, reader, report, progress)
-    report.validator = k
+                              sha256=file_sha256(request.path), dataset_id=request.dataset_id, model=request.model,
+                              validator=k)
+
+    def keep(accepted: Accepted, rejects: list[Reject]) -> None:
+        report.accepted.extend((n, obj) for n, obj, _ in accepted)
+        report.invalid_count += _n_invalid((n, obj) for n, obj, _ in accepted)
+        report.rejects.extend(rejects)
+
+    stored_before = _stored_lines(con, retry_of) if retry_of is not None and con is not None else None
+    with _collector_paused():
+        _validate_stream(k, read_records(request.path, k.json_columns, fmt=fmt), report, progress, keep,
+                         stored_before)
     return report
 
 
 def ingest_file(con: duckdb.DuckDBPyConnection, request: IngestRequest, progress: Progress | None = None
                 ) -> IngestResult:
-    """Validate and store one file in one transaction (see module docstring).
+    """Validate and store one file in one transaction, in batches (see module docstring).
 
     The same file again (same dataset, kind and sha256) changes nothing when its first ingest
     rejected nothing. When it did reject lines (say, responses sent before their worlds), the
-    same file can be ingested again: lines stored the first time are skipped, the rejected ones
-    are tried again, and that file's quarantine is replaced by the new verdicts."""
-    if not request.path.is_file():
-        raise IngestError(f"{request.path}: no such file")
+    same file can be ingested again: lines stored the first time are skipped, the others are
+    tried again, and that file's quarantine is replaced by the new verdicts."""
+    fmt = _file_format(request)
     sha = file_sha256(request.path)
+    report = ValidationReport(kind=request.kind, file_name=request.file_name, file_format=fmt, sha256=sha,
+                              dataset_id=request.dataset_id, model=request.model, accepted=StoredLines())
     earlier = queries.fetch_df(con, "ingest_by_sha", [request.dataset_id, request.kind, sha])
     retry_of = None
     if not earlier.empty:
         if int(earlier["n_rejected"][0]) == 0:
-            report = ValidationReport(kind=request.kind, file_name=request.file_name,
-                                      file_format=str(earlier["file_format"][0]), sha256=sha,
-                                      dataset_id=request.dataset_id, model=request.model)
+            report.file_format = str(earlier["file_format"][0])
             return IngestResult(int(earlier["ingest_id"][0]), True, report)
         retry_of = int(earlier["ingest_id"][0])
     started = datetime.now(timezone.utc).replace(tzinfo=None)
-    report = validate_file(con, request, progress, retry_of=retry_of)
+    k = _make_kind(request.kind, con, request.dataset_id, request.model, keys_in_warehouse=True)
+    report.validator = k
+    stored_before = _stored_lines(con, retry_of) if retry_of is not None else None
     with _collector_paused():
-        return _store(con, _Validated(request, report, retry_of, started))
-
-
-def _store(con: duckdb.DuckDBPyConnection, v: _Validated) -> IngestResult:
-    """Write one validated file in one transaction (rolled back on any exception)."""
-    req, report, retry_of, k = v.request, v.report, v.retry_of, v.report.validator
-    dataset_id, info = req.dataset_id, req.dataset
-    con.begin()
-    try:
-        if queries.fetch_df(con, "dataset_by_id", [dataset_id]).empty:
-            queries.execute(con, "insert_dataset", [dataset_id, info.simulated, info.description, info.seed])
-        ingest_id = retry_of or int(queries.fetch_df(con, "next_ingest_id", [])["next_id"][0])
-        k.write(con, report.accepted, ingest_id)
-        if isinstance(k, _ResponsesBase):
-            for m in k.models(report.accepted):
-                queries.execute(con, "insert_model_if_absent",
-                                [dataset_id, m, info.simulated, info.model_descriptions.get(m), dataset_id, m])
-        if retry_of is not None:
-            queries.execute(con, "retry_ingest_forget_rejects", [retry_of])
-        insert_rows(con, "rejects", {"ingest_id": [ingest_id] * len(report.rejects), "dataset_id": dataset_id,
-                                     "kind": req.kind, "file_name": report.file_name,
-                                     "line_no": [r.line_no for r in report.rejects],
-                                     "field": [r.field for r in report.rejects],
-                                     "reason": [r.reason for r in report.rejects],
-                                     "raw_text": [r.raw for r in report.rejects]})
-        finished = datetime.now(timezone.utc).replace(tzinfo=None)
-        if retry_of is None:
-            queries.execute(con, "insert_ingest", [ingest_id, dataset_id, req.kind, report.file_name,
-                                                   report.file_format, report.sha256, req.model, report.n_lines,
-                                                   len(report.accepted), report.n_invalid, len(report.rejects),
-                                                   v.started, finished])
-        else:
-            queries.execute(con, "retry_ingest_update", [report.n_lines, len(report.accepted), report.n_invalid,
-                                                         len(report.rejects), finished, retry_of])
-        con.commit()
-    except Exception:
-        con.rollback()
-        raise
-    log.info("ingested %s %s: %d accepted, %d rejected", req.kind, report.file_name, len(report.accepted),
+        with transaction(con):
+            ingest_id = _open_ingest(con, request, retry_of)
+            flush = _batch_writer(con, k, report, request, ingest_id)
+            _validate_stream(k, read_records(request.path, k.json_columns, fmt=fmt), report, progress, flush,
+                             stored_before)
+            _close_ingest(con, request, report, ingest_id, retry_of, started)
+    log.info("ingested %s %s: %d accepted, %d rejected", request.kind, report.file_name, len(report.accepted),
              len(report.rejects))
     return IngestResult(ingest_id, False, report)
+
+
+def _open_ingest(con: duckdb.DuckDBPyConnection, request: IngestRequest, retry_of: int | None) -> int:
+    """Create the dataset when it is new; the ingest id (a retry keeps its first ingest's and
+    forgets that ingest's quarantine, which the retry writes anew)."""
+    info = request.dataset
+    if queries.fetch_df(con, "dataset_by_id", [request.dataset_id]).empty:
+        queries.execute(con, "insert_dataset", [request.dataset_id, info.simulated, info.description, info.seed])
+    if retry_of is not None:
+        queries.execute(con, "retry_ingest_forget_rejects", [retry_of])
+        return retry_of
+    return int(queries.fetch_df(con, "next_ingest_id", [])["next_id"][0])
+
+
+def _batch_writer(con: duckdb.DuckDBPyConnection, k: _Kind, report: ValidationReport, request: IngestRequest,
+                  ingest_id: int) -> Flush:
+    """The flush of ``ingest_file``: write a batch's rows, models and quarantine; count it."""
+    info = request.dataset
+
+    def store(accepted: Accepted, rejects: list[Reject]) -> None:
+        if accepted:
+            records = [(n, obj) for n, obj, _ in accepted]
+            taken = k.write_new(con, records, ingest_id)
+            if taken:                          # keys stored by an earlier batch or ingest
+                rejects = sorted(rejects + [Reject(n, None, k.duplicate(obj), raw)
+                                            for n, obj, raw in accepted if n in taken], key=lambda r: r.line_no)
+                records = [(n, obj) for n, obj in records if n not in taken]
+            report.accepted.count += len(records)
+            report.invalid_count += _n_invalid(records)
+            if isinstance(k, _ResponsesBase):
+                for m in k.models(records):
+                    queries.execute(con, "insert_model_if_absent", [request.dataset_id, m, info.simulated,
+                                                                    info.model_descriptions.get(m),
+                                                                    request.dataset_id, m])
+        if rejects:
+            insert_rows(con, "rejects", {"ingest_id": ingest_id, "dataset_id": request.dataset_id,
+                                         "kind": request.kind, "file_name": report.file_name,
+                                         "line_no": [r.line_no for r in rejects],
+                                         "field": [r.field for r in rejects],
+                                         "reason": [r.reason for r in rejects],
+                                         "raw_text": [r.raw for r in rejects]})
+            report.rejects.extend(Reject(r.line_no, r.field, r.reason, "") for r in rejects)
+        k.end_batch()
+
+    return store
+
+
+def _close_ingest(con: duckdb.DuckDBPyConnection, request: IngestRequest, report: ValidationReport,
+                  ingest_id: int, retry_of: int | None, started: datetime) -> None:
+    """The ``ingests`` row: what the file contributed."""
+    finished = datetime.now(timezone.utc).replace(tzinfo=None)
+    if retry_of is None:
+        queries.execute(con, "insert_ingest", [ingest_id, request.dataset_id, request.kind, report.file_name,
+                                               report.file_format, report.sha256, request.model, report.n_lines,
+                                               len(report.accepted), report.n_invalid, len(report.rejects),
+                                               started, finished])
+    else:
+        queries.execute(con, "retry_ingest_update", [report.n_lines, len(report.accepted), report.n_invalid,
+                                                     len(report.rejects), finished, retry_of])

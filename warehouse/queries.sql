@@ -457,3 +457,11 @@ SELECT dataset_id FROM runs WHERE run_id = ?;
 
 -- name: corpus_attributes
 SELECT policy FROM ql_documents WHERE dataset_id = ? ORDER BY doc_id LIMIT 1;
+
+-- name: stored_lines_of_ingest
+-- Line numbers an ingest stored (ingest ids are unique across kinds); a retry of the same file skips them.
+SELECT line_no FROM worlds WHERE ingest_id = ?
+UNION ALL SELECT line_no FROM responses WHERE ingest_id = ?
+UNION ALL SELECT line_no FROM refusal_responses WHERE ingest_id = ?
+UNION ALL SELECT line_no FROM ql_documents WHERE ingest_id = ?
+UNION ALL SELECT line_no FROM ql_predictions WHERE ingest_id = ?;

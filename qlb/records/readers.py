@@ -1,35 +1,53 @@
 """Reading input files line by line without losing anything (CONTRACT.md section 1).
 
-JSON Lines: an optional UTF-8 byte-order mark, CRLF or LF endings, blank lines skipped, a line
-that is not valid UTF-8 becomes a rejected record (never a crash). CSV and Parquet carry the
-same columns; nested fields (maps, lists) are JSON text in a CSV cell.
+One set of line rules for every format, read as a stream (memory does not grow with the file):
+
+* an optional UTF-8 byte-order mark, CRLF or LF endings; blank lines are skipped;
+* a line (a CSV row, a Parquet row) that is not valid UTF-8 is a rejected record, on its own;
+* a line larger than ``MAX_LINE_BYTES`` is a rejected record naming its line (and, for CSV and
+  Parquet, the field that passed the limit); it is never held whole, and reading goes on;
+* JSON (a JSON Lines line, a CSV or Parquet cell of a JSON column) goes through one parser,
+  pydantic's: the same numbers (``NaN`` and ``Infinity`` are read as those floats and judged by
+  validation, never turned into missing values) and the same nesting limit (a deeper value
+  rejects its record; never a RecursionError).
+
+CSV follows Python's csv module (excel dialect, not strict) but is read here, one physical line at
+a time, so that no cell size ends the file. Nested fields (maps, lists) are JSON text in a CSV cell;
+in Parquet they are Arrow maps, lists and structs, or JSON text.
 """
 from __future__ import annotations
 
 import csv
 import hashlib
-import io
 import json
-import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import IO, Any, Iterator
+
+from pydantic_core import from_json
 
 BOM = b"\xef\xbb\xbf"
 FORMATS = ("jsonl", "csv", "parquet")
+MAX_LINE_BYTES = 16 << 20     # a larger line (or row) is rejected: memory stays bounded per line
+MAX_DEPTH = 200               # nesting a Parquet value may have (pydantic's JSON parser stops near here)
+RAW_SHOWN = 4096              # characters of an over-long line kept for the quarantine
+_BLOCK = 1 << 20
 
 
 @dataclass(frozen=True, slots=True)
 class Record:
     """One input line (or CSV/Parquet row). Exactly one of ``text``/``obj``/``error`` drives
     validation: JSON Lines give ``text`` (validated by pydantic's JSON parser), tables give
-    ``obj``; ``error`` means the line could not even be read."""
+    ``obj``; ``error`` means the line could not even be read (``field`` names the cell at fault,
+    when one is)."""
 
     line_no: int
     raw: str
     text: str | None = None
     obj: dict[str, Any] | None = None
     error: str | None = None
+    field: str | None = None
 
 
 def detect_format(path: str | Path) -> str:
@@ -48,7 +66,7 @@ def file_sha256(path: str | Path) -> str:
     """Hex sha256 of the file's bytes, read in 1 MiB blocks."""
     h = hashlib.sha256()
     with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
+        for block in iter(lambda: fh.read(_BLOCK), b""):
             h.update(block)
     return h.hexdigest()
 
@@ -60,7 +78,7 @@ def count_lines(path: str | Path) -> int:
         import pyarrow.parquet as pq
         return pq.ParquetFile(path).metadata.num_rows
     with open(path, "rb") as fh:
-        return sum(block.count(b"\n") for block in iter(lambda: fh.read(1 << 20), b"")) + 1
+        return sum(block.count(b"\n") for block in iter(lambda: fh.read(_BLOCK), b"")) + 1
 
 
 def read_records(path: str | Path, json_columns: frozenset[str] = frozenset(),
@@ -76,105 +94,427 @@ def read_records(path: str | Path, json_columns: frozenset[str] = frozenset(),
         yield from _read_parquet(path, json_columns)
 
 
-WHOLE_FILE_LIMIT = 256 << 20  # read smaller files in one go (faster); stream larger ones
+# ------------------------------------------------------------------------------ physical lines
+def _physical_lines(fh: IO[bytes]) -> Iterator[tuple[int, bytes, Iterator[bytes] | None]]:
+    """(line number, line, rest) for every line, its ending included. A line longer than
+    ``MAX_LINE_BYTES`` comes cut after ``MAX_LINE_BYTES + 1`` bytes, with ``rest`` the iterator of
+    its remaining blocks (the last one ends with the newline, unless the file ends first); the
+    blocks the caller leaves unread are skipped."""
+    limit = MAX_LINE_BYTES + 1
+    readline = fh.readline
+    line_no = 0
+    while True:
+        line = readline(limit)
+        if not line:
+            return
+        line_no += 1
+        if len(line) < limit or line.endswith(b"\n"):
+            yield line_no, line, None
+            continue
+        rest = _rest_of_line(readline)
+        yield line_no, line, rest
+        for _ in rest:
+            pass
 
 
+def _rest_of_line(readline) -> Iterator[bytes]:
+    while True:
+        block = readline(_BLOCK)
+        if not block:
+            return
+        yield block
+        if block.endswith(b"\n"):
+            return
+
+
+def _ending(line: bytes) -> tuple[bytes, str]:
+    """The line without its ending, and the ending ("\\r\\n", "\\n", or "" at the file's end)."""
+    if line.endswith(b"\r\n"):
+        return line[:-2], "\r\n"
+    if line.endswith(b"\n"):
+        return line[:-1], "\n"
+    return line, ""
+
+
+def _too_long(size: int) -> str:
+    return f"line is {size:,} bytes; a line may hold at most {MAX_LINE_BYTES:,}"
+
+
+def _shown(data: bytes, size: int) -> str:
+    """The start of an over-long line, for the quarantine."""
+    return data[:RAW_SHOWN].decode("utf-8", "backslashreplace") + f" ... ({size:,} bytes in all)"
+
+
+def _not_utf8(exc: UnicodeDecodeError) -> str:
+    return f"line is not valid UTF-8 (byte {exc.start})"
+
+
+# ------------------------------------------------------------------------------- JSON Lines
 def _read_jsonl(path: str | Path) -> Iterator[Record]:
-    with open(path, "rb") as fh:
-        lines = fh.read().split(b"\n") if Path(path).stat().st_size < WHOLE_FILE_LIMIT else fh
-        for line_no, line in enumerate(lines, start=1):
+    with open(path, "rb", buffering=_BLOCK) as fh:
+        for line_no, line, rest in _physical_lines(fh):
             if line_no == 1 and line.startswith(BOM):
                 line = line[len(BOM):]
+            if rest is not None:
+                size, last = len(line), b""
+                for last in rest:
+                    size += len(last)
+                size -= len(last) - len(_ending(last)[0])
+                yield Record(line_no, _shown(line, size), error=_too_long(size))
+                continue
             line = line.rstrip(b"\r\n")
             if not line.strip():
                 continue
             try:
                 text = line.decode("utf-8")
             except UnicodeDecodeError as exc:
-                yield Record(line_no, line.decode("utf-8", "backslashreplace"),
-                             error=f"line is not valid UTF-8 (byte {exc.start})")
+                yield Record(line_no, line.decode("utf-8", "backslashreplace"), error=_not_utf8(exc))
                 continue
             yield Record(line_no, text, text=text)
 
 
-def _cell(value: Any, is_json: bool) -> Any:
-    """A CSV cell: empty -> missing; JSON-typed columns parse as JSON; others stay text."""
-    if value is None or value == "":
-        return None
-    if not is_json:
-        return value
-    try:
-        return json.loads(value)
-    except ValueError:
-        return value  # left as text: validation names the field and what it expected
+# ---------------------------------------------------------------------------------------- CSV
+_START, _UNQUOTED, _QUOTED, _QUOTE_IN_QUOTED = range(4)
+_QUOTED_RUN = re.compile(r'[^"]*(?:""[^"]*)*')      # a quoted cell's text up to its closing quote
+_CLOSED_CELL = r'(?:"[^"]*(?:""[^"]*)*"|[^,"]*)'
+_CLOSED_LINE = re.compile(f"{_CLOSED_CELL}(?:,{_CLOSED_CELL})*")   # a whole row on one line, quotes closed
+_CSV_MODULE_LIMIT = 100_000      # under the csv module's cell limit (131,072): it may read such a line
+
+
+class _CsvRow:
+    """Python csv's excel dialect, not strict (a quote inside an unquoted cell, or text after a
+    closing quote, is kept as text), fed one physical line at a time. Cells are kept until the row
+    passes ``MAX_LINE_BYTES`` characters; past that only the structure is followed, to find where
+    the row ends, and the cell that passed the limit is remembered."""
+
+    def __init__(self) -> None:
+        self.limit = MAX_LINE_BYTES
+        self.cells: list[str] = []
+        self.parts: list[str] = []
+        self.state = _START
+        self.size = 0
+        self.overflow: int | None = None      # index of the cell that passed the limit
+
+    def _add(self, text: str) -> None:
+        if self.overflow is None:
+            self.size += len(text)
+            if self.size > self.limit:
+                self.overflow_at()
+            else:
+                self.parts.append(text)
+
+    def overflow_at(self) -> None:
+        """Stop keeping text: the row is over the limit in its current cell."""
+        if self.overflow is None:
+            self.overflow = len(self.cells)
+            self.parts = []
+
+    def _end_cell(self) -> None:
+        self.cells.append("".join(self.parts))
+        self.parts = []
+
+    def feed(self, s: str, line_end: str | None) -> bool:
+        """Read ``s``, a physical line without its ending (or, with ``line_end`` None, a block of
+        one). True when the row ends with it; ``line_end`` "" is the end of the file."""
+        n = len(s)
+        if (line_end is not None and self.state == _START and not self.cells and not self.parts
+                and n <= min(self.limit, _CSV_MODULE_LIMIT) and "\r" not in s and "\x00" not in s
+                and _CLOSED_LINE.fullmatch(s)):
+            # the common row (one line, quotes closed): the csv module's C reader gives the same cells
+            self.cells = next(csv.reader((s,))) if '"' in s else s.split(",")
+            self.size = n
+            return True
+        pos, state = 0, self.state
+        while pos < n:
+            if state == _START:
+                if s[pos] == '"':
+                    state, pos = _QUOTED, pos + 1
+                    continue
+                state = _UNQUOTED
+            if state == _UNQUOTED:
+                j = s.find(",", pos)
+                if j < 0:
+                    self._add(s[pos:])
+                    pos = n
+                else:
+                    self._add(s[pos:j])
+                    self._end_cell()
+                    state, pos = _START, j + 1
+            elif state == _QUOTED:
+                m = _QUOTED_RUN.match(s, pos)
+                if m.end() > pos:
+                    self._add(m.group().replace('""', '"'))
+                pos = m.end()
+                if pos < n:                      # a lone quote: the cell closes (or a doubled quote
+                    state, pos = _QUOTE_IN_QUOTED, pos + 1    # goes on in the next block)
+            else:
+                c = s[pos]
+                if c == '"':
+                    self._add('"')
+                    state, pos = _QUOTED, pos + 1
+                elif c == ",":
+                    self._end_cell()
+                    state, pos = _START, pos + 1
+                else:
+                    state = _UNQUOTED            # text after a closing quote stays part of the cell
+        self.state = state
+        if line_end is None:
+            return False
+        if state == _QUOTED and line_end:
+            self._add(line_end)                  # a line break inside a quoted cell
+            return False
+        self._end_cell()
+        return True
+
+    @property
+    def open_quote(self) -> bool:
+        """True when the file ended inside a quoted cell."""
+        return self.state == _QUOTED
+
+
+def _csv_rows(fh: IO[bytes]) -> Iterator[tuple[int, _CsvRow, str, tuple[int, UnicodeDecodeError] | None]]:
+    """(first line, parsed row, raw text, first bad UTF-8 line) for every CSV row."""
+    row, start, raw, bad = _CsvRow(), 0, [], None
+    for line_no, line, rest in _physical_lines(fh):
+        if line_no == 1 and line.startswith(BOM):
+            line = line[len(BOM):]
+        if not start:
+            start = line_no
+        content, ending = _ending(line) if rest is None else (line, None)
+        try:
+            text = shown = content.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            if rest is None and bad is None:     # a cut line may end inside a character: not an error
+                bad = (line_no, exc)
+            text = content.decode("utf-8", "replace")    # only quotes and commas matter from here
+            shown = content.decode("utf-8", "backslashreplace")
+        if row.overflow is None:
+            raw.append(shown + (ending or ""))
+        done = row.feed(text, ending)
+        if rest is not None:
+            row.overflow_at()
+            size = len(line)
+            for block in rest:
+                size += len(block)
+                block_content, block_end = _ending(block) if block.endswith(b"\n") else (block, None)
+                done = row.feed(block_content.decode("utf-8", "replace"), block_end)
+            if not done and row.state != _QUOTED:       # the file ended inside this line
+                done = row.feed("", "")
+        if done:
+            text_raw = "".join(raw)
+            if row.overflow is not None:
+                text_raw = text_raw[:RAW_SHOWN] + " ... (over the line limit)"
+            yield start, row, text_raw.rstrip("\r\n"), bad
+            row, start, raw, bad = _CsvRow(), 0, [], None
+    if start:                                    # the file ended inside a quoted cell
+        row.feed("", "")
+        yield start, row, "".join(raw)[:RAW_SHOWN], bad
+
+
+def _row_problem(row: _CsvRow, bad: tuple[int, UnicodeDecodeError] | None, start: int,
+                 names: list[str] | None) -> tuple[str | None, str] | None:
+    """(field, reason) when a row cannot be read, else None."""
+    if row.overflow is not None:
+        i = row.overflow
+        field = names[i] if names is not None and i < len(names) else f"column {i + 1}"
+        return field, f"cell is too large: the row passes {MAX_LINE_BYTES:,} characters, the limit of a line"
+    if bad is not None:
+        line_no, exc = bad
+        where = "" if line_no == start else f"line {line_no} of the row: "
+        return None, where + _not_utf8(exc)
+    if row.open_quote:
+        return None, "the row ends inside a quoted cell (its closing quote is missing)"
+    return None
+
+
+def _header_problem(names: list[str]) -> str | None:
+    seen: set[str] = set()
+    for i, name in enumerate(names, start=1):
+        if not name:
+            return f"column {i} has no name"
+        if name in seen:
+            return f"column {name!r} appears twice"
+        seen.add(name)
+    return None
+
+
+def _json_cell(text: str) -> Any:
+    """A JSON column's cell, read by the JSON Lines parser (ValueError when it is not JSON)."""
+    return from_json(text)
 
 
 def _read_csv(path: str | Path, json_columns: frozenset[str]) -> Iterator[Record]:
-    data = Path(path).read_bytes()
-    if data.startswith(BOM):
-        data = data[len(BOM):]
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        # Find the physical line of the bad byte and reject that row only.
-        bad_line = data[: exc.start].count(b"\n") + 1
-        text = data.decode("utf-8", "replace")
-        bad_lines = {bad_line}
-    else:
-        bad_lines = set()
-    reader = csv.reader(io.StringIO(text, newline=""))
-    try:
-        header = next(reader)
-    except StopIteration:
-        return
-    header = [h.strip() for h in header]
-    while True:
-        line_no = reader.line_num + 1
+    with open(path, "rb", buffering=_BLOCK) as fh:
+        names: list[str] | None = None
+        header_error: str | None = None
+        for start, row, raw, bad in _csv_rows(fh):
+            blank = row.overflow is None and not any(c.strip() for c in row.cells)
+            if blank and bad is None and not row.open_quote:
+                continue
+            if names is None and header_error is None:       # the first row names the columns
+                problem = _row_problem(row, bad, start, None)
+                if problem is None:
+                    names = [c.strip() for c in row.cells]
+                    reason = _header_problem(names)
+                    problem = None if reason is None else (None, reason)
+                if problem is not None:
+                    header_error = f"the header (line {start}) cannot be used: {problem[1]}"
+                    yield Record(start, raw, error=f"header: {problem[1]}", field=problem[0])
+                continue
+            if header_error is not None:
+                yield Record(start, raw, error=header_error)
+                continue
+            problem = _row_problem(row, bad, start, names)
+            if problem is not None:
+                yield Record(start, raw, error=problem[1], field=problem[0])
+                continue
+            if len(row.cells) != len(names):
+                yield Record(start, raw, error=f"row has {len(row.cells)} cells, header has {len(names)}")
+                continue
+            yield _csv_record(start, raw, names, row.cells, json_columns)
+
+
+def _csv_record(line_no: int, raw: str, names: list[str], cells: list[str], json_columns: frozenset[str]) -> Record:
+    """A row's cells: empty is missing, JSON columns are parsed, the others stay text."""
+    obj: dict[str, Any] = {}
+    for name, value in zip(names, cells):
+        if value == "":
+            obj[name] = None
+        elif name in json_columns:
+            try:
+                obj[name] = _json_cell(value)
+            except ValueError as exc:
+                return Record(line_no, raw, error=f"cell is not valid JSON: {exc}", field=name)
+        else:
+            obj[name] = value
+    return Record(line_no, raw, obj=obj)
+
+
+# ------------------------------------------------------------------------------------ Parquet
+class _CellProblem(Exception):
+    """A Parquet cell that cannot be read; the row is rejected naming the field."""
+
+
+class _Unreadable:
+    """A cell Arrow could not turn into Python (text that is not UTF-8)."""
+
+    def __init__(self, reason: str):
+        self.reason = reason
+
+
+class _RowSize:
+    """Characters of text met so far in one row (the line limit applies to a Parquet row too)."""
+
+    def __init__(self) -> None:
+        self.chars = 0
+
+    def add(self, n: int) -> None:
+        self.chars += n
+        if self.chars > MAX_LINE_BYTES:
+            raise _CellProblem(f"cell is too large: the row passes {MAX_LINE_BYTES:,} characters, "
+                               "the limit of a line")
+
+
+def _plain(value: Any, size: _RowSize, depth: int = 0) -> Any:
+    """Arrow values to plain JSON-like Python (maps arrive as lists of pairs; NaN stays NaN)."""
+    if depth > MAX_DEPTH:
+        raise _CellProblem(f"value is nested deeper than {MAX_DEPTH} levels")
+    if isinstance(value, str):
+        size.add(len(value))
+        return value
+    if isinstance(value, bytes):
         try:
-            row = next(reader)
-        except StopIteration:
-            return
-        except csv.Error as exc:
-            yield Record(line_no, "", error=f"CSV could not be parsed: {exc}")
-            return
-        if not any(c.strip() for c in row):
-            continue
-        raw = ",".join(row)
-        if line_no in bad_lines:
-            yield Record(line_no, raw, error="line is not valid UTF-8")
-            continue
-        if len(row) != len(header):
-            yield Record(line_no, raw, error=f"row has {len(row)} cells, header has {len(header)}")
-            continue
-        obj = {h: _cell(v, h in json_columns) for h, v in zip(header, row)}
-        yield Record(line_no, raw, obj=obj)
-
-
-def _plain(value: Any) -> Any:
-    """Arrow values to plain JSON-like Python (maps arrive as lists of pairs)."""
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    if isinstance(value, list) and value and all(isinstance(x, tuple) and len(x) == 2 for x in value):
-        return {k: _plain(v) for k, v in value}
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
+            text = value.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise _CellProblem(f"text is not valid UTF-8 (byte {exc.start})") from None
+        size.add(len(text))
+        return text
+    if isinstance(value, _Unreadable):
+        raise _CellProblem(value.reason)
     if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
+        return {k: _plain(v, size, depth + 1) for k, v in value.items()}
+    if isinstance(value, list) and value and all(isinstance(x, tuple) and len(x) == 2 for x in value):
+        return {_plain(k, size, depth + 1): _plain(v, size, depth + 1) for k, v in value}
+    if isinstance(value, list):
+        return [_plain(v, size, depth + 1) for v in value]
     return value
 
 
+def _column_values(column) -> list[Any]:
+    """A batch column as Python values; a value Arrow cannot convert becomes _Unreadable. A map
+    column's empty maps stay maps (Arrow gives them as empty lists)."""
+    from pyarrow import types as pa_types
+
+    try:
+        values = column.to_pylist()
+    except UnicodeDecodeError:
+        values = []
+        for i in range(len(column)):
+            try:
+                values.append(column[i].as_py())
+            except UnicodeDecodeError as exc:
+                values.append(_Unreadable(f"text is not valid UTF-8 (byte {exc.start})"))
+    if pa_types.is_map(column.type):
+        values = [{} if v == [] else v for v in values]
+    return values
+
+
+def _preview(value: Any) -> Any:
+    """A cell as the quarantine shows it when its row cannot be read."""
+    if value is None or isinstance(value, (bool, int, float)):
+        return value
+    if isinstance(value, _Unreadable):
+        return f"<{value.reason}>"
+    if isinstance(value, bytes):
+        value = value.decode("utf-8", "backslashreplace")
+    text = value if isinstance(value, str) else repr(value)
+    return text if len(text) <= RAW_SHOWN else text[:RAW_SHOWN] + " ..."
+
+
+def _parquet_raw(obj: dict[str, Any]) -> str:
+    try:
+        return json.dumps(obj, default=str, ensure_ascii=False)[:MAX_LINE_BYTES]
+    except (ValueError, RecursionError):
+        return repr(obj)[:RAW_SHOWN]
+
+
 def _read_parquet(path: str | Path, json_columns: frozenset[str]) -> Iterator[Record]:
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
-    table = pq.read_table(path)
+    try:
+        parquet = pq.ParquetFile(path)
+    except (pa.ArrowException, OSError) as exc:
+        raise ValueError(f"{path}: not a readable Parquet file ({exc})") from None
     row_no = 0
-    for batch in table.to_batches():
-        for row in batch.to_pylist():
+    batches = parquet.iter_batches(batch_size=1024)
+    while True:
+        try:
+            batch = next(batches, None)
+        except (pa.ArrowException, OSError) as exc:
+            raise ValueError(f"{path}: the Parquet file cannot be read after row {row_no} ({exc})") from None
+        if batch is None:
+            return
+        names = batch.schema.names
+        columns = [_column_values(c) for c in batch.columns]
+        for values in zip(*columns):
             row_no += 1
-            obj = {}
-            for k, v in row.items():
-                v = _plain(v)
-                if k in json_columns and isinstance(v, str):
-                    v = _cell(v, True)
-                obj[k] = v
-            yield Record(row_no, json.dumps(obj, default=str, ensure_ascii=False), obj=obj)
+            yield _parquet_record(row_no, names, values, json_columns)
+
+
+def _parquet_record(row_no: int, names: list[str], values: tuple, json_columns: frozenset[str]) -> Record:
+    obj: dict[str, Any] = {}
+    size = _RowSize()
+    for name, value in zip(names, values):
+        try:
+            v = _plain(value, size)
+            if name in json_columns and isinstance(v, str):
+                try:
+                    v = _json_cell(v) if v != "" else None
+                except ValueError as exc:
+                    raise _CellProblem(f"cell is not valid JSON: {exc}") from None
+        except _CellProblem as exc:
+            shown = {k: _preview(v) for k, v in zip(names, values)}
+            return Record(row_no, _parquet_raw(shown), error=str(exc), field=name)
+        obj[name] = v
+    return Record(row_no, _parquet_raw(obj), obj=obj)

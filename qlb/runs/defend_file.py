@@ -4,25 +4,29 @@ Every accepted line is written back with all its fields; only ``probabilities`` 
 for WCPQ, ``confidence``, set to the codeword's maximum). Unavailable responses, responses
 without probabilities and invalid ones (TUPLE.md section 1) pass through unchanged; top-two
 writes the scores it does not release as absent keys, never 0. The public candidate order comes
-from ``--worlds`` when given, else from the order of the keys in ``probabilities``. Lines that
-cannot be read or are not a native response are reported and left out (exit 3).
+from ``--worlds`` when given, else from the order of the keys in ``probabilities``.
+
+Lines are read by the ingest's line rules (``qlb.records.readers``). A line that cannot be read,
+is not a native response, repeats an earlier line's model and world, or holds NaN or Infinity
+(the output is strict JSON, which has neither) is reported and left out (exit 3).
 """
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
 from pydantic import ValidationError
+from pydantic_core import from_json
 
 from qlb.tuple.defenses import apply, to_dict, to_vector
 from qlb.records.readers import read_records
-from qlb.records.schemas import NativeResponse, World
+from qlb.records.schemas import NativeResponse, World, describe_error
 from qlb.tuple.wcpq import Policy, map_domain
-from qlb.records.schemas import describe_error
 
 
 @dataclass
@@ -53,13 +57,14 @@ def defend_file(in_path: str | Path, out_path: str | Path, method: str, seed: in
     ``progress(done, total)`` is called per transformed response (per (model, domain) for WCPQ)."""
     report = DefendReport(method)
     rows: list[tuple[dict, NativeResponse, tuple[str, ...] | None]] = []
+    seen: set[tuple[str | None, str]] = set()
     for rec in read_records(in_path, frozenset({"probabilities", "confidence"})):
         report.lines += 1
         if rec.error:
-            report.rejects.append((rec.line_no, rec.error))
+            report.rejects.append((rec.line_no, f"{rec.field}: {rec.error}" if rec.field else rec.error))
             continue
         try:
-            raw = json.loads(rec.text) if rec.text is not None else dict(rec.obj)
+            raw = from_json(rec.text) if rec.text is not None else dict(rec.obj)   # the ingest's JSON parser
             if not isinstance(raw, dict):
                 raise ValueError("not a JSON object")
             resp = NativeResponse.model_validate(raw)
@@ -69,6 +74,12 @@ def defend_file(in_path: str | Path, out_path: str | Path, method: str, seed: in
             continue
         except ValueError as exc:
             report.rejects.append((rec.line_no, f"line: {exc}"))
+            continue
+        bad = _non_finite(raw)
+        if bad is not None:
+            where, value = bad
+            report.rejects.append((rec.line_no, f"{where}: {value!r} is not finite; the output is strict JSON, "
+                                                "which has no NaN or Infinity"))
             continue
         order: tuple[str, ...] | None = None
         if worlds is not None:
@@ -86,13 +97,40 @@ def defend_file(in_path: str | Path, out_path: str | Path, method: str, seed: in
                 report.rejects.append((rec.line_no, f"model: no frozen full-native policies for {model!r} in "
                                                     f"domain {domain!r} in that run"))
                 continue
-        rows.append((raw, resp, order))
-    released = _release(rows, method, seed, worlds, policies or {}, report, progress)
+        key = (resp.model, resp.world_id)
+        if key in seen:
+            report.rejects.append((rec.line_no, f"duplicate response for model {resp.model!r} and world "
+                                                f"{resp.world_id!r} (the first is kept)"))
+            continue
+        seen.add(key)
+        rows.append((raw, resp, order, rec.line_no))
+    released = _release([r[:3] for r in rows], method, seed, worlds, policies or {}, report, progress)
     with open(out_path, "w", encoding="utf-8") as fh:
-        for raw, out in zip((r[0] for r in rows), released):
-            fh.write(json.dumps(out if out is not None else raw) + "\n")
+        for (raw, resp, _, line_no), out in zip(rows, released):
+            try:
+                text = json.dumps(out if out is not None else raw, allow_nan=False)
+            except ValueError:               # a defense gave a non-finite value: never written as NaN
+                report.rejects.append((line_no, f"probabilities: the {method} defense gave a value that is not "
+                                                "finite; the line is left out"))
+                if out is not None:
+                    report.transformed -= 1
+                continue
+            fh.write(text + "\n")
             report.written += 1
+    report.rejects.sort(key=lambda r: r[0])
     return report
+
+
+def _non_finite(value: Any, where: str = "line") -> tuple[str, float] | None:
+    """(field, value) of the first NaN or infinity in a parsed line, or None when there is none."""
+    if isinstance(value, float):
+        return None if math.isfinite(value) else (where, value)
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for k, v in items:
+        found = _non_finite(v, str(k) if where == "line" else f"{where}.{k}")
+        if found is not None:
+            return found
+    return None
 
 
 def _transformable(resp: NativeResponse, order: tuple[str, ...] | None) -> bool:
