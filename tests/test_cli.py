@@ -1,14 +1,16 @@
 """The command line: help, exit codes, one-line errors, demo counts and idempotency."""
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
 import sys
 
 import duckdb
+import pytest
 
-from qlb.cli import main
+from qlb.cli import build_parser, main
 from tests.conftest import ROOT, native, write_lines
 
 
@@ -17,10 +19,29 @@ def run_cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
                           env={**os.environ, **(env or {})}, timeout=120)
 
 
-def test_help_for_every_command():
-    for args in ([], ["demo"], ["ingest"]):
-        p = run_cli(*args, "--help")
-        assert p.returncode == 0 and "usage: qlb" in p.stdout
+def _commands(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()):
+    """(command path, its parser) for the parser and every subcommand below it."""
+    yield path, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, child in action.choices.items():
+                yield from _commands(child, (*path, name))
+
+
+def test_help_for_every_command(capsys):
+    commands = dict(_commands(build_parser()))
+    assert {" ".join(c) for c in commands} >= {"", "demo", "ingest", "audit", "refusal", "defend", "report",
+                                               "quasileak", "quasileak score", "quasileak run", "collect"}
+    for path, parser in commands.items():
+        with pytest.raises(SystemExit) as exit_:
+            main([*path, "--help"])
+        out = capsys.readouterr().out
+        assert exit_.value.code == 0, path
+        assert out.startswith(f"usage: {' '.join(('qlb', *path))} "), path
+        options = [o for a in parser._actions for o in a.option_strings if o.startswith("--")]
+        assert options and all(o in out for o in options), (path, [o for o in options if o not in out])
+    p = run_cli("--help")                                # the installed entry point, once
+    assert p.returncode == 0 and p.stdout.startswith("usage: qlb ")
 
 
 def test_bad_usage_exits_2_with_one_line():

@@ -293,7 +293,8 @@ def _defense_audit(frames: dict[str, pd.DataFrame], selected: list[DomainUtility
     if not results:
         return {}
     preds = defense_audit.prediction_rows(results)
-    run.defenses, run.defense_costs = defense_audit.result_tables(results, preds, opts.n_boot, opts.seed)
+    run.defenses, run.defense_costs = defense_audit.result_tables(results, preds, opts.n_boot, opts.seed,
+                                                                  skipped=run.skipped)
     return {"decoder_predictions": preds, "defense_releases": defense_audit.release_rows(results),
             "defense_results": run.defenses, "defense_costs": run.defense_costs}
 

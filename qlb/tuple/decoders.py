@@ -8,6 +8,7 @@ are fitted inside ``fit`` on training rows only, so ``sklearn.base.clone`` gives
 from __future__ import annotations
 
 from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Iterator
 
 import numpy as np
@@ -71,24 +72,26 @@ class EmpiricalPrior(_Decoder):
         return _as_proba([self.rates_.get(k, self.overall_) for k in keys])
 
 
-_MEMO: dict = {}
-_MEMO_ACTIVE = [False]
+# The feature memo of the ``feature_memo`` block running in this context (None outside one).
+# A context variable, not a module dict: every thread (a dashboard session refitting) and every
+# asyncio task sees only its own block's memo, so concurrent audits never share features.
+_FEATURE_MEMO: ContextVar[tuple[str, dict] | None] = ContextVar("qlb_feature_memo", default=None)
 
 
 @contextmanager
-def feature_memo() -> Iterator[None]:
-    """Within this block, configurations that build the same features (same kind, same rows)
-    share one fitted vectorizer and scaler and their matrices instead of rebuilding them: the
-    library fits up to 27 configurations x 5 folds on the same worlds. The caller guarantees
-    that a world's release does not change inside the block (``fit_view`` does); the memo is
-    emptied on entry and exit. Results are identical to unshared fitting."""
-    _MEMO.clear()
-    _MEMO_ACTIVE[0] = True
+def feature_memo(release_view: str) -> Iterator[None]:
+    """Within this block, configurations that build the same features (same kind, same release
+    view, same rows) share one fitted vectorizer and scaler and their matrices instead of
+    rebuilding them: the library fits up to 27 configurations x 5 folds on the same worlds. The
+    memo belongs to the current thread or task (a fresh one per block, dropped on exit; a nested
+    block has its own), and its keys name ``release_view``. The caller guarantees that a world's
+    release under ``release_view`` does not change inside the block (``fit_view`` does). Results
+    are identical to unshared fitting."""
+    token = _FEATURE_MEMO.set((release_view, {}))
     try:
         yield
     finally:
-        _MEMO_ACTIVE[0] = False
-        _MEMO.clear()
+        _FEATURE_MEMO.reset(token)
 
 
 class _FeatureDecoder(_Decoder):
@@ -103,34 +106,40 @@ class _FeatureDecoder(_Decoder):
         """What determines this decoder's feature dicts (besides the rows)."""
         return (type(self).__name__, tuple(self.coarse_classes))
 
-    def _memo_key(self, X: pd.DataFrame, *extra) -> tuple | None:
-        if not _MEMO_ACTIVE[0] or "world_id" not in X.columns:
-            return None
-        return (*extra, self._kind(), tuple(X["world_id"]))
+    def _memo(self, X: pd.DataFrame, *extra) -> tuple[dict | None, tuple | None]:
+        """The current block's memo and this call's key in it: (step, the vectorizer it reads,
+        release view, feature kind, world ids); (None, None) outside a block."""
+        current = _FEATURE_MEMO.get()
+        if current is None or "world_id" not in X.columns:
+            return None, None
+        release_view, memo = current
+        return memo, (*extra, release_view, self._kind(), tuple(X["world_id"]))
 
     def _fit_features(self, X: pd.DataFrame) -> np.ndarray:
-        key = self._memo_key(X, "fit")
-        hit = _MEMO.get(key) if key else None
+        memo, key = self._memo(X, "fit")
+        hit = memo.get(key) if memo is not None else None
         if hit is None:
             vec = Vectorizer()
             Z = vec.fit_transform(self._dicts(X))
             scaler = StandardScaler().fit(Z) if self.standardize else None
             hit = (vec, scaler, scaler.transform(Z) if scaler is not None else Z)
-            if key:
-                _MEMO[key] = hit
+            if memo is not None:
+                memo[key] = hit
         self.vectorizer_, scaler, Z = hit
         if scaler is not None:
             self.scaler_ = scaler
         return Z
 
     def _features(self, X: pd.DataFrame) -> np.ndarray:
-        key = self._memo_key(X, "transform", id(self.vectorizer_))
-        hit = _MEMO.get(key) if key else None
+        # the vectorizer object itself (identity hash) is in the key: it stays alive while its
+        # entry does, so a later vectorizer can never reuse its id
+        memo, key = self._memo(X, "transform", self.vectorizer_)
+        hit = memo.get(key) if memo is not None else None
         if hit is None:
             Z = self.vectorizer_.transform(self._dicts(X))
             hit = self.scaler_.transform(Z) if self.standardize else Z
-            if key:
-                _MEMO[key] = hit
+            if memo is not None:
+                memo[key] = hit
         return hit
 
 
@@ -307,7 +316,10 @@ class TemplateDecoder(_FeatureDecoder):
     """Shrinkage template decoder: a Gaussian per mechanism over T and release features (no public
     text), covariance shared within the coarse class; means shrunk toward the class mean with
     strength ``shrink``; 'full' covariance keeps 25% of the off-diagonal (75% diagonal
-    shrinkage); all add 0.05 I. P(s1) from the log-likelihood difference of the two hypotheses."""
+    shrinkage); all add 0.05 I. P(s1) from the log-likelihood difference of the two hypotheses.
+    A mechanism with no training worlds of its class gets the class mean as its template (the
+    shrunk mean with nothing of its own), so it is scored like every other mechanism, never
+    favoured."""
 
     def __init__(self, covariance: str = "diag", shrink: float = 0.0, representation: str = "raw",
                  coarse_classes: tuple[str, ...] = ()):
@@ -330,11 +342,12 @@ class TemplateDecoder(_FeatureDecoder):
         mech = np.where(y == 1, X["hypothesis_1"].to_numpy(), X["hypothesis_0"].to_numpy())
         coarse = X["coarse"].to_numpy()
         self.means_, self.precisions_, self.logdets_ = {}, {}, {}
-        self.mech_class_ = {}
+        self.mech_class_, self.class_means_ = {}, {}
         dim = Z.shape[1]
         for c in np.unique(coarse):
             rows = coarse == c
             class_mean = Z[rows].mean(axis=0)
+            self.class_means_[c] = class_mean
             resid = []
             for m in np.unique(mech[rows]):
                 mrows = rows & (mech == m)
@@ -356,9 +369,9 @@ class TemplateDecoder(_FeatureDecoder):
         return self
 
     def _loglik(self, z: np.ndarray, m: str, c: str) -> float:
-        mu = self.means_.get(m)
-        if mu is None:
-            return 0.0
+        """log N(z; template of mechanism m, class c's covariance) up to the class's constant: the
+        template is m's shrunk mean when m was seen in class c, else the class mean."""
+        mu = self.means_[m] if self.mech_class_.get(m) == c else self.class_means_[c]
         diff = z - mu
         return -0.5 * float(diff @ self.precisions_[c] @ diff)
 

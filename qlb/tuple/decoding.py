@@ -97,7 +97,7 @@ def fit_view(train: pd.DataFrame, y: np.ndarray, val: pd.DataFrame, test: pd.Dat
     pv = np.zeros((len(va), len(lib)))
     pt = np.zeros((len(te), len(lib)))
     folds_tr = [(tr.iloc[fit_idx], y[fit_idx], tr.iloc[out_idx], out_idx) for fit_idx, out_idx in splits]
-    with feature_memo():                 # configurations with the same features share them
+    with feature_memo(view):             # configurations with the same features share them
         for k, (_, _, est) in enumerate(lib):
             for fit_rows, fit_y, out_rows, out_idx in folds_tr:
                 m = clone(est).fit(fit_rows, fit_y)

@@ -13,6 +13,7 @@ utility audit). Noise results also average per-world outcomes over the three see
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass, field
 from typing import Callable, NamedTuple, Sequence
 
@@ -26,11 +27,13 @@ from qlb.stats.parallel import domain_tasks, run_tasks
 from qlb.tuple.defenses import NOISE_SEEDS, apply, temperature_inverse, to_dict
 from qlb.records.ontology import Ontology
 from qlb.tuple.costs import profile_names
-from qlb.tuple.recipients import candidate_ranks
+from qlb.tuple.recipients import candidate_ranks, native_q
 from qlb.tuple.release_views import apply_view
 from qlb.tuple.utility import utility_domain
 from qlb.tuple.wcpq import POLICY_VIEW, Policy, map_domain, released_frame, signature, verify
 from qlb.tuple.workflows import run_task
+
+log = logging.getLogger(__name__)
 
 VIEW = "full_native"
 DEFENSE_FAMILIES = frozenset({"prior", "logistic", "template"})
@@ -113,9 +116,21 @@ class EndpointResult:
     val_log_loss: float
 
 
+class Unreadable(NamedTuple):
+    """A frozen policy with no cost on one endpoint's release: its native-distribution recipient
+    cannot read a release in which an available world lacks the full probability vector (top-two
+    scores)."""
+
+    endpoint: str
+    recipient: str
+    task: str
+    profile: str
+
+
 @dataclass
 class DefenseDomain:
-    """Every endpoint's attack, release and recipient costs for one (model, domain)."""
+    """Every endpoint's attack, release and recipient costs for one (model, domain); ``unreadable``
+    names the frozen policies that have no cost on an endpoint (and why: see ``Unreadable``)."""
 
     model: str
     domain: str
@@ -123,6 +138,7 @@ class DefenseDomain:
     releases: dict[str, pd.DataFrame] = field(default_factory=dict)     # world_id, probabilities, confidence, codeword
     costs: list[EndpointCost] = field(default_factory=list)
     wcpq: dict = field(default_factory=dict)
+    unreadable: list[Unreadable] = field(default_factory=list)
 
 
 @dataclass
@@ -194,22 +210,25 @@ def attack_endpoint(model: str, domain: str, endpoint: str, released: pd.DataFra
     return res, fits
 
 
-def _frozen_costs(endpoint: str, frame: pd.DataFrame, domain: str, policies: Sequence[Policy]) -> list[EndpointCost]:
+def _frozen_costs(endpoint: str, frame: pd.DataFrame, domain: str, policies: Sequence[Policy]
+                  ) -> tuple[list[EndpointCost], list[Unreadable]]:
+    """The frozen policies replayed on the endpoint's test release, and the policies that cannot
+    read it (a native-distribution recipient where some available world lacks the full vector)."""
     classes = policies[0].costs.classes             # the domain's classes, canonical order
     test = apply_view(frame[frame["split"] == "test"], POLICY_VIEW).sort_values("world_id").reset_index(drop=True)
     rank = candidate_ranks(test, classes)
     avail = (test["status"] == "ok").to_numpy()
     t = test["coarse"].map({c: i for i, c in enumerate(classes)}).to_numpy()
-    out = []
+    partial = native_q(test, classes) is None
+    out, unreadable = [], []
     for p in policies:
-        try:
-            q = p.recipient.q(test)
-        except ValueError:          # a native-distribution consumer cannot read a partial (top-two) vector
+        if p.recipient.kind == "native" and partial:
+            unreadable.append(Unreadable(endpoint, "frozen", p.task, p.profile))
             continue
-        o = run_task(p.task, q, rank, avail, t, p.costs, p.factor)
+        o = run_task(p.task, p.recipient.q(test), rank, avail, t, p.costs, p.factor)
         out.append(EndpointCost(endpoint, "frozen", p.task, p.profile, test["world_id"].to_numpy(),
                                 test["pair_id"].to_numpy(), o.cost))
-    return out
+    return out, unreadable
 
 
 def _adapted_costs(endpoint: str, model: str, domain: str, frame: pd.DataFrame,
@@ -220,13 +239,15 @@ def _adapted_costs(endpoint: str, model: str, domain: str, frame: pd.DataFrame,
 
 
 def endpoint_costs(model: str, domain: str, endpoint: str, released: pd.DataFrame,
-                   policies: Sequence[Policy], ontology: Ontology | None = None) -> list[EndpointCost]:
+                   policies: Sequence[Policy], ontology: Ontology | None = None
+                   ) -> tuple[list[EndpointCost], list[Unreadable]]:
     """What recipients pay on the endpoint's test release: the frozen full-native policies
-    replayed, and (for the transforms, not WCPQ) adapted recipients refitted on the release."""
-    out = _frozen_costs(endpoint, released, domain, policies) if policies else []
+    replayed, and (for the transforms, not WCPQ) adapted recipients refitted on the release; and
+    the frozen policies that cannot read the release (no cost)."""
+    out, unreadable = _frozen_costs(endpoint, released, domain, policies) if policies else ([], [])
     if endpoint != "native" and endpoint_method(endpoint) != "wcpq":
         out += _adapted_costs(endpoint, model, domain, released.drop(columns="_signature", errors="ignore"), ontology)
-    return out
+    return out, unreadable
 
 
 def release_table(release: Release, domain: str) -> pd.DataFrame:
@@ -257,7 +278,9 @@ def defend_domain(model: str, domain: str, frame: pd.DataFrame, policies: Sequen
         else:
             out.releases[ep] = release_table(release, domain)
         out.endpoints[ep] = result
-        out.costs += endpoint_costs(model, domain, ep, release.frame, policies, ontology)
+        costs, unreadable = endpoint_costs(model, domain, ep, release.frame, policies, ontology)
+        out.costs += costs
+        out.unreadable += unreadable
     return out
 
 
@@ -304,17 +327,18 @@ def _boot(values: np.ndarray, pairs: np.ndarray, rs: PairResamples) -> tuple[flo
     return (float(np.mean(values)), *percentile_interval(resampled_means(sums, sizes, rs.W)))
 
 
-def result_tables(results: list[DefenseDomain], preds: pd.DataFrame, n_boot: int = N_BOOT, seed: int = SEED
-                  ) -> tuple[pd.DataFrame, pd.DataFrame]:
+def result_tables(results: list[DefenseDomain], preds: pd.DataFrame, n_boot: int = N_BOOT, seed: int = SEED,
+                  skipped: dict[str, str] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """defense_results (recovery with intervals, paired difference against the native control,
-    WCPQ coverage and verification) and defense_costs (frozen and adapted recipients)."""
+    WCPQ coverage and verification) and defense_costs (frozen and adapted recipients). A pooled
+    cost left out because a frozen policy cannot read an endpoint is named in ``skipped``."""
     res_rows: list[dict] = []
     cost_rows: list[dict] = []
     for model, sub in preds.groupby("model", sort=True):
         rs = PairResamples.of(sub, n_boot, seed)
         domains = [r for r in results if r.model == model]
         res_rows += _recovery_rows(model, sub, domains, rs)
-        cost_rows += _cost_rows(model, domains, rs)
+        cost_rows += _cost_rows(model, domains, rs, skipped)
     return pd.DataFrame(res_rows, columns=RESULT_COLUMNS), pd.DataFrame(cost_rows, columns=COST_COLUMNS)
 
 
@@ -359,16 +383,40 @@ def _recovery_rows(model: str, sub: pd.DataFrame, domains: list[DefenseDomain], 
     return rows
 
 
-def _cost_rows(model: str, domains: list[DefenseDomain], rs: PairResamples) -> list[dict]:
-    """One model's mean recipient cost per (endpoint, recipient, task, profile) with intervals;
-    noise also as the per-world mean over the three seeds."""
+def pooled_costs(model: str, domains: list[DefenseDomain], skipped: dict[str, str] | None = None
+                 ) -> dict[tuple, list[tuple[np.ndarray, np.ndarray]]]:
+    """(pair ids, per-world costs) of every domain per (endpoint, recipient, task, profile) that
+    has a cost in every domain. A key without a cost in some domain is left out only when that
+    domain recorded why (``DefenseDomain.unreadable``); it is then logged and named in
+    ``skipped``. A cost missing for any other reason is an error, never dropped silently."""
     costs: dict[tuple, list[tuple[np.ndarray, np.ndarray]]] = {}
     for r in domains:
         for c in r.costs:
             costs.setdefault((c.endpoint, c.recipient, c.task, c.profile), []).append((c.pair_ids, c.cost))
-    # a recipient that cannot read an endpoint in some domain (a native-distribution consumer
-    # on top-two scores) leaves that endpoint without a pooled cost
-    costs = {k: v for k, v in costs.items() if len(v) == len(domains)}
+    out = {k: v for k, v in costs.items() if len(v) == len(domains)}
+    left_out: dict[tuple[str, str], dict[str, list[str]]] = {}
+    for key in sorted({*costs, *(tuple(u) for r in domains for u in r.unreadable)} - set(out)):
+        lacking = [r for r in domains if key not in {(c.endpoint, c.recipient, c.task, c.profile) for c in r.costs}]
+        unexplained = [r.domain for r in lacking if key not in {tuple(u) for u in r.unreadable}]
+        if unexplained:
+            raise RuntimeError(f"defense costs of {model}: no {key[1]} cost for {key[0]} {key[2]}/{key[3]} in "
+                               f"domain(s) {', '.join(unexplained)} and no reason recorded")
+        left_out.setdefault(key[:2], {})[f"{key[2]}/{key[3]}"] = [r.domain for r in lacking]
+    for (endpoint, recipient), policies in left_out.items():
+        named = "; ".join(f"{task_profile} (in {', '.join(where)})" for task_profile, where in policies.items())
+        why = (f"no pooled cost for {named}: a native-distribution policy cannot read a release without the full "
+               f"probability vector")
+        log.info("defense costs of %s on %s (%s recipients): %s", model, endpoint, recipient, why)
+        if skipped is not None:
+            skipped[f"defense costs {model}/{endpoint}/{recipient}"] = why
+    return out
+
+
+def _cost_rows(model: str, domains: list[DefenseDomain], rs: PairResamples,
+               skipped: dict[str, str] | None = None) -> list[dict]:
+    """One model's mean recipient cost per (endpoint, recipient, task, profile) with intervals;
+    noise also as the per-world mean over the three seeds."""
+    costs = pooled_costs(model, domains, skipped)
     rows = []
 
     def row(endpoint: str, recipient: str, task: str, profile: str, pids: np.ndarray, c: np.ndarray) -> dict:

@@ -7,7 +7,10 @@ bought if any, the route after "yes" and after "no"). Each response is replaced 
 codeword of the static grid (286 vectors n / 10 in lexicographic order, canonical class order;
 confidence replaced by the codeword's maximum where the response had a confidence) whose
 signature equals the response's; without one the response is released unchanged (identity
-fallback). Unavailable responses pass through unchanged.
+fallback). Unavailable responses pass through unchanged. A codeword releases every class's
+score, so a response whose release lacks some or all scores (a choice without probabilities, a
+partial vector) has no codeword with its availability and is released unchanged, never given a
+vector it did not have (nor one that may contradict its choice).
 
 Vectorized: a logistic recipient's logits are linear in the released fields, so q for every
 (world, codeword) is the world's logits at zero scores plus the codeword's contribution;
@@ -94,6 +97,20 @@ def _q_codewords(policy: Policy, frame: pd.DataFrame, code: np.ndarray, classes:
     return e / e.sum(axis=2, keepdims=True)
 
 
+def field_availability(frame: pd.DataFrame, classes: tuple[str, ...]) -> np.ndarray:
+    """(n, 3 + k) 0/1 per world: status ok, choice present, confidence present, and each class's
+    score present (canonical class order): the availability part of the behaviour signature."""
+    out = np.zeros((len(frame), 3 + len(classes)), dtype=int)
+    for i, (status, choice, conf, probs) in enumerate(zip(frame["status"], frame["choice"], frame["confidence"],
+                                                          frame["probabilities"])):
+        out[i, 0] = status == "ok"
+        out[i, 1] = isinstance(choice, str)
+        out[i, 2] = conf is not None and not pd.isna(conf)
+        if isinstance(probs, dict):
+            out[i, 3:] = [probs.get(c) is not None for c in classes]
+    return out
+
+
 def signature(policy: Policy, q: np.ndarray, rank: np.ndarray) -> np.ndarray:
     """(rows, 5) integer signature: selected category and the four plan entries."""
     rows = len(q)
@@ -119,18 +136,23 @@ def map_domain(frame: pd.DataFrame, domain: str, policies: list[Policy], code: n
     rel = apply_view(frame, POLICY_VIEW).reset_index(drop=True)
     n, m = len(rel), len(code)
     available = (rel["status"] == "ok").to_numpy()
-    rank = candidate_ranks(rel, classes)
-    match = np.ones((n, m), bool)
-    dicts = features(rel, classes)
-    base = zero_score_features(rel, classes)
-    for p in policies:
-        native = signature(p, p.recipient.q(rel, dicts), rank)                      # (n, 5)
-        qc = _q_codewords(p, rel, code, classes, base).reshape(n * m, len(classes))
-        coded = signature(p, qc, np.repeat(rank, m, axis=0)).reshape(n, m, -1)
-        match &= (coded == native[:, None, :]).all(axis=2)
-    match &= available[:, None]
-    has = match.any(axis=1)
-    first = np.where(has, match.argmax(axis=1), -1)
+    # field availability: a codeword keeps the status and the presence of choice and confidence
+    # and releases every score, so only an available response with the full vector can share its
+    # signature; the others are never matched (and a native-distribution policy could not read them)
+    eligible = available & field_availability(rel, classes)[:, 3:].all(axis=1)
+    sub = rel[eligible].reset_index(drop=True)
+    rank = candidate_ranks(sub, classes)
+    match = np.ones((len(sub), m), bool)
+    if len(sub):
+        dicts = features(sub, classes)
+        base = zero_score_features(sub, classes)
+        for p in policies:
+            native = signature(p, p.recipient.q(sub, dicts), rank)                  # (rows, 5)
+            qc = _q_codewords(p, sub, code, classes, base).reshape(len(sub) * m, len(classes))
+            coded = signature(p, qc, np.repeat(rank, m, axis=0)).reshape(len(sub), m, -1)
+            match &= (coded == native[:, None, :]).all(axis=2)
+    first = np.full(n, -1)
+    first[eligible] = np.where(match.any(axis=1), match.argmax(axis=1), -1)
     released, conf = [], rel["confidence"].to_numpy(float).copy()
     for i in range(n):
         if first[i] >= 0:
@@ -152,7 +174,7 @@ def released_frame(frame: pd.DataFrame, mapping: Mapping) -> pd.DataFrame:
 
 @dataclass
 class Verification:
-    plan_agreement: int
+    plan_agreement: int           # (world, policy) comparisons whose whole signature agrees (see ``verify``)
     comparisons: int
     max_abs_cost_diff: float
     native_cost: dict[tuple[str, str], float]
@@ -161,13 +183,17 @@ class Verification:
 
 def verify(native: pd.DataFrame, released: pd.DataFrame, domain: str, policies: list[Policy]) -> Verification:
     """Replays every policy on the native and the released frames through the recipients'
-    ordinary (non-vectorized) feature path: plan agreement over worlds x policies, the largest
+    ordinary (non-vectorized) feature path: agreement of the whole signature over worlds x
+    policies (a world agrees when its release keeps the status, the choice and the availability
+    of every field, and the policy's selected category and plan are unchanged), the largest
     per-world realized cost difference, mean costs."""
     classes = policies[0].costs.classes
     a = apply_view(native, POLICY_VIEW).set_index("world_id").sort_index().reset_index()
     b = apply_view(released, POLICY_VIEW).set_index("world_id").loc[a["world_id"]].reset_index()
     rank = candidate_ranks(a, classes)
     avail = (a["status"] == "ok").to_numpy()
+    same_fields = ((field_availability(a, classes) == field_availability(b, classes)).all(axis=1)
+                   & (a["choice"].fillna("").to_numpy() == b["choice"].fillna("").to_numpy()))
     t = a["coarse"].map({c: i for i, c in enumerate(classes)}).to_numpy()
     agree, comparisons, worst = 0, 0, 0.0
     native_cost, released_cost = {}, {}
@@ -177,7 +203,7 @@ def verify(native: pd.DataFrame, released: pd.DataFrame, domain: str, policies: 
         ob = run_task(p.task, qb, rank, avail, t, p.costs, p.factor)
         sa = np.column_stack([argmax_public(qa, rank), oa.plan()])
         sb = np.column_stack([argmax_public(qb, rank), ob.plan()])
-        same = (sa == sb).all(axis=1) | ~avail
+        same = ((sa == sb).all(axis=1) | ~avail) & same_fields
         agree += int(same.sum())
         comparisons += len(a)
         worst = max(worst, float(np.abs(oa.cost - ob.cost).max()) if len(a) else 0.0)

@@ -135,15 +135,51 @@ def test_equal_signatures_give_equal_plans_and_costs_for_every_truth(seed):
     assert released.loc[~avail, "probabilities"].isna().all()      # unavailable passes through
 
 
+def test_no_codeword_falls_back():
+    """Two selective native policies route above max q = 0.82 and 0.88 (review 2, factors 0.9 and
+    0.6): a response with max q = 0.85 routes under one and reviews under the other, which no
+    grid vector (max 0.8: both review; 0.9: both route) reproduces, so it is released unchanged."""
+    rng = np.random.default_rng(3)
+    frame = random_frame(rng, 4)
+    frame["status"] = "ok"
+    frame["choice"] = "ADDRESS"
+    frame["candidate_order"] = [list(CLASSES)] * 4                          # ties go to ADDRESS
+    frame["probabilities"] = [{"ADDRESS": 0.85, "DAMAGE": 0.05, "DELAY": 0.05, "DELIVERY_RECORD": 0.05},
+                              {"ADDRESS": 0.95, "DAMAGE": 0.03, "DELAY": 0.01, "DELIVERY_RECORD": 0.01},
+                              {"ADDRESS": 0.7, "DAMAGE": 0.1, "DELAY": 0.1, "DELIVERY_RECORD": 0.1},
+                              {"ADDRESS": 0.84, "DAMAGE": 0.06, "DELAY": 0.05, "DELIVERY_RECORD": 0.05}]
+    frame["confidence"] = [0.85, np.nan, 0.7, 0.84]
+    native = Recipient("native", "native", CLASSES)
+    policies = [Policy("selective", "authored", native, f, domain_costs("delivery")) for f in (0.9, 0.6)]
+    mapping = map_domain(frame, "delivery", policies)
+    assert mapping.code_index[[0, 3]].tolist() == [-1, -1]                  # identity fallback
+    released = released_frame(frame, mapping)
+    for i in (0, 3):
+        assert released["probabilities"][i] == frame["probabilities"][i]
+        assert released["confidence"][i] == frame["confidence"][i]
+    # both route ADDRESS (0.95) or both review (0.7): the lexicographically first grid vector
+    # with ADDRESS on top and max 0.9, resp. at most 0.8
+    grid = static_grid()
+    assert grid[mapping.code_index[1]].tolist() == [0.9, 0.0, 0.0, 0.1]
+    assert grid[mapping.code_index[2]].tolist() == [0.3, 0.1, 0.3, 0.3]
+    v = verify(frame, released, "delivery", policies)
+    assert v.plan_agreement == v.comparisons == 4 * 2 and v.max_abs_cost_diff == 0.0
+
+
 @pytest.mark.parametrize("seed", [3, 4])
-def test_no_codeword_falls_back(seed):
+def test_a_response_on_the_grid_never_falls_back(seed):
+    """A grid response's own vector has its signature: it is covered, by itself or an earlier
+    codeword with the same signature."""
     rng = np.random.default_rng(seed)
     frame = random_frame(rng, 50, on_grid=True)
     frame["confidence"] = [max(p.values()) if isinstance(p, dict) else np.nan for p in frame["probabilities"]]
     policies = random_policies(rng)
     mapping = map_domain(frame, "delivery", policies)
     avail = (frame["status"] == "ok").to_numpy()
+    grid = [tuple(np.round(r * 10).astype(int)) for r in static_grid()]
+    own = [grid.index(tuple(round(10 * p[c]) for c in CLASSES)) for p in frame.loc[avail, "probabilities"]]
     assert (mapping.code_index[avail] >= 0).all()
+    assert (mapping.code_index[avail] <= np.array(own)).all()
 
 
 def test_vectorized_signature_equals_the_plain_path():

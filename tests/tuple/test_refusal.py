@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import time
 
 import numpy as np
 import pandas as pd
@@ -145,14 +144,3 @@ def test_demo_run_matches_a_recount(demo_warehouse):
     overall = {m: o for m, *_, o in stored}
     assert 0.9 <= min(overall.values()) and max(overall.values()) <= 1.0   # the paper's regime
     assert len({round(v, 3) for v in overall.values()}) > 5                 # models differ
-
-
-def test_scoring_budget(demo_warehouse):
-    import duckdb
-    from warehouse import queries
-    con = duckdb.connect(str(demo_warehouse), read_only=True)
-    frame = queries.fetch_df(con, "refusal_audit_input", ["simulated-reference"])
-    con.close()
-    t0 = time.perf_counter()
-    summarize(score_responses(frame))
-    assert time.perf_counter() - t0 < 3.0     # budget 1 s (benchmarks/bench_refusal.py); slack for CI

@@ -72,10 +72,12 @@ def test_selective_routes_below_the_review_threshold():
     assert out.first[0] == 0 and out.cost[0] == 0.0
     out = selective(*one([0.85, 0.05, 0.05, 0.05], 1), c)          # route, wrong
     assert out.cost[0] == 10.0
-    out = selective(*one([0.7, 0.1, 0.1, 0.1], 0), c, factor=1.5)  # risk 3 < 3? no: strict
-    assert out.first[0] == REVIEW
-    out = selective(*one([0.7, 0.1, 0.1, 0.1], 0), c, factor=1.6)
-    assert out.first[0] == 0
+    # on the boundary: risk 10 * (1 - 0.75) = 2.5 equals review 2 x factor 1.25 exactly (every
+    # number a binary fraction), and routing needs risk strictly below it
+    q = [0.75, 0.125, 0.0625, 0.0625]
+    assert c.wrong_route * (1 - q[0]) == c.review * 1.25 == 2.5
+    assert selective(*one(q, 0), c, factor=1.25).first[0] == REVIEW
+    assert selective(*one(q, 0), c, factor=1.25 + 1e-12).first[0] == 0
 
 
 def test_selective_ties_go_to_the_public_candidate_order_and_unavailable_falls_back():
