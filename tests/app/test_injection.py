@@ -139,8 +139,8 @@ def markdown_values(at: AppTest) -> list[str]:
     return values
 
 
-def plot_strings(at: AppTest) -> list[str]:
-    """Every string in the traces and layout of every chart on the page."""
+def strings_in(value) -> list[str]:
+    """Every string inside nested dicts, lists and arrays."""
     out: list[str] = []
 
     def walk(v) -> None:
@@ -153,10 +153,14 @@ def plot_strings(at: AppTest) -> list[str]:
             for x in (v.tolist() if hasattr(v, "tolist") else v):
                 walk(x)
 
-    for chart in at.get("plotly_chart"):
-        walk(plotly_traces(chart))
-        walk(json.loads(chart.proto.spec).get("layout", {}))
+    walk(value)
     return out
+
+
+def plot_strings(at: AppTest) -> list[str]:
+    """Every string in the traces and layout of every chart on the page."""
+    return [s for chart in at.get("plotly_chart")
+            for s in strings_in([plotly_traces(chart), json.loads(chart.proto.spec).get("layout", {})])]
 
 
 def csv_cells(data: bytes) -> list[str]:

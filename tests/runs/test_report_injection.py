@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from qlb.present.report import _table, spreadsheet_safe
-from tests.app.test_injection import DATASET, FORMULA, IMAGE, TAG, ingest_hostile
+from tests.app.test_injection import DATASET, FORMULA, IMAGE, TAG, ingest_hostile, strings_in
 
 
 @pytest.fixture(scope="module")
@@ -35,21 +35,8 @@ def cells(text: str) -> list[str]:
 
 def figure_strings(text: str) -> list[str]:
     """Every string in the report's figures (the JSON handed to Plotly)."""
-    out: list[str] = []
-
-    def walk(v) -> None:
-        if isinstance(v, str):
-            out.append(v)
-        elif isinstance(v, dict):
-            for x in v.values():
-                walk(x)
-        elif isinstance(v, list):
-            for x in v:
-                walk(x)
-
-    for data in re.findall(r"Plotly\.newPlot\(\s*\"[^\"]+\",\s*(\[.*?\]),\s*\{", text, flags=re.S):
-        walk(json.loads(data))
-    return out
+    return [s for data in re.findall(r"Plotly\.newPlot\(\s*\"[^\"]+\",\s*(\[.*?\]),\s*\{", text, flags=re.S)
+            for s in strings_in(json.loads(data))]
 
 
 def test_report_shows_hostile_names_as_text(hostile_report):
