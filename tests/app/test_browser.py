@@ -217,6 +217,7 @@ def test_recovery_page_in_browser(server, browser):
     page.goto(f"{server}/recovery?dataset=simulated-reference")
     page.get_by_text("Paired differences between views").wait_for(timeout=30000)
     page.locator(".js-plotly-plot").first.wait_for(timeout=30000)
+    page.get_by_text("50.0%").first.wait_for(timeout=30000)
     _no_exception(page)
     assert page.get_by_text("50.0%").count() >= 2          # no_output is exactly 50% for both models
     page.screenshot(path=str(ARTIFACTS / "recovery.png"), full_page=True)
