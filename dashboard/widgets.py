@@ -171,6 +171,7 @@ def simulated_banner(simulated: bool, path: str | None = None, dataset: str | No
 
 
 STATIC_TABLE_ROWS = 25
+STATIC_CELL_CHARS = 80          # a longer cell (raw JSON, a note) would stretch a static table's rows
 
 
 def stat_row(items: list[tuple[str, str]]) -> None:
@@ -204,10 +205,11 @@ def reads_as_markup(value: object) -> bool:
 
 def data_table(df: pd.DataFrame, **kwargs) -> None:
     """Draw a frame, never letting Markdown read its text: a small one whose headers and text cells
-    are all plain renders as a static table (fast to draw, text selectable), any other as an
+    are all plain and short renders as a static table (fast to draw, text selectable), any other as an
     interactive grid (st.dataframe), whose cells are never Markdown."""
+    texts = [*df.columns, *df.select_dtypes(exclude="number").to_numpy().ravel()]
     static = len(df) <= STATIC_TABLE_ROWS and not kwargs and not any(
-        reads_as_markup(v) for v in [*df.columns, *df.select_dtypes(exclude="number").to_numpy().ravel()])
+        reads_as_markup(v) or len(str(v)) > STATIC_CELL_CHARS for v in texts)
     if static:
         st.table(df, hide_index=True)
     else:
