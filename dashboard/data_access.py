@@ -101,14 +101,10 @@ def reading(path: str) -> Iterator[None]:
 
 @contextmanager
 def _cursor(path: str) -> Iterator[duckdb.DuckDBPyCursor]:
-    """A read-only cursor for one batch of reads. A handle closed under it by a write of this
-    process is reopened once."""
+    """A read-only cursor for one batch of reads (a write of this process closes the handle and
+    forgets it, so the next batch opens a fresh one)."""
     with reading(path):
-        try:
-            cur = _lease.cursor(path)
-        except duckdb.ConnectionException:
-            _lease.close(path)
-            cur = _lease.cursor(path)
+        cur = _lease.cursor(path)
         try:
             yield cur
         finally:
