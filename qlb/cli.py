@@ -10,8 +10,9 @@ import json
 import logging
 import shlex
 import sys
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Iterator, Sequence
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_REJECTED, EXIT_STOPPED = 0, 1, 2, 3, 4
 
@@ -94,7 +95,13 @@ def build_parser() -> argparse.ArgumentParser:
     aud.add_argument("--models", nargs="+", metavar="MODEL", help="only these models")
     aud.add_argument("--force", action="store_true", help="always compute a new run")
     aud.add_argument("--views", nargs="+", metavar="VIEW", help="release views to decode (default: all five)")
-    aud.add_argument("--jobs", type=int, default=1, help="parallel decoding jobs (joblib; default 1)")
+    aud.add_argument("--jobs", type=int, default=None,
+                     help="local parallel processes for the (model, domain) tasks (joblib; default 1)")
+    aud.add_argument("--scheduler", metavar="ADDRESS", default=None,
+                     help="run the (model, domain) tasks of the decoding, utility and defense audits on a Dask "
+                          "scheduler: its address (tcp://HOST:PORT) or local:N for N worker processes on this "
+                          "machine; only this process reads and writes the warehouse; the numbers are those of a "
+                          "local run (default: $QLB_SCHEDULER unless --jobs is given)")
     aud.add_argument("--no-decoding", action="store_true", help="skip the decoding audit (and the fronts)")
     aud.add_argument("--no-utility", action="store_true",
                      help="skip the downstream utility audit (and the fronts and defenses)")
@@ -195,22 +202,29 @@ def _collect_parser(sub) -> None:
                "  qlb collect native --dataset mine --model m1 --transport openai --base-url http://127.0.0.1:8080/v1 "
                "--endpoint-model llama3 --answer letters\n"
                "  qlb collect refusal --dataset mine --model m1 --transport python "
-               "--target qlb.examples.triage_model:answer",
+               "--target qlb.examples.triage_model:answer\n"
+               "  qlb collect native --dataset mine --model m1 m2 m3 --transport openai --base-url "
+               "http://127.0.0.1:8080/v1 --endpoint-model llama3 qwen3 gemma3   (three models at once)",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     col.add_argument("probe", choices=["native", "refusal"],
                      help="native: the coarse decision; refusal: the fine mechanism or WITHHOLD")
     col.add_argument("--dataset", required=True, metavar="NAME", help="dataset whose worlds are asked")
-    col.add_argument("--model", required=True, metavar="NAME", help="the model's name in the warehouse")
+    col.add_argument("--model", required=True, nargs="+", metavar="NAME",
+                     help="the model's name in the warehouse; several names collect those models at once, each "
+                          "its own collection with its own --concurrency requests in flight")
     col.add_argument("--transport", required=True, choices=["typed", "openai", "python"])
-    col.add_argument("--base-url", metavar="URL", help="endpoint base URL (typed, openai)")
+    col.add_argument("--base-url", nargs="+", metavar="URL",
+                     help="endpoint base URL (typed, openai); with several models one for all or one per --model")
     col.add_argument("--path", default="/v1/decisions", metavar="P", help="typed: request path (default /v1/decisions)")
-    col.add_argument("--endpoint-model", metavar="M", help="the model name sent in the request (openai: required)")
+    col.add_argument("--endpoint-model", nargs="+", metavar="M",
+                     help="the model name sent in the request (openai: required); one for all or one per --model")
     col.add_argument("--api-key-env", metavar="VAR",
                      help="environment variable holding an API key (sent as a bearer token; never stored or printed)")
     col.add_argument("--answer", choices=["json", "letters"], default="json",
                      help="openai: a JSON answer (default) or one letter with top_logprobs")
     col.add_argument("--no-schema", action="store_true", help="openai --answer json: do not send a JSON schema")
-    col.add_argument("--target", metavar="MODULE:FUNCTION", help="python: the function called with each request body")
+    col.add_argument("--target", nargs="+", metavar="MODULE:FUNCTION",
+                     help="python: the function called with each request body; one for all or one per --model")
     col.add_argument("--split", nargs="+", metavar="S", help="only these splits (default: every world)")
     col.add_argument("--limit", type=int, metavar="N", help="ask at most N worlds this time")
     col.add_argument("--interval", type=float, default=0.0, metavar="S",
@@ -470,24 +484,51 @@ def _cmd_defend(args: argparse.Namespace) -> int:
     return EXIT_REJECTED if rep.rejects or rejected else EXIT_OK
 
 
+def _collect_options(args: argparse.Namespace) -> list:
+    """One CollectOptions per ``--model``; ``--base-url``, ``--endpoint-model`` and ``--target``
+    give one value for every model or one per model, in order."""
+    from qlb.runs.collect import CollectOptions
+
+    models = list(args.model)
+    if len(set(models)) < len(models):
+        raise _UsageError("--model names a model twice")
+
+    def each(flag: str, values: list[str] | None) -> list[str | None]:
+        if not values:
+            return [None] * len(models)
+        if len(values) in (1, len(models)):
+            return list(values) * (len(models) // len(values))
+        raise _UsageError(f"{flag}: give one value for every model or one per --model "
+                          f"({len(models)} models, {len(values)} values)")
+
+    settings = zip(models, each("--base-url", args.base_url), each("--endpoint-model", args.endpoint_model),
+                   each("--target", args.target))
+    return [CollectOptions(probe=args.probe, dataset_id=args.dataset, model=model, transport=args.transport,
+                           base_url=base_url, path=args.path, endpoint_model=endpoint_model,
+                           api_key_env=args.api_key_env, answer=args.answer, schema=not args.no_schema,
+                           target=target, splits=args.split, limit=args.limit, interval=args.interval,
+                           timeout=args.timeout, concurrency=args.concurrency, retries=args.retries,
+                           replace_invalid=args.replace_invalid)
+            for model, base_url, endpoint_model, target in settings]
+
+
 def _cmd_collect(args: argparse.Namespace, argv: Sequence[str]) -> int:
-    from qlb.runs.collect import CollectError, CollectOptions, collect, first_request, make_transport
+    from qlb.runs.collect import CollectError, collect_many, first_request, make_transport
     from warehouse.db import default_path, reader, writer
 
-    opts = CollectOptions(probe=args.probe, dataset_id=args.dataset, model=args.model, transport=args.transport,
-                          base_url=args.base_url, path=args.path, endpoint_model=args.endpoint_model,
-                          api_key_env=args.api_key_env, answer=args.answer, schema=not args.no_schema,
-                          target=args.target, splits=args.split, limit=args.limit, interval=args.interval,
-                          timeout=args.timeout, concurrency=args.concurrency, retries=args.retries,
-                          replace_invalid=args.replace_invalid)
+    options = _collect_options(args)
     path = args.warehouse or default_path()
     if not Path(path).exists():
         raise _UserError(f"{path}: no warehouse here yet (ingest the dataset's worlds first)")
     try:
-        opts.check()
+        for opts in options:
+            opts.check()
     except CollectError as exc:
         raise _UsageError(str(exc)) from None
     if args.show_request:
+        if len(options) > 1:
+            raise _UsageError("--show-request shows one model's request: give one --model")
+        opts = options[0]
         with reader(path) as con:
             body = first_request(con, opts)
         if body is None:
@@ -501,7 +542,8 @@ def _cmd_collect(args: argparse.Namespace, argv: Sequence[str]) -> int:
         transport.close()
         print(json.dumps(payload, indent=2, ensure_ascii=False))
         return EXIT_OK
-    bar = _progress(f"collect {args.probe} {args.model}", None)
+    who = args.model[0] if len(options) == 1 else f"{len(options)} models"
+    bar = _progress(f"collect {args.probe} {who}", None)
     bar.unit = "answer"
 
     def progress(stored: int, total: int) -> None:
@@ -510,24 +552,27 @@ def _cmd_collect(args: argparse.Namespace, argv: Sequence[str]) -> int:
 
     try:
         with writer(path) as con:
-            result = collect(con, opts, progress=progress)
+            results = collect_many(con, options, progress=progress)
     except CollectError as exc:
         raise _UsageError(str(exc)) from None
     finally:
         bar.close()
     if args.json:
-        print(json.dumps(result.to_json(), indent=2))
+        summaries = [r.to_json() for r in results]
+        print(json.dumps(summaries[0] if len(summaries) == 1 else summaries, indent=2))
     else:
-        print(f"{args.probe} answers of {args.model!r} in dataset {args.dataset!r}: {result.stored} stored "
-              f"({result.valid} valid, {result.invalid} invalid, {result.unavailable} unavailable); "
-              f"{result.skipped_existing} worlds skipped (already answered)"
-              + (f"; collection {result.collection_id}" if result.collection_id else ""))
-    if result.stopped:
-        resume = "qlb " + shlex.join(list(argv))
-        print(f"qlb collect: stopped: {result.stopped}; {result.stored} answers stored; resume with: {resume}",
+        for result in results:
+            print(f"{args.probe} answers of {result.model!r} in dataset {args.dataset!r}: {result.stored} stored "
+                  f"({result.valid} valid, {result.invalid} invalid, {result.unavailable} unavailable); "
+                  f"{result.skipped_existing} worlds skipped (already answered)"
+                  + (f"; collection {result.collection_id}" if result.collection_id else ""))
+    stopped = [r for r in results if r.stopped]
+    for result in stopped:
+        print(f"qlb collect: stopped: {result.stopped}; {result.stored} answers stored"
+              + (f" for {result.model!r}" if len(results) > 1 else "")
+              + (f"; resume with: qlb {shlex.join(list(argv))}" if result is stopped[-1] else ""),
               file=sys.stderr)
-        return EXIT_STOPPED
-    return EXIT_OK
+    return EXIT_STOPPED if stopped else EXIT_OK
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
@@ -591,21 +636,25 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     if not Path(path).exists():
         raise _UserError(f"{path}: no warehouse here yet (run `qlb demo` or `qlb ingest`)")
     from qlb.tuple.release_views import VIEWS
-    bar = _progress("audit", None)
+    with _audit_workers(args) as jobs:
+        bar = _progress("audit", None)
+        bar.unit = "task"
 
-    def progress(label: str, done: int, total: int) -> None:
-        bar.set_description(label)
-        bar.total, bar.n = total, done
-        bar.refresh()
+        def progress(label: str, done: int, total: int) -> None:
+            bar.set_description(label)
+            bar.total, bar.n = total, done
+            bar.refresh()
 
-    with writer(path) as con:
-        dataset = _resolve_dataset(con, args.dataset)
-        options = AuditOptions(models=args.models, force=args.force, decode=not args.no_decoding,
-                               views=args.views or VIEWS, jobs=args.jobs, utility=not args.no_utility,
-                               defenses=not args.no_defenses, defense_models=args.defense_models,
-                               defense_families=set(args.defense_families) if args.defense_families else None)
-        run = run_audits(con, dataset, options, progress)
-    bar.close()
+        try:
+            with writer(path) as con:
+                dataset = _resolve_dataset(con, args.dataset)
+                options = AuditOptions(models=args.models, force=args.force, decode=not args.no_decoding,
+                                       views=args.views or VIEWS, jobs=jobs, utility=not args.no_utility,
+                                       defenses=not args.no_defenses, defense_models=args.defense_models,
+                                       defense_families=set(args.defense_families) if args.defense_families else None)
+                run = run_audits(con, dataset, options, progress)
+        finally:
+            bar.close()
     if args.json:
         print(json.dumps(run.to_json(), indent=2))
         return EXIT_OK
@@ -630,6 +679,36 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     for name, why in run.skipped.items():
         print(f"skipped {name}: {why}")
     return EXIT_OK
+
+
+@contextmanager
+def _audit_workers(args: argparse.Namespace) -> Iterator[Any]:
+    """Where `qlb audit` runs its (model, domain) tasks: ``--scheduler`` (else $QLB_SCHEDULER
+    unless ``--jobs`` is given) names a Dask scheduler, connected for the command and closed
+    after it (its dashboard link on stderr); otherwise ``--jobs`` local processes."""
+    import os
+
+    from qlb.stats.parallel import SCHEDULER_ENV_VAR, SchedulerError, check_scheduler, dask_workers
+
+    if args.scheduler and args.jobs is not None:
+        raise _UsageError("--jobs and --scheduler exclude each other (the scheduler's workers do the work)")
+    scheduler = args.scheduler or (os.environ.get(SCHEDULER_ENV_VAR) if args.jobs is None else None)
+    if not scheduler:
+        yield args.jobs or 1
+        return
+    source = "--scheduler" if args.scheduler else f"${SCHEDULER_ENV_VAR}"
+    try:
+        check_scheduler(scheduler)
+    except SchedulerError as exc:
+        raise _UsageError(f"{source}: {exc}") from None
+    import distributed  # noqa: F401  (its import sets its loggers to INFO; -v shows them, else warnings only)
+    logging.getLogger("distributed").setLevel(logging.INFO if args.verbose else logging.WARNING)
+    with dask_workers(scheduler) as workers:
+        n = len(workers.client.scheduler_info(n_workers=-1)["workers"])
+        print(f"qlb audit: Dask scheduler {workers.client.scheduler.address} ({n} worker{'s' * (n != 1)}); "
+              f"dashboard: {workers.dashboard or 'none (the scheduler serves no dashboard)'}",
+              file=sys.stderr, flush=True)
+        yield workers
 
 
 def _cmd_quasileak(args: argparse.Namespace) -> int:

@@ -465,3 +465,11 @@ UNION ALL SELECT line_no FROM responses WHERE ingest_id = ?
 UNION ALL SELECT line_no FROM refusal_responses WHERE ingest_id = ?
 UNION ALL SELECT line_no FROM ql_documents WHERE ingest_id = ?
 UNION ALL SELECT line_no FROM ql_predictions WHERE ingest_id = ?;
+
+-- name: newest_audit_run
+SELECT run_id FROM runs WHERE dataset_id = ? AND kind = 'audit' ORDER BY started_at DESC, run_id DESC LIMIT 1;
+
+-- name: run_result_tables
+-- Every table that holds a run's results (a run_id column), for comparing two runs.
+SELECT DISTINCT table_name FROM information_schema.columns
+WHERE column_name = 'run_id' AND table_name <> 'runs' ORDER BY table_name;

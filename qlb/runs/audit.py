@@ -23,6 +23,7 @@ from qlb.runs.decoding import chosen_models, decoding_frame
 from qlb.runs.quasileak import load_corpus, load_predictions
 from qlb.runs.refusal import NO_REFUSAL, load_refusal_input, refusal_tables
 from qlb.stats.bootstrap import N_BOOT, SEED
+from qlb.stats.parallel import Workers
 from qlb.tuple import defense_audit, refusal
 from qlb.tuple.costs import profile_names
 from qlb.tuple.fronts import front_points
@@ -54,7 +55,9 @@ class AuditOptions:
     the defense audit. ``families`` restricts the decoder library (default: all five families,
     as specified); ``defense_models`` restricts the defense audit to some models (default: all)
     and ``defense_families`` sets its decoder families (default: prior, logistic, template).
-    Without ``force``, an earlier run over exactly the same data and parameters is reused."""
+    ``jobs`` says where the (model, domain) tasks run: a number of local processes or a
+    ``Workers`` (a Dask scheduler's); the numbers do not depend on it, so it is no parameter of
+    the run. Without ``force``, an earlier run over exactly the same data and parameters is reused."""
 
     models: Sequence[str] | None = None
     views: Sequence[str] = VIEWS
@@ -64,7 +67,7 @@ class AuditOptions:
     families: set[str] | None = None
     defense_models: Sequence[str] | None = None
     defense_families: set[str] | None = None
-    jobs: int = 1
+    jobs: int | Workers = 1
     force: bool = False
     n_boot: int = N_BOOT
     seed: int = SEED

@@ -9,23 +9,28 @@ never asked again (``replace_invalid`` asks again exactly the worlds whose store
 invalid or unavailable). An HTTP 408/429/5xx, a timeout or a connection error stops the
 collection once its retries are spent: the answers so far stay stored and the same command
 resumes.
+
+Several models are collected at once (``collect_many``): each is its own collection, dispatched
+in a thread of its own with its own requests in flight and its own stop, and this process, the
+only one holding the warehouse, stores every model's answers as they arrive.
 """
 from __future__ import annotations
 
 import logging
 import os
+import queue
+import threading
 import time
 import uuid
 from dataclasses import dataclass, fields
 from datetime import datetime, timezone
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import duckdb
 
 from qlb.collect.dispatch import DispatchPlan, dispatch
 from qlb.collect.requests import INSTRUCTION_VERSION, PROBES, body_sha256, request_body
 from qlb.collect.transports import Reply, Transport, TransportSpec
-from qlb.records.ontology import Ontology
 from warehouse import queries
 from warehouse.answers import Answer, AnswerStore, Call, CollectionInfo, stored_worlds
 from warehouse.ontologies import dataset_ontology
@@ -171,78 +176,185 @@ def collect(con: duckdb.DuckDBPyConnection, opts: CollectOptions, transport: Tra
             progress: Progress | None = None, sleep: Callable[[float], None] = time.sleep) -> CollectResult:
     """Ask every planned world once and store the answers (read-write handle). Returns the
     counts; ``stopped`` says why the collection ended early (None when it finished)."""
-    opts.check()
-    rows, skipped = planned_worlds(con, opts)
-    result = CollectResult(None, opts.model, opts.probe, skipped_existing=skipped)
-    if not rows:
-        return result
-    own_transport = transport is None
-    transport = transport or make_transport(opts)
-    collection_id = f"col-{datetime.now(timezone.utc):%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
-    info = CollectionInfo(opts.dataset_id, opts.model, opts.probe, opts.transport, opts.endpoint,
-                          opts.endpoint_model, opts.settings(), INSTRUCTION_VERSION)
-    store = AnswerStore(con, info, collection_id, skipped)
-    result.collection_id = collection_id
+    return collect_many(con, [opts], [transport], progress, sleep)[0]
+
+
+def collect_many(con: duckdb.DuckDBPyConnection, options: Sequence[CollectOptions],
+                 transports: Sequence[Transport | None] | None = None, progress: Progress | None = None,
+                 sleep: Callable[[float], None] = time.sleep) -> list[CollectResult]:
+    """Collect several models at once: each option set is one model's collection, with its own
+    ``concurrency`` requests in flight (default one per model) and its own stop; every answer is
+    validated and stored by this process (one handle) as it arrives. ``progress`` gets the
+    answers stored and the worlds to ask over every model. Results in the order of ``options``."""
+    for opts in options:
+        opts.check()
+    names = [(o.dataset_id, o.model, o.probe) for o in options]
+    twice = sorted({f"{m} ({p})" for d, m, p in names if names.count((d, m, p)) > 1})
+    if twice:
+        raise CollectError(f"model {', '.join(twice)} given twice: one collection per model and probe")
+    transports = list(transports) if transports is not None else [None] * len(options)
+    runs: list[_Collection] = []
     try:
-        # a transport handed in (tests) stays in this process; HTTP transports of our own may be
-        # spread over worker processes when several requests are in flight
-        _dispatch(rows, dataset_ontology(con, opts.dataset_id), opts, transport, store, result, progress, sleep,
-                  spread=own_transport and opts.transport != "python")
+        for opts, transport in zip(options, transports):      # plans and transports first: nothing
+            runs.append(_Collection(con, opts, transport))    # is written if one of them fails
+        for run in runs:
+            run.open(con)
+        active = [r for r in runs if r.items]
+
+        def report() -> None:
+            if progress:
+                progress(sum(r.store.counts.stored for r in active), sum(len(r.items) for r in active))
+
+        if len(active) == 1:
+            _receive_here(active[0], report, sleep)
+        elif active:
+            _receive_from_threads(active, report, sleep)
+        for run in active:
+            run.finish()
+        if active:
+            report()
     finally:
-        if own_transport:
-            transport.close()
-    for k in ("asked", "stored", "valid", "invalid", "unavailable"):
-        setattr(result, k, getattr(store.counts, k))
-    log.info("collection %s: %d stored (%d valid, %d invalid, %d unavailable)%s", collection_id, result.stored,
-             result.valid, result.invalid, result.unavailable, f"; stopped: {result.stopped}" if result.stopped else "")
-    return result
+        for run in runs:
+            run.close()
+    return [r.result for r in runs]
 
 
-def _dispatch(rows: list[dict[str, Any]], ontology: Ontology, opts: CollectOptions, transport: Transport,
-              store: AnswerStore, result: CollectResult, progress: Progress | None, sleep: Callable[[float], None],
-              spread: bool) -> None:
-    """Ask (``qlb.collect.dispatch``) and store in batches as the answers arrive. The request
-    bodies carry the dataset's ontology (its classes, mechanisms and descriptions)."""
-    endpoint_model = opts.endpoint_model or opts.model
-    items = []
-    for world in rows:
-        body = request_body(world, ontology.domain(world["domain"]), opts.probe, endpoint_model)
-        items.append((world["world_id"], body_sha256(body), body))
-    plan = DispatchPlan(opts.probe, opts.concurrency, opts.interval, opts.retries, opts.backoff)
-    factory = opts.transport_spec().build if spread else None
-    batch: list[Answer] = []
-    stop_calls: list[Call] = []
-    last_flush = time.monotonic()
-    results = dispatch(items, plan, transport, factory, sleep)
-    received = 0
+class _Collection:
+    """One model's collection while it runs: the request bodies to send, its answer store, and
+    the batch of answers not yet stored."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, opts: CollectOptions, transport: Transport | None) -> None:
+        rows, skipped = planned_worlds(con, opts)
+        self.opts, self.rows = opts, rows
+        self.result = CollectResult(None, opts.model, opts.probe, skipped_existing=skipped)
+        self.own_transport = transport is None
+        self.transport = transport if (transport is not None or not rows) else make_transport(opts)
+        self.items: list[tuple[str, str, dict[str, Any]]] = []
+        self.store: AnswerStore | None = None
+        self.batch: list[Answer] = []
+        self.stop_calls: list[Call] = []
+        self.received = 0
+        self.last_flush = time.monotonic()
+
+    def open(self, con: duckdb.DuckDBPyConnection) -> None:
+        """Record the collection and build its request bodies (with the dataset's ontology: its
+        classes, mechanisms and descriptions); nothing to do when no world is left to ask."""
+        if not self.rows:
+            return
+        opts = self.opts
+        collection_id = f"col-{datetime.now(timezone.utc):%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
+        info = CollectionInfo(opts.dataset_id, opts.model, opts.probe, opts.transport, opts.endpoint,
+                              opts.endpoint_model, opts.settings(), INSTRUCTION_VERSION)
+        self.store = AnswerStore(con, info, collection_id, self.result.skipped_existing)
+        self.result.collection_id = collection_id
+        ontology = dataset_ontology(con, opts.dataset_id)
+        endpoint_model = opts.endpoint_model or opts.model
+        for world in self.rows:
+            body = request_body(world, ontology.domain(world["domain"]), opts.probe, endpoint_model)
+            self.items.append((world["world_id"], body_sha256(body), body))
+
+    def dispatch(self, sleep: Callable[[float], None]) -> Iterator[tuple[str, str, list[Reply]]]:
+        """Ask (``qlb.collect.dispatch``). A transport handed in (tests) stays in this process;
+        HTTP transports of our own may be spread over worker processes when several requests are
+        in flight."""
+        opts = self.opts
+        plan = DispatchPlan(opts.probe, opts.concurrency, opts.interval, opts.retries, opts.backoff)
+        spread = self.own_transport and opts.transport != "python"
+        return dispatch(self.items, plan, self.transport, opts.transport_spec().build if spread else None, sleep)
+
+    def receive(self, world_id: str, sha: str, replies: list[Reply]) -> bool:
+        """One world's replies; True when a batch was stored."""
+        self.received += 1
+        calls = [_call(world_id, i, sha, r) for i, r in enumerate(replies, start=1)]
+        last = replies[-1]
+        if last.outcome == "stop":
+            self.stop_calls += calls
+            self.result.stopped = self.result.stopped or f"{last.reason} (world {world_id})"
+        else:
+            self.batch.append(Answer(world_id, last.outcome, last.fields, last.reason, calls))
+        if self.batch and (len(self.batch) >= BATCH_SIZE or time.monotonic() - self.last_flush >= FLUSH_SECONDS):
+            self.store.store(self.batch, self.opts.replace_invalid)
+            self.batch, self.last_flush = [], time.monotonic()
+            return True
+        return False
+
+    def finish(self) -> None:
+        """Store what is left, archive the calls of a stop, and count."""
+        result, store = self.result, self.store
+        if self.received < len(self.items) and not result.stopped:
+            result.stopped = (f"{len(self.items) - self.received} of {len(self.items)} worlds were not asked "
+                              "(the dispatching processes ended early)")
+        if self.batch:
+            store.store(self.batch, self.opts.replace_invalid, result.stopped)
+            self.batch = []
+        if self.stop_calls or result.stopped:
+            store.archive_only(self.stop_calls, result.stopped)
+        for k in ("asked", "stored", "valid", "invalid", "unavailable"):
+            setattr(result, k, getattr(store.counts, k))
+        log.info("collection %s: %d stored (%d valid, %d invalid, %d unavailable)%s", result.collection_id,
+                 result.stored, result.valid, result.invalid, result.unavailable,
+                 f"; stopped: {result.stopped}" if result.stopped else "")
+
+    def close(self) -> None:
+        if self.own_transport and self.transport is not None:
+            self.transport.close()
+
+
+def _receive_here(run: _Collection, report: Callable[[], None], sleep: Callable[[float], None]) -> None:
+    """One model: take its replies in this thread as they arrive."""
+    results = run.dispatch(sleep)
     try:
         for world_id, sha, replies in results:
-            received += 1
-            calls = [_call(world_id, i, sha, r) for i, r in enumerate(replies, start=1)]
-            last = replies[-1]
-            if last.outcome == "stop":
-                stop_calls += calls
-                result.stopped = result.stopped or f"{last.reason} (world {world_id})"
-            else:
-                batch.append(Answer(world_id, last.outcome, last.fields, last.reason, calls))
-            if batch and (len(batch) >= BATCH_SIZE or time.monotonic() - last_flush >= FLUSH_SECONDS):
-                store.store(batch, opts.replace_invalid)
-                batch, last_flush = [], time.monotonic()
-                if progress:
-                    progress(store.counts.stored, len(rows))
+            if run.receive(world_id, sha, replies):
+                report()
     except KeyboardInterrupt:
-        result.stopped = "interrupted (Ctrl+C)"
+        run.result.stopped = "interrupted (Ctrl+C)"
     finally:
         results.close()
-    if received < len(items) and not result.stopped:
-        result.stopped = (f"{len(items) - received} of {len(items)} worlds were not asked "
-                          "(the dispatching processes ended early)")
-    if batch:
-        store.store(batch, opts.replace_invalid, result.stopped)
-    if stop_calls or result.stopped:
-        store.archive_only(stop_calls, result.stopped)
-    if progress:
-        progress(store.counts.stored, len(rows))
+
+
+def _receive_from_threads(runs: list[_Collection], report: Callable[[], None],
+                          sleep: Callable[[float], None]) -> None:
+    """Several models: each model's dispatch runs in a thread of its own and hands its replies
+    to this thread, the only one that touches the warehouse."""
+    arrivals: queue.SimpleQueue = queue.SimpleQueue()
+    stop = threading.Event()
+
+    def pump(i: int) -> None:
+        results = runs[i].dispatch(sleep)
+        try:
+            for reply in results:
+                arrivals.put((i, reply))
+                if stop.is_set():
+                    break
+        except BaseException as exc:       # noqa: BLE001 -- handed to the storing thread, raised there
+            arrivals.put((i, exc))
+        finally:
+            results.close()
+            arrivals.put((i, None))
+
+    threads = [threading.Thread(target=pump, args=(i,), daemon=True, name=f"collect {r.opts.model}")
+               for i, r in enumerate(runs)]
+    for t in threads:
+        t.start()
+    running = len(threads)
+    try:
+        while running:
+            try:
+                i, item = arrivals.get(timeout=0.1)
+            except queue.Empty:
+                continue
+            if item is None:
+                running -= 1
+            elif isinstance(item, BaseException):
+                raise item
+            elif runs[i].receive(*item):
+                report()
+    except KeyboardInterrupt:
+        for run in runs:
+            run.result.stopped = run.result.stopped or "interrupted (Ctrl+C)"
+    finally:
+        stop.set()
 
 
 def _call(world_id: str, attempt: int, sha: str, reply: Reply) -> Call:

@@ -23,7 +23,7 @@ import pandas as pd
 from qlb.stats.bootstrap import N_BOOT, SEED, PairResamples, percentile_interval, resampled_means
 from qlb.tuple.decoding import correct, decode_domain, log_loss_per_world
 from qlb.tuple.recovery import decodable
-from qlb.stats.parallel import domain_tasks, run_tasks
+from qlb.stats.parallel import Workers, domain_tasks, run_tasks
 from qlb.tuple.defenses import NOISE_SEEDS, apply, temperature_inverse, to_dict
 from qlb.records.ontology import Ontology
 from qlb.tuple.costs import profile_names
@@ -284,7 +284,7 @@ def defend_domain(model: str, domain: str, frame: pd.DataFrame, policies: Sequen
     return out
 
 
-def run_defenses(frames: dict[str, pd.DataFrame], policies: dict[str, dict[str, list[Policy]]], jobs: int = 1,
+def run_defenses(frames: dict[str, pd.DataFrame], policies: dict[str, dict[str, list[Policy]]], jobs: int | Workers = 1,
                  families: frozenset[str] = DEFENSE_FAMILIES, endpoints: Sequence[str] = ENDPOINTS,
                  progress: Callable[[int, int], None] | None = None,
                  skipped: dict[str, str] | None = None, ontology: Ontology | None = None) -> list[DefenseDomain]:

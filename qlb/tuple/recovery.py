@@ -10,7 +10,7 @@ import pandas as pd
 
 from qlb.records.ontology import Ontology
 from qlb.stats.bootstrap import N_BOOT, SEED, PairResamples, percentile_interval, resampled_means
-from qlb.stats.parallel import domain_tasks, run_tasks
+from qlb.stats.parallel import Workers, domain_tasks, run_tasks
 from qlb.tuple.decoding import (
     FOLDS, DomainDecoding, ViewFit, correct, decode_domain, log_loss_per_world, reselect, split_frames, with_subviews,
 )
@@ -42,7 +42,7 @@ def decodable(frame: pd.DataFrame) -> str | None:
     return None
 
 
-def run_decoding(frames: dict[str, pd.DataFrame], views: Sequence[str] = VIEWS, jobs: int = 1,
+def run_decoding(frames: dict[str, pd.DataFrame], views: Sequence[str] = VIEWS, jobs: int | Workers = 1,
                  families: set[str] | None = None, progress: Callable[[int, int], None] | None = None,
                  skipped: dict[str, str] | None = None, ontology: Ontology | None = None) -> list[DomainDecoding]:
     """Decode every (model, domain) of ``frames`` (model -> worlds with that model's release).

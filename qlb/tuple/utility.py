@@ -18,7 +18,7 @@ import pandas as pd
 from qlb.stats.bootstrap import N_BOOT, SEED, PairResamples, percentile_interval, resampled_means
 from qlb.tuple.costs import PROFILES, CostProfile, DomainCosts, domain_costs
 from qlb.records.ontology import Ontology, load_ontology
-from qlb.stats.parallel import domain_tasks, missing_splits, run_tasks
+from qlb.stats.parallel import Workers, domain_tasks, missing_splits, run_tasks
 from qlb.tuple.recipients import Recipient, candidate_ranks, features
 from qlb.tuple.release_views import VIEWS, apply_view
 from qlb.tuple.workflows import FACTORS, TASKS, Outcome, action_labels, oracle_cost, run_task
@@ -157,7 +157,7 @@ def utility_domain(model: str, domain: str, frame: pd.DataFrame, views: Sequence
                   **overrides)
 
 
-def run_utility(frames: dict[str, pd.DataFrame], views: Sequence[str] = VIEWS, jobs: int = 1,
+def run_utility(frames: dict[str, pd.DataFrame], views: Sequence[str] = VIEWS, jobs: int | Workers = 1,
                 progress: Callable[[int, int], None] | None = None, skipped: dict[str, str] | None = None,
                 profiles: Sequence[CostProfile | str] = PROFILES, **overrides) -> list[DomainUtility]:
     """Every (model, domain) of ``frames`` (model -> that model's worlds, as for decoding)."""
