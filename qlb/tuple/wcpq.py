@@ -146,11 +146,18 @@ def map_domain(frame: pd.DataFrame, domain: str, policies: list[Policy], code: n
     if len(sub):
         dicts = features(sub, classes)
         base = zero_score_features(sub, classes)
+        flat = match.reshape(-1)                    # (world, codeword) pairs, world-major
+        world = np.repeat(np.arange(len(sub)), m)
         for p in policies:
+            # only the pairs that every earlier policy left matching are replayed (the workflows
+            # are row by row, so a pair's signature does not depend on which others run with it)
+            alive = np.flatnonzero(flat)
+            if not len(alive):
+                break
             native = signature(p, p.recipient.q(sub, dicts), rank)                  # (rows, 5)
             qc = _q_codewords(p, sub, code, classes, base).reshape(len(sub) * m, len(classes))
-            coded = signature(p, qc, np.repeat(rank, m, axis=0)).reshape(len(sub), m, -1)
-            match &= (coded == native[:, None, :]).all(axis=2)
+            coded = signature(p, qc[alive], rank[world[alive]])
+            flat[alive] = (coded == native[world[alive]]).all(axis=1)
     first = np.full(n, -1)
     first[eligible] = np.where(match.any(axis=1), match.argmax(axis=1), -1)
     released, conf = [], rel["confidence"].to_numpy(float).copy()
