@@ -244,35 +244,50 @@ def _collect_parser(sub) -> None:
     _warehouse_arg(col)
 
 
+class _BuildBar:
+    """`qlb demo`'s progress on stderr: one bar for the whole build (labels "<stage>[: detail]",
+    positions that only grow, an ETA from the mean rate since the start), or, when stderr is not
+    a terminal, one plain line per stage."""
+
+    def __init__(self) -> None:
+        from tqdm import tqdm
+        self.bar = tqdm(total=1, desc="qlb demo", file=sys.stderr, disable=None, leave=False, dynamic_ncols=True,
+                        smoothing=0, bar_format="{desc} {percentage:3.0f}%|{bar}| {elapsed}<{remaining}")
+        self.stage = ""
+
+    def __call__(self, label: str, done: int, total: int) -> None:
+        stage = label.partition(":")[0]
+        if self.bar.disable:
+            if stage != self.stage:
+                print(f"qlb demo: {stage} ({100 * done // max(total, 1)}%)", file=sys.stderr, flush=True)
+        else:
+            self.bar.total = total
+            self.bar.set_description_str(label, refresh=False)
+            self.bar.update(done - self.bar.n)
+            if stage != self.stage:
+                self.bar.refresh()
+        self.stage = stage
+
+    def close(self) -> None:
+        self.bar.close()
+
+
 def _cmd_demo(args: argparse.Namespace) -> int:
     from qlb.demo import build_demo
+    from qlb.records.ontology import OntologyError
     from warehouse.db import default_path
 
     path = args.warehouse or default_path()
-    bar = _progress("demo", None)
-    last_label = [""]
-
-    def step(label: str, done: int, total: int) -> None:
-        if bar.disable and label != last_label[0]:      # not a terminal: one line per stage
-            print(f"qlb demo: {label}", file=sys.stderr, flush=True)
-            last_label[0] = label
-        bar.set_description(label)
-        bar.total = total
-        bar.n = done
-        bar.refresh()
-
-    bar.unit = "step"
-    from qlb.records.ontology import OntologyError
     if args.ontology is not None and not args.ontology.is_file():
-        bar.close()
         raise _UserError(f"{args.ontology}: no such file")
+    bar = _BuildBar()
     try:
-        result = build_demo(path, args.seed, step, decode=not args.no_decoding, jobs=args.jobs,
+        result = build_demo(path, args.seed, bar, decode=not args.no_decoding, jobs=args.jobs,
                             ontology_path=args.ontology, dataset=args.dataset)
     except OntologyError as exc:     # a broken file, or a dataset whose worlds use another ontology
-        bar.close()
         raise _RejectedInput(exc.problems) from None
-    bar.close()
+    finally:
+        bar.close()
     summary = {"dataset": result.dataset_id, "simulated": True, "warehouse": str(path),
                "exports": str(result.export_dir), "ingests": {},
                "run_id": result.run.run_id if result.run else None}
@@ -292,7 +307,9 @@ def _cmd_demo(args: argparse.Namespace) -> int:
               "see the Data page or `qlb ingest --dry-run`.")
         if result.run is not None:
             state = "reused" if result.run.reused else "stored"
-            print(f"audit run {result.run.run_id} {state}; skipped: " + ", ".join(result.run.skipped))
+            print(f"audit run {result.run.run_id} {state}")
+            for name, why in result.run.skipped.items():
+                print(f"skipped {name}: {why}")
     return EXIT_OK
 
 

@@ -182,3 +182,68 @@ def test_refusal_with_an_own_ontology(tmp_path, capsys):
     broken.write_text(json.dumps({"domains": {}}))
     assert main(["refusal", "--worlds", str(w), "--responses", str(r), "--ontology", str(broken)]) == 3
     assert "broken.json" in capsys.readouterr().err
+
+
+def test_build_progress_weights_stages_by_their_tasks():
+    from qlb.demo import BUILD_STAGES, STAGE_SECONDS, TASK_SECONDS, build_stage_seconds
+    full = build_stage_seconds(9, 3, 3)
+    assert list(full) == list(BUILD_STAGES)
+    assert full["decoding"] == 27 * TASK_SECONDS["decoding"] and full["defenses"] == 9 * TASK_SECONDS["defenses"]
+    audit = full["decoding"] + full["utility"] + full["defenses"]
+    assert 0.5 < full["decoding"] / audit < 0.6 and 0.25 < full["defenses"] / audit < 0.35   # the README's shares
+    own = build_stage_seconds(9, 2, 3, corpus=False, decode=False)
+    assert list(own) == ["generation", "ingest", "refusal", "utility", "storing"]
+    assert own["utility"] == 18 * TASK_SECONDS["utility"] and own["storing"] == STAGE_SECONDS["storing"]
+
+
+def test_build_progress_only_grows_and_ends_at_the_whole():
+    from qlb.demo import BuildProgress, build_stage_seconds
+    seconds = build_stage_seconds(9, 3, 3)
+    plan = BuildProgress(seconds)
+    reports = [("generation", 0, 4), ("generation", 3, 4), ("ingest", 0, 4), ("ingest", 3, 4),
+               ("QuasiLeak", 0, 5), ("refusal", 0, 1)]
+    reports += [("decoding", i, 24) for i in range(1, 25)]         # three domains skipped: fewer tasks
+    reports += [("decoding", 10, 24)]                                # a late report
+    reports += [("utility", i, 27) for i in range(1, 28)]
+    # the defenses never report (skipped at run time), storing does
+    reports += [("storing", 0, 1)]
+    positions = [plan.report(*r) for r in reports]
+    assert positions == sorted(positions) and positions[0] == 0
+    before_utility = sum(seconds[s] for s in ("generation", "ingest", "QuasiLeak", "refusal", "decoding"))
+    assert positions[reports.index(("decoding", 24, 24))] == int(1000 * before_utility / sum(seconds.values()))
+    assert positions[-1] == int(1000 * (sum(seconds.values()) - seconds["storing"]) / sum(seconds.values()))
+    assert positions[-1] < BuildProgress.UNITS == plan.finish() == plan.report("generation", 0, 4)
+
+
+def _fake_build(skipped: dict[str, str]):
+    """A stand-in for build_demo: the stage reports of a build, no data."""
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    from qlb.demo import BuildProgress, DemoResult, build_stage_seconds
+
+    def build(path, seed, step, **_):
+        plan = BuildProgress(build_stage_seconds(9, 3, 3))
+        for stage, done, total in [("generation", 0, 4), ("generation", 2, 4), ("ingest", 0, 4), ("refusal", 0, 1),
+                                   ("decoding", 1, 27), ("decoding", 27, 27), ("utility", 27, 27),
+                                   ("defenses", 9, 9), ("storing", 0, 1)]:
+            step(f"{stage}: {done}/{total}", plan.report(stage, done, total), plan.UNITS)
+        step("done", plan.finish(), plan.UNITS)
+        return DemoResult("simulated-reference", Path(path).parent / "exports",
+                          run=SimpleNamespace(run_id="run-1", reused=False, skipped=skipped))
+    return build
+
+
+def test_demo_progress_off_a_terminal_and_its_summary(tmp_path, monkeypatch, capsys):
+    import qlb.demo
+    monkeypatch.setattr(qlb.demo, "build_demo", _fake_build({}))
+    assert main(["demo", "--warehouse", str(tmp_path / "w.duckdb")]) == 0
+    out, err = capsys.readouterr()
+    assert "\r" not in err                                              # stderr is not a terminal here
+    assert [line.split()[2] for line in err.splitlines()] == ["generation", "ingest", "refusal", "decoding",
+                                                              "utility", "defenses", "storing", "done"]
+    assert err.splitlines()[-1] == "qlb demo: done (100%)"
+    assert "audit run run-1 stored" in out and "skipped" not in out
+    monkeypatch.setattr(qlb.demo, "build_demo", _fake_build({"decoding": "not requested (decode=False)"}))
+    assert main(["demo", "--warehouse", str(tmp_path / "w.duckdb")]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "skipped decoding: not requested (decode=False)"
