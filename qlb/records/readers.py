@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import io
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Iterator
 
@@ -31,8 +32,10 @@ BOM = b"\xef\xbb\xbf"
 FORMATS = ("jsonl", "csv", "parquet")
 MAX_LINE_BYTES = 16 << 20     # a larger line (or row) is rejected: memory stays bounded per line
 MAX_DEPTH = 200               # nesting a Parquet value may have (pydantic's JSON parser stops near here)
+BULK_BLOCK = 8 << 20         # bytes of lines the bulk validator takes at once
 RAW_SHOWN = 4096              # characters of an over-long line kept for the quarantine
 _BLOCK = 1 << 20
+_ASCII_SPACE = " \t\n\r\x0b\x0c"        # what bytes.strip() strips
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,25 +155,114 @@ def _not_utf8(exc: UnicodeDecodeError) -> str:
 # ------------------------------------------------------------------------------- JSON Lines
 def _read_jsonl(path: str | Path) -> Iterator[Record]:
     with open(path, "rb", buffering=_BLOCK) as fh:
-        for line_no, line, rest in _physical_lines(fh):
-            if line_no == 1 and line.startswith(BOM):
-                line = line[len(BOM):]
-            if rest is not None:
-                size, last = len(line), b""
-                for last in rest:
-                    size += len(last)
-                size -= len(last) - len(_ending(last)[0])
-                yield Record(line_no, _shown(line, size), error=_too_long(size))
-                continue
-            line = line.rstrip(b"\r\n")
-            if not line.strip():
+        yield from _jsonl_records(fh)
+
+
+def _jsonl_records(fh: IO[bytes], lines_before: int = 0) -> Iterator[Record]:
+    """The Records of the lines from ``fh``'s position on, numbered after ``lines_before``."""
+    for line_no, line, rest in _physical_lines(fh):
+        line_no += lines_before
+        if line_no == 1 and line.startswith(BOM):
+            line = line[len(BOM):]
+        if rest is not None:
+            size, last = len(line), b""
+            for last in rest:
+                size += len(last)
+            size -= len(last) - len(_ending(last)[0])
+            yield Record(line_no, _shown(line, size), error=_too_long(size))
+            continue
+        line = line.rstrip(b"\r\n")
+        if not line.strip():
+            continue
+        try:
+            text = line.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            yield Record(line_no, line.decode("utf-8", "backslashreplace"), error=_not_utf8(exc))
+            continue
+        yield Record(line_no, text, text=text)
+
+
+def _chunks(records: Iterator[Record], size: int = 20_000) -> Iterator[list[Record]]:
+    chunk: list[Record] = []
+    for rec in records:
+        chunk.append(rec)
+        if len(chunk) >= size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+@dataclass(frozen=True, slots=True)
+class LineBlock:
+    """Consecutive JSON Lines lines: the non-blank readable ones decoded (``line_nos[i]`` is the
+    number of ``lines[i]``) and, among ``others``, those that are not valid UTF-8."""
+
+    line_nos: "np.ndarray"
+    lines: list[str]
+    others: list[Record] = field(default_factory=list)   # its lines that could not be read (not UTF-8)
+
+
+def _line_block(body: bytes, lines_before: int) -> LineBlock:
+    """The non-blank lines of ``body`` (whole lines, none over-long), numbered after ``lines_before``;
+    a line that is not valid UTF-8 is one of the block's ``others``, a rejected Record."""
+    import numpy as np
+    others: list[Record] = []
+    try:
+        parts: list[str | None] = body.decode("utf-8").split("\n")
+    except UnicodeDecodeError:                  # some lines are not UTF-8: find them, keep the rest
+        parts = body.decode("utf-8", "surrogateescape").split("\n")
+        for i, part in enumerate(parts):
+            if part.isascii():
                 continue
             try:
-                text = line.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                yield Record(line_no, line.decode("utf-8", "backslashreplace"), error=_not_utf8(exc))
-                continue
-            yield Record(line_no, text, text=text)
+                part.encode("utf-8")
+            except UnicodeEncodeError:
+                line = part.encode("utf-8", "surrogateescape").rstrip(b"\r")
+                if line.strip():
+                    try:
+                        line.decode("utf-8")
+                    except UnicodeDecodeError as exc:
+                        others.append(Record(lines_before + 1 + i, line.decode("utf-8", "backslashreplace"),
+                                             error=_not_utf8(exc)))
+                parts[i] = None
+    if body.endswith(b"\n"):
+        parts.pop()
+    nos = np.arange(lines_before + 1, lines_before + 1 + len(parts), dtype=np.int64)
+    keep = [i for i, p in enumerate(parts) if p is not None and p.strip(_ASCII_SPACE)]
+    if len(keep) < len(parts):
+        nos, parts = nos[keep], [parts[i] for i in keep]
+    return LineBlock(nos, [p.rstrip("\r") for p in parts], others)
+
+
+def jsonl_blocks(path: str | Path, block_bytes: int | None = None) -> Iterator[LineBlock | list[Record]]:
+    """The lines of a JSON Lines file in file order, as ``LineBlock``s of about ``block_bytes``
+    for the bulk validator, with the same line rules as ``read_records``: a block that holds an
+    over-long line comes as that block's Records instead (the rejected lines with their reasons,
+    the others as text), so no line is lost or numbered differently."""
+    limit = MAX_LINE_BYTES + 1
+    block_bytes = block_bytes or BULK_BLOCK
+    with open(path, "rb", buffering=_BLOCK) as fh:
+        lines_before = 0
+        while True:
+            start = fh.tell()
+            data = fh.read(block_bytes)
+            if not data:
+                return
+            if not data.endswith(b"\n"):
+                tail = fh.readline(limit)
+                data += tail
+                if len(tail) == limit and not tail.endswith(b"\n"):     # an over-long line: line by line from here
+                    fh.seek(start)
+                    yield from _chunks(_jsonl_records(fh, lines_before))
+                    return
+            n_lines = data.count(b"\n") + (not data.endswith(b"\n"))
+            body = data[len(BOM):] if lines_before == 0 and data.startswith(BOM) else data
+            if len(data) > MAX_LINE_BYTES and max(map(len, data.split(b"\n"))) > MAX_LINE_BYTES:
+                yield from _chunks(_jsonl_records(io.BufferedReader(io.BytesIO(data)), lines_before))
+            else:
+                yield _line_block(body, lines_before)
+            lines_before += n_lines
 
 
 # ---------------------------------------------------------------------------------------- CSV

@@ -11,6 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from qlb.cli import main
+from qlb.records import readers
 from tests.conftest import native, write_lines
 from warehouse import ingest as ingest_mod
 from warehouse.ingest import IngestRequest, ingest_file
@@ -113,19 +114,22 @@ def test_the_other_stateless_commands_share_the_line_rules(tmp_path, worlds_file
 
 
 # ------------------------------------------------------------------------------ bounded memory
-def test_ingest_writes_in_batches_and_holds_no_accepted_records(wh, worlds_file, tmp_path, monkeypatch):
+@pytest.mark.parametrize("bulk", [True, False])
+def test_ingest_writes_in_batches_and_holds_no_accepted_records(wh, worlds_file, tmp_path, monkeypatch, bulk):
     ingest_file(wh, IngestRequest("worlds", worlds_file, "ds"))
     monkeypatch.setattr(ingest_mod, "BATCH_LINES", 2)
+    monkeypatch.setattr(readers, "BULK_BLOCK", 300)           # a line or two per bulk block
     sizes = []
     real = ingest_mod.insert_new_rows
 
-    def spy(con, table, frame):
+    def spy(con, table, frame, key):
         sizes.append(len(frame["line_no"]))
-        return real(con, table, frame)
+        return real(con, table, frame, key)
 
     monkeypatch.setattr(ingest_mod, "insert_new_rows", spy)
     rows = [native(m, w) for m in ("m1", "m2") for w in ("w1", "w2", "w3", "w4")] + [native("m1", "w3")]
-    r = ingest_file(wh, IngestRequest("responses", write_lines(tmp_path / "r.jsonl", rows), "ds"))
+    r = ingest_file(wh, IngestRequest("responses", write_lines(tmp_path / "r.jsonl", rows), "ds"),
+                    bulk_validation=bulk)
     assert max(sizes) <= 2 and len(sizes) >= 4                  # validated, inserted and dropped in batches
     assert len(r.report.accepted) == 8 and r.report.n_lines == 9
     with pytest.raises(TypeError, match="keeps no accepted records"):
@@ -136,23 +140,26 @@ def test_ingest_writes_in_batches_and_holds_no_accepted_records(wh, worlds_file,
     assert wh.execute("SELECT raw_text FROM rejects").fetchone()[0] == json.dumps(rows[-1])
 
 
-def test_a_failure_in_a_later_batch_leaves_the_warehouse_as_it_was(wh, worlds_file, tmp_path, monkeypatch):
+@pytest.mark.parametrize("bulk", [True, False])
+def test_a_failure_in_a_later_batch_leaves_the_warehouse_as_it_was(wh, worlds_file, tmp_path, monkeypatch, bulk):
     ingest_file(wh, IngestRequest("worlds", worlds_file, "ds"))
     before = {t: count(wh, t) for t in ("responses", "rejects", "ingests", "models")}
     monkeypatch.setattr(ingest_mod, "BATCH_LINES", 2)
+    monkeypatch.setattr(readers, "BULK_BLOCK", 300)
     calls = []
     real = ingest_mod.insert_new_rows
 
-    def failing(con, table, frame):
+    def failing(con, table, frame, key):
         calls.append(1)
         if len(calls) == 2:
             raise OSError("disk full")
-        return real(con, table, frame)
+        return real(con, table, frame, key)
 
     monkeypatch.setattr(ingest_mod, "insert_new_rows", failing)
     rows = [native("m", w) for w in ("w1", "w2", "w3", "w4")] + [native("m", "nope")]
     with pytest.raises(OSError):
-        ingest_file(wh, IngestRequest("responses", write_lines(tmp_path / "r.jsonl", rows), "ds"))
+        ingest_file(wh, IngestRequest("responses", write_lines(tmp_path / "r.jsonl", rows), "ds"),
+                    bulk_validation=bulk)
     assert {t: count(wh, t) for t in before} == before
 
 

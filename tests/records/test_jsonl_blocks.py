@@ -1,0 +1,50 @@
+"""The bulk reader (`jsonl_blocks`, issue #17 goal 3) reads JSON Lines with the same line rules as
+`read_records`: the same lines, numbers, texts and rejections (BOM, CRLF, blank lines, lines that
+are not UTF-8, over-long lines), whatever the block size."""
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from qlb.records import readers
+from qlb.records.readers import BOM, LineBlock, jsonl_blocks, read_records
+
+PIECES = [b'{"a":1}', b'', b'   ', b'\t', b'{"b":"\xc3\xa9"}', b'\xff\xfe bad', b'x\r', b'y\r\r', b'\xc2\xa0',
+          b'{"c":2}\r', b'\r', b'\xff\r', b'\xe9\xe9 \r\r', b'ok \xed\xa0\x80 surrogate', b'\xc3']
+
+
+def _flat(path, block_bytes):
+    out = []
+    for block in jsonl_blocks(path, block_bytes):
+        if isinstance(block, LineBlock):
+            out += sorted([(int(n), t, t, None) for n, t in zip(block.line_nos, block.lines)]
+                          + [(r.line_no, r.raw, r.text, r.error) for r in block.others])
+        else:
+            out += [(r.line_no, r.raw, r.text, r.error) for r in block]
+    return out
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_blocks_read_what_read_records_reads(tmp_path, monkeypatch, seed):
+    monkeypatch.setattr(readers, "MAX_LINE_BYTES", 64)
+    rng = random.Random(seed)
+    for trial in range(150):
+        lines = [rng.choice(PIECES) if rng.random() < 0.9 else b"z" * rng.randint(58, 70)
+                 for _ in range(rng.randint(0, 40))]
+        data = b"\n".join(lines) + rng.choice([b"", b"\n", b"\r\n"])
+        if rng.random() < 0.3:
+            data = BOM + data
+        path = tmp_path / "f.jsonl"
+        path.write_bytes(data)
+        expected = [(r.line_no, r.raw, r.text, r.error) for r in read_records(path)]
+        for block_bytes in (1, 7, 50, 1000):
+            assert _flat(path, block_bytes) == expected, (trial, block_bytes, data)
+
+
+def test_a_bad_line_does_not_send_its_block_line_by_line(tmp_path):
+    path = tmp_path / "f.jsonl"
+    path.write_bytes(b'{"a":1}\n\xff\n{"a":2}\n')
+    (block,) = list(jsonl_blocks(path))
+    assert block.lines == ['{"a":1}', '{"a":2}'] and list(block.line_nos) == [1, 3]
+    assert [(r.line_no, r.error) for r in block.others] == [(2, "line is not valid UTF-8 (byte 0)")]

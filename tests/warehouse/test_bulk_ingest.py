@@ -1,0 +1,159 @@
+"""Issue #17 goal 3: `ingest_file` validates native-response JSON Lines in bulk (DuckDB types the
+lines; pydantic judges the rest). pydantic stays the definition: for any mix of lines, the bulk
+ingest must store exactly the lines, values and verdicts the per-line pydantic path gives
+(`validate_file`), with the same messages. The lines are built to probe every way DuckDB's
+reader is laxer than pydantic's (conversions, repeated keys, trailing commas, nan/inf, escapes)."""
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from qlb.records.readers import BOM
+from warehouse import bulk
+from warehouse.db import writer
+from warehouse.ingest import IngestRequest, ingest_file, validate_file
+from tests.conftest import native, two_pairs, write_lines
+
+CLASSES = ["ADDRESS", "DAMAGE", "DELAY", "DELIVERY_RECORD"]
+ODD_VALUES = ['null', '1', '0', '-0.0', '0.5', '1e-7', '1E5', '2', '-1', 'true', 'false', '"x"', '""', '"0.5"', 'nan',
+              'NaN', 'inf', '-inf', 'Infinity', '1e400', '{}', '[]', '[1,]', '{"a":1}', '"a,b:{null}"', '"\\u0041"',
+              '"null"', '"tab\\there"', '12345678901234567890123']
+
+
+def _dump(obj: dict, style: int) -> str:
+    if style == 0:
+        return json.dumps(obj)
+    if style == 1:
+        return json.dumps(obj, separators=(",", ":"))
+    return json.dumps(obj, indent=None, separators=(" , ", " : "))
+
+
+def _line(rng: random.Random, model_pool: list[str]) -> str:
+    """One line: usually a valid native response, often with one or two changes."""
+    obj = native(rng.choice(model_pool), f"w{rng.randint(1, 5)}")
+    if rng.random() < 0.2:
+        obj["probabilities"] = {c: round(rng.random(), 3) for c in rng.sample(CLASSES, rng.randint(0, 4))}
+    if rng.random() < 0.15:
+        obj["status"] = rng.choice(["unavailable", "partial", "OK"])
+    if rng.random() < 0.1:
+        obj["choice"] = rng.choice([None, "DAMAGE", "OTHER", "delay"])
+    if rng.random() < 0.1:
+        obj["probabilities"] = {"DELAY": 0.5, "ADDRESS": 0.5 + rng.choice([0.0009, 0.001, 0.0011, -0.0009, 1e-12])}
+    for key in list(obj):
+        if rng.random() < 0.06:
+            del obj[key]
+    text = _dump(obj, rng.randint(0, 2))
+    edits = rng.randint(0, 2) if rng.random() < 0.6 else 0
+    for _ in range(edits):
+        kind = rng.randint(0, 9)
+        if kind == 0:                                   # a field's value replaced verbatim
+            key = rng.choice(["model", "world_id", "status", "choice", "probabilities", "confidence"])
+            obj2 = dict(obj)
+            obj2[key] = "@@"
+            text = _dump(obj2, 1).replace('"@@"', rng.choice(ODD_VALUES))
+        elif kind == 1:                                 # an extra field
+            text = text[:-1] + f', "{rng.choice(["extra", "valid", "choice", "model", "invalid_reason"])}": ' \
+                   f'{rng.choice(ODD_VALUES)}}}'
+        elif kind == 2:                                 # a trailing comma
+            text = text[:-1] + ",}" if rng.random() < 0.5 else text.replace("}", ", }", 1)
+        elif kind == 3:                                 # a probability value replaced verbatim
+            text = text.replace("0.95", rng.choice(ODD_VALUES), 1)
+        elif kind == 4:                                 # a string with marks inside
+            text = text.replace('"m', rng.choice(['"a,b', '"a:b', '"{m', '"null m', '"[m', '"true']), 1)
+        elif kind == 5:
+            text = rng.choice(["", "   ", "nope", "[1, 2]", '"text"', "{", "{}", "null"])
+        elif kind == 6:                                 # the confidence replaced verbatim
+            text = text.replace("0.93", rng.choice(ODD_VALUES), 1)
+        elif kind == 7:
+            text = text.replace("DELAY", "DEL\\u0041Y")
+        elif kind == 8:
+            text = " " + text + "\t"
+        else:
+            text = text.replace('"model"', '"model": "x", "model"', 1)
+    return text
+
+
+def _zero(value):
+    """-0.0 as 0.0 (DuckDB stores a DOUBLE -0.0 as 0.0, whichever path wrote it)."""
+    if isinstance(value, dict):
+        return {k: _zero(v) for k, v in value.items()}
+    return value + 0.0 if isinstance(value, float) else value
+
+
+def _verdicts(tmp_path, lines: list[bytes], model: str | None):
+    worlds = write_lines(tmp_path / "worlds.jsonl", two_pairs())
+    path = tmp_path / "responses.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    db = tmp_path / "bulk.duckdb"
+    db.unlink(missing_ok=True)
+    with writer(db) as con:
+        ingest_file(con, IngestRequest("worlds", worlds, "d"))
+        reference = validate_file(con, IngestRequest("responses", path, "d", model=model))
+        result = ingest_file(con, IngestRequest("responses", path, "d", model=model))
+        stored = con.execute("SELECT line_no, model, world_id, status, choice, probabilities, confidence, valid, "
+                             "invalid_reason, choice_not_argmax FROM responses ORDER BY line_no").fetchall()
+        quarantined = con.execute("SELECT line_no, field, reason FROM rejects ORDER BY line_no").fetchall()
+    expected = [(n, r.model, r.world_id, r.status, r.choice, _zero(r.probabilities), _zero(r.confidence), r.valid,
+                 r.invalid_reason, r.choice_not_argmax) for n, r in reference.accepted]
+    got = [row[:5] + (_zero(None if row[5] is None else json.loads(row[5])), _zero(row[6])) + row[7:] for row in stored]
+    raw = path.read_bytes().split(b"\n")
+    by_line = {r[0]: repr(r) for r in got}, {r[0]: repr(r) for r in expected}
+    differ = [(n, by_line[0].get(n), by_line[1].get(n), raw[n - 1]) for n in sorted(set(by_line[0]) | set(by_line[1]))
+              if by_line[0].get(n) != by_line[1].get(n)]                      # repr: NaN equals NaN
+    assert not differ, "\n".join(map(str, differ[:5]))
+    assert quarantined == [(r.line_no, r.field, r.reason) for r in reference.rejects]
+    assert (len(result.report.accepted), len(result.report.rejects), result.report.n_invalid) == \
+           (len(reference.accepted), len(reference.rejects), reference.n_invalid)
+    return result
+
+
+@pytest.mark.parametrize("model", [None, "m0"])
+@pytest.mark.parametrize("seed", range(6))
+def test_bulk_ingest_agrees_with_pydantic_line_by_line(tmp_path, seed, model, monkeypatch):
+    taken = []
+    plain = bulk.plain_native_responses
+
+    def spy(*args):
+        rows, others = plain(*args)
+        taken.append(rows.num_rows)
+        return rows, others
+
+    monkeypatch.setattr(bulk, "plain_native_responses", spy)
+    rng = random.Random(seed)
+    pool = [f"m{i}" for i in range(80)] if model is None else ["m0"]
+    lines = [_line(rng, pool).encode() for _ in range(400)]
+    lines[0] = BOM + lines[0]
+    lines.insert(7, b'{"model": "m0", "world_id": "w1", "status": "ok", "choice": "\xff"}')   # not UTF-8
+    result = _verdicts(tmp_path, lines, model)
+    assert result.report.rejects                                             # the mix always has rejects ...
+    assert len(result.report.accepted) > (100 if model is None else 3)       # ... and accepted lines
+    assert sum(taken) > 0.7 * (len(result.report.accepted) - result.report.n_invalid)   # most taken in bulk
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.integers(0, 10**9), min_size=1, max_size=12))
+def test_bulk_ingest_agrees_on_any_few_lines(tmp_path, seeds):
+    lines = [_line(random.Random(s), [f"m{i}" for i in range(5)]).encode() for s in seeds]
+    _verdicts(tmp_path, lines, None)
+
+
+def test_the_lines_duckdb_reads_more_laxly_are_judged_by_pydantic(tmp_path):
+    good = json.dumps(native("m0", "w1"))
+    lines = [
+        good[:-1] + ",}",                                                       # trailing comma
+        good.replace('"confidence": 0.93', '"confidence": true'),              # a boolean as a number
+        good.replace('"confidence": 0.93', '"confidence": "0.93"'),            # text as a number
+        good.replace('"model": "m0"', '"model": 7'),                           # a number as text
+        good.replace('"model": "m0"', '"model": "x", "model": "m0"'),          # a repeated key
+        good.replace('0.95', 'nan'), good.replace('0.93', 'inf'),              # lax literals
+        good.replace('"confidence": 0.93', '"confidence": 0.93, "extra": nan'),
+        good.replace('"confidence": 0.93', '"confidence": 0.93, "extra": [1,]'),
+        good.replace('"confidence": 0.93', '"confidence": 0.93, "valid": "no"'),
+        good.replace("DELAY", "DEL\\u0041Y"),
+        good.replace('"w1"', '"w2"'),                                          # the one clean line
+    ]
+    result = _verdicts(tmp_path, [x.encode() for x in lines], None)
+    assert len(result.report.accepted) == 2     # the escaped class name is valid too (pydantic decodes it)
