@@ -20,7 +20,7 @@ import duckdb
 import streamlit as st
 
 from dashboard import data_access
-from warehouse.db import WarehouseBusy
+from warehouse.db import WarehouseBusy, WarehouseError
 
 BUSY_RETRY_SECONDS = 3.0
 _state = threading.local()
@@ -75,6 +75,11 @@ def run_router() -> None:
         except (WarehouseBusy, duckdb.ConnectionException) as exc:
             _state.routed = False
             busy = exc
+        except WarehouseError as exc:            # e.g. written by an older qlb: say what to do, no traceback
+            _state.routed = False
+            from dashboard.widgets import md_text
+            st.error(f"The warehouse cannot be read: {md_text(exc)}", icon=":material/error:")
+            busy = None
         else:
             busy = None
     if busy is not None:

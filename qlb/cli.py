@@ -159,6 +159,13 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--out", required=True, type=Path, metavar="FILE.html")
     _warehouse_arg(rep)
 
+    mig = sub.add_parser("migrate", help="bring an older warehouse's tables up to this version of qlb",
+                         description="Apply the schema migrations a warehouse written by an older qlb lacks "
+                                     "(every qlb command that writes does this too; the dashboard reads "
+                                     "only, so after an upgrade run this once before opening it). Stored "
+                                     "data and runs are kept.")
+    _warehouse_arg(mig)
+
     ql = sub.add_parser("quasileak", help="QuasiLeak detector scoring and runs",
                         description="Score privacy detectors on policy-conditioned quasi-evidence group "
                                     "recovery (QUASILEAK.md).")
@@ -592,6 +599,19 @@ def _cmd_collect(args: argparse.Namespace, argv: Sequence[str]) -> int:
     return EXIT_STOPPED if stopped else EXIT_OK
 
 
+def _cmd_migrate(args: argparse.Namespace) -> int:
+    from warehouse.db import current_version, default_path, file_schema_version, writer
+
+    path = Path(args.warehouse or default_path())
+    if not path.exists():
+        raise _UserError(f"{path}: no warehouse here yet (run `qlb demo` or ingest a file)")
+    before = file_schema_version(path)
+    with writer(path) as con:
+        after = current_version(con)
+    print(f"{path}: schema version {after}" + (f" (was {before})" if before != after else " (already current)"))
+    return EXIT_OK
+
+
 def _cmd_report(args: argparse.Namespace) -> int:
     from qlb.runs.report import build_report
     from warehouse.db import default_path, reader
@@ -819,7 +839,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from warehouse.ingest import IngestError
 
     handlers = {"demo": _cmd_demo, "ingest": _cmd_ingest, "refusal": _cmd_refusal, "audit": _cmd_audit,
-                "defend": _cmd_defend, "report": _cmd_report,
+                "defend": _cmd_defend, "report": _cmd_report, "migrate": _cmd_migrate,
                 "quasileak": _cmd_quasileak, "collect": lambda a: _cmd_collect(a, argv)}
     try:
         return handlers[args.command](args)

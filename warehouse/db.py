@@ -256,9 +256,18 @@ def open_reader(path: str | Path | None = None, wait: float = READ_WAIT) -> duck
     version = current_version(con)
     if version != latest_version():
         con.close()
-        raise WarehouseError(f"{path}: schema version {version}, this code expects {latest_version()}; "
-                             "open it once with a qlb command to migrate")
+        raise WarehouseError(f"{path}: schema version {version}, this version of qlb expects "
+                             f"{latest_version()}; run `qlb migrate` once to bring it up to date")
     return con
+
+
+def file_schema_version(path: str | Path) -> int | None:
+    """The schema version a warehouse file holds (None: no schema yet), read without migrating."""
+    con = _connect_waiting(Path(path), read_only=True, wait=READ_WAIT)
+    try:
+        return current_version(con)
+    finally:
+        con.close()
 
 
 @contextmanager
