@@ -57,7 +57,7 @@ PAGES = [
 def run_router() -> None:
     """What app.py does: page config, the navigation over every page, the shared sidebar, then
     the selected page."""
-    from dashboard.widgets import dataset_sidebar
+    from dashboard.widgets import background_audit_banner, dataset_sidebar
 
     st.set_page_config(page_title="qlb - privacy-utility audits", page_icon=":material/shield:", layout="wide")
     pages = [st.Page(path, title=title, icon=icon, url_path=url, default=(i == 0))
@@ -67,6 +67,7 @@ def run_router() -> None:
     with data_access.reading(path):        # one read-only handle for the whole page run, released after
         try:
             draw_sidebar = dataset_sidebar()
+            background_audit_banner(path, st.session_state.get("dataset"))
             _state.routed = True
             try:
                 navigation.run()

@@ -64,6 +64,11 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--dataset", metavar="NAME", default=None,
                       help="dataset name (default simulated-reference; with --ontology "
                            "simulated-<file stem>); must be new or simulated")
+    demo.add_argument("--background", action="store_true",
+                      help="store the data (seconds), then run the audits in a detached background process "
+                           "(`qlb audit --in-stages`, output in <warehouse>.build.log) that stores each audit as "
+                           "it finishes: the dashboard can open at once and fills in; nothing is recomputed "
+                           "once a run is complete (scripts/dashboard.sh uses this)")
 
     ingest_kinds = KINDS + tuple(k for k in ("ontology",) if k not in KINDS)
     ing = sub.add_parser("ingest", help="validate and load one file into the warehouse",
@@ -112,6 +117,10 @@ def build_parser() -> argparse.ArgumentParser:
                      choices=list(DECODER_FAMILIES),
                      help="decoder families of the defense-aware attacker (default: prior logistic template; "
                           "all five take several times longer)")
+    aud.add_argument("--in-stages", action="store_true",
+                     help="store each audit as it finishes (refusal and QuasiLeak; decoding; utility and fronts; "
+                          "defenses), opening the warehouse only to read and to store, so the dashboard can read "
+                          "meanwhile; its progress goes to <warehouse>.build.json, which pages show (same numbers)")
     aud.add_argument("--json", action="store_true", help="print the run summary as JSON on stdout")
     _warehouse_arg(aud)
 
@@ -290,14 +299,14 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     bar = _BuildBar()
     try:
         result = build_demo(path, args.seed, bar, decode=not args.no_decoding, jobs=args.jobs,
-                            ontology_path=args.ontology, dataset=args.dataset)
+                            ontology_path=args.ontology, dataset=args.dataset, background=args.background)
     except OntologyError as exc:     # a broken file, or a dataset whose worlds use another ontology
         raise _RejectedInput(exc.problems) from None
     finally:
         bar.close()
     summary = {"dataset": result.dataset_id, "simulated": True, "warehouse": str(path),
                "exports": str(result.export_dir), "ingests": {},
-               "run_id": result.run.run_id if result.run else None}
+               "run_id": result.run.run_id if result.run else None, "background_pid": result.background_pid}
     for kind, r in result.ingests.items():
         summary["ingests"][kind] = {"ingest_id": r.ingest_id, "already_ingested": r.duplicate,
                                     "accepted": len(r.report.accepted), "invalid": r.report.n_invalid,
@@ -312,6 +321,10 @@ def _cmd_demo(args: argparse.Namespace) -> int:
             print(f"  {kind:<10} {state}")
         print("Quarantined lines are planted on purpose to exercise the quarantine; "
               "see the Data page or `qlb ingest --dry-run`.")
+        if args.background:
+            print(f"audits: in the background (pid {result.background_pid}; output in {path}.build.log); "
+                  "the dashboard fills in as each is stored" if result.background_pid else
+                  "audits: a background audit is already running on this warehouse")
         if result.run is not None:
             state = "reused" if result.run.reused else "stored"
             print(f"audit run {result.run.run_id} {state}")
@@ -689,7 +702,12 @@ def _cmd_audit(args: argparse.Namespace) -> int:
                                        views=args.views or VIEWS, jobs=jobs, utility=not args.no_utility,
                                        defenses=not args.no_defenses, defense_models=args.defense_models,
                                        defense_families=set(args.defense_families) if args.defense_families else None)
-                run = run_audits(con, dataset, options, progress)
+                if args.in_stages:
+                    status = _staged_status(con, path, dataset, options)
+                else:
+                    run = run_audits(con, dataset, options, progress)
+            if args.in_stages:
+                run = _audit_in_stages(path, dataset, options, progress, status)
         finally:
             bar.close()
     if args.json:
@@ -716,6 +734,35 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     for name, why in run.skipped.items():
         print(f"skipped {name}: {why}")
     return EXIT_OK
+
+
+def _staged_status(con, path: str, dataset: str, options) -> Any:
+    """The status file keeper of `qlb audit --in-stages` (sized by the dataset's models and domains)."""
+    from qlb.demo import StagedAuditStatus
+    from qlb.runs.decoding import chosen_models
+    from warehouse.ontologies import dataset_ontology
+
+    models = chosen_models(con, dataset, options.models)
+    defended = [m for m in models if not options.defense_models or m in options.defense_models]
+    return StagedAuditStatus(path, dataset, len(models), len(dataset_ontology(con, dataset).domains),
+                             len(defended) if options.run_defenses else 0, decode=options.decode)
+
+
+def _audit_in_stages(path: str, dataset: str, options, progress, status) -> Any:
+    from qlb.runs.audit import run_audits_in_stages
+
+    def both(stage: str, done: int, total: int) -> None:
+        progress(stage, done, total)
+        status.progress(stage, done, total)
+
+    try:
+        run = run_audits_in_stages(path, dataset, options, both, status.stored)
+    except BaseException as exc:
+        status.failed(str(exc) or type(exc).__name__)
+        raise
+    if run.reused:
+        status.stored("defenses", run)          # nothing to do: say so, pages stop waiting
+    return run
 
 
 @contextmanager

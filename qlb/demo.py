@@ -8,6 +8,9 @@ so the whole dashboard can be tried on the task before any real answers are coll
 from __future__ import annotations
 
 import logging
+import subprocess
+import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -18,6 +21,7 @@ from qlb.quasileak.detectors import builtin_detectors
 from qlb.runs.quasileak import run_detector
 from qlb.simulate import DEFAULT_SEED, quasileak_sim, tuple_sim
 from warehouse import queries
+from warehouse.build_status import BuildStatus, running_build, write_status
 from warehouse.db import writer
 from warehouse.ingest import DatasetInfo, IngestRequest, IngestResult, ingest_file
 from warehouse.ontologies import store_ontology
@@ -121,12 +125,83 @@ class BuildProgress:
         return self.position_
 
 
+AUDIT_STAGES = ("refusal", "decoding", "utility", "defenses")
+
+
+class StagedAuditStatus:
+    """The status file of an audit in stages (``warehouse.build_status``), kept up to date from
+    its progress reports: the stage, the whole audit's share done (stage slices sized by expected
+    seconds, as ``BuildProgress``), an ETA from the time since the start, and the stages stored.
+    Written at most every ``interval`` seconds, and at every stage change."""
+
+    def __init__(self, warehouse: str | Path, dataset_id: str, n_models: int, n_domains: int,
+                 n_defense_models: int, decode: bool = True, interval: float = 1.0):
+        seconds = build_stage_seconds(n_models, n_domains, n_defense_models, corpus=False, decode=decode)
+        self.plan = BuildProgress({k: v for k, v in seconds.items() if k in AUDIT_STAGES})
+        self.warehouse, self.interval = warehouse, interval
+        self.status = BuildStatus(dataset_id=dataset_id, run_id="")
+        self.written = 0.0
+        self._write()
+
+    def progress(self, stage: str, done: int, total: int) -> None:
+        """A progress report of the audit (``run_audits_in_stages``' ``progress``)."""
+        changed = stage != self.status.stage
+        self.status.stage, self.status.stage_done, self.status.stage_total = stage, done, total
+        self._move(self.plan.report(stage, done, total))
+        if changed or time.time() - self.written >= self.interval:
+            self._write()
+
+    def stored(self, stage: str, run: AuditRun) -> None:
+        """A stage is stored (``run_audits_in_stages``' ``stored``)."""
+        self.status.run_id = run.run_id
+        self.status.stored.append(stage)
+        self._move(self.plan.report(stage, 1, 1))
+        later = [s for s in AUDIT_STAGES[AUDIT_STAGES.index(stage) + 1:] if s in self.plan.stage_seconds]
+        if later:
+            self.status.stage, self.status.stage_done, self.status.stage_total = later[0], 0, 1
+        else:
+            self.status.state, self.status.fraction, self.status.eta_seconds = "done", 1.0, 0.0
+        self._write()
+
+    def failed(self, error: str) -> None:
+        self.status.state, self.status.error = "failed", error
+        self._write()
+
+    def _move(self, position: int) -> None:
+        self.status.fraction = position / self.plan.UNITS
+        elapsed = time.time() - self.status.started
+        f = self.status.fraction
+        self.status.eta_seconds = elapsed * (1 - f) / f if f >= 0.02 else None
+
+    def _write(self) -> None:
+        write_status(self.warehouse, self.status)
+        self.written = time.time()
+
+
+def start_background_audit(warehouse: str | Path, dataset_id: str, jobs: int = 2, decode: bool = True,
+                           defense_models: tuple[str, ...] = DEMO_DEFENSE_MODELS) -> int | None:
+    """Start ``qlb audit --in-stages`` for the dataset as a detached process (its output in
+    ``<warehouse>.build.log``) and return its pid; None when one is already running. The process
+    reuses a finished run over the same data and parameters, so starting it again costs nothing."""
+    if running_build(warehouse) is not None:
+        return None
+    args = [sys.executable, "-m", "qlb", "audit", "--in-stages", "--dataset", dataset_id,
+            "--warehouse", str(warehouse), "--jobs", str(jobs), "--defense-models", *defense_models]
+    if not decode:
+        args.append("--no-decoding")
+    log = open(Path(str(warehouse) + ".build.log"), "ab")
+    proc = subprocess.Popen(args, stdout=log, stderr=log, stdin=subprocess.DEVNULL, start_new_session=True)
+    log.close()
+    return proc.pid
+
+
 @dataclass
 class DemoResult:
     dataset_id: str
     export_dir: Path
     ingests: dict[str, IngestResult] = field(default_factory=dict)
     run: AuditRun | None = None
+    background_pid: int | None = None     # the background audit started (--background), if any
 
 
 def write_exports(export_dir: Path, seed: int, step: Step | None = None,
@@ -167,7 +242,7 @@ def write_exports(export_dir: Path, seed: int, step: Step | None = None,
 
 def build_demo(warehouse_path: str | Path, seed: int = DEFAULT_SEED, step: Step | None = None,
                decode: bool = True, jobs: int = 2, ontology_path: Path | None = None,
-               dataset: str | None = None) -> DemoResult:
+               dataset: str | None = None, background: bool = False) -> DemoResult:
     """Simulate, export and ingest the reference datasets into ``warehouse_path``, then run the
     detectors and every audit (``decode=False`` skips the slow decoding audit). ``step`` gets
     each stage's label with the build's progress as one share (``BuildProgress``), then "done".
@@ -177,6 +252,10 @@ def build_demo(warehouse_path: str | Path, seed: int = DEFAULT_SEED, step: Step 
     ``simulated-<file stem>``) is stored with the ontology, then ingested and audited exactly as
     the default demo (no QuasiLeak corpus, so no detectors). ValueError when ``dataset`` exists
     and is not simulated.
+
+    ``background``: store the data and the detectors' predictions, then leave every audit to a
+    detached ``qlb audit --in-stages`` (``start_background_audit``; its pid in ``background_pid``),
+    which stores each audit as it finishes, so the dashboard can open within seconds and fill in.
 
     Idempotent: the same seed gives byte-identical exports, so a rerun ingests nothing new."""
     warehouse_path = Path(warehouse_path)
@@ -220,7 +299,10 @@ def build_demo(warehouse_path: str | Path, seed: int = DEFAULT_SEED, step: Step 
                 run_detector(con, dataset, detector, split="test")
         else:
             say("QuasiLeak", detail="no corpus, no detectors (own ontology)")
-        say("refusal", detail="the refusal and QuasiLeak audits")
+        if background:
+            say("refusal", detail="the audits go on in the background")
+        else:
+            say("refusal", detail="the refusal and QuasiLeak audits")
         last_task_stage = "defenses" if decode else "utility"
 
         def audit_step(stage: str, done: int, total: int) -> None:
@@ -228,8 +310,11 @@ def build_demo(warehouse_path: str | Path, seed: int = DEFAULT_SEED, step: Step 
             if stage == last_task_stage and done >= total:
                 say("storing", detail="the run's tables")
 
-        result.run = run_audits(con, dataset, decode=decode, jobs=jobs, progress=audit_step,
-                                defense_models=DEMO_DEFENSE_MODELS)
+        if not background:
+            result.run = run_audits(con, dataset, decode=decode, jobs=jobs, progress=audit_step,
+                                    defense_models=DEMO_DEFENSE_MODELS)
+    if background:
+        result.background_pid = start_background_audit(warehouse_path, dataset, jobs, decode)
     if step is not None:
         step("done", plan.finish(), plan.UNITS)
     return result

@@ -155,7 +155,14 @@ FROM runs WHERE dataset_id = ? AND (? IS NULL OR kind = ?) ORDER BY started_at D
 
 -- name: latest_run_of_fingerprint
 SELECT run_id FROM runs WHERE dataset_id = ? AND kind = ? AND dataset_fingerprint = ? AND parameters = ?
+  AND finished_at IS NOT NULL
 ORDER BY started_at DESC LIMIT 1;
+
+-- name: finish_run
+UPDATE runs SET finished_at = ? WHERE run_id = ?;
+
+-- name: unfinished_runs
+SELECT run_id FROM runs WHERE dataset_id = ? AND finished_at IS NULL;
 
 -- name: refusal_results
 SELECT model, domain, n, withheld, direct_correct, direct_incorrect, residual_unique_correct,

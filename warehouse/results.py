@@ -45,15 +45,48 @@ def code_version() -> str:
     return f"{__version__}+{commit}" if commit else __version__
 
 
+# the tables that hold one row set per run (besides ``runs``), for dropping an unfinished run
+RUN_TABLES = ("refusal_results", "refusal_outcomes", "ql_scores", "decoder_predictions", "decoder_selections",
+              "decoder_configs", "decoder_config_scores", "recovery_results", "recovery_differences",
+              "utility_policies", "recipient_models", "policy_actions", "utility_results", "utility_differences",
+              "front_points", "defense_releases", "defense_results", "defense_costs")
+
+
 def store_run(con: duckdb.DuckDBPyConnection, *, run_id: str, dataset_id: str, kind: str,
               parameters: dict[str, Any], fingerprint: str, started: datetime,
-              tables: dict[str, pd.DataFrame]) -> None:
-    """One run and its result tables in one transaction."""
+              tables: dict[str, pd.DataFrame], finished: bool = True) -> None:
+    """One run and its result tables in one transaction. ``finished=False`` stores the run as
+    still in progress (no ``finished_at``): its later stages follow with ``store_stage``."""
     with transaction(con):
         queries.execute(con, "insert_run", [run_id, dataset_id, kind, json.dumps(parameters, sort_keys=True),
-                                            fingerprint, code_version(), False, started, now()])
-        for table, frame in tables.items():
-            frame = frame.copy()
-            frame.insert(0, "dataset_id", dataset_id)
-            frame.insert(0, "run_id", run_id)
-            insert_rows(con, table, frame)
+                                            fingerprint, code_version(), False, started, now() if finished else None])
+        _insert_tables(con, run_id, dataset_id, tables)
+
+
+def store_stage(con: duckdb.DuckDBPyConnection, *, run_id: str, dataset_id: str, tables: dict[str, pd.DataFrame],
+                finished: bool = False) -> None:
+    """More result tables of a run in progress, in one transaction; ``finished`` marks the run done."""
+    with transaction(con):
+        _insert_tables(con, run_id, dataset_id, tables)
+        if finished:
+            queries.execute(con, "finish_run", [now(), run_id])
+
+
+def drop_unfinished_runs(con: duckdb.DuckDBPyConnection, dataset_id: str) -> list[str]:
+    """Delete the dataset's runs that never finished (a build stopped midway) with their rows;
+    their ids."""
+    ids = queries.fetch_df(con, "unfinished_runs", [dataset_id])["run_id"].tolist()
+    if ids:
+        with transaction(con):
+            for table in RUN_TABLES + ("runs",):
+                con.execute(f"DELETE FROM {table} WHERE list_contains(?, run_id)", [ids])  # table: internal name
+    return ids
+
+
+def _insert_tables(con: duckdb.DuckDBPyConnection, run_id: str, dataset_id: str,
+                   tables: dict[str, pd.DataFrame]) -> None:
+    for table, frame in tables.items():
+        frame = frame.copy()
+        frame.insert(0, "dataset_id", dataset_id)
+        frame.insert(0, "run_id", run_id)
+        insert_rows(con, table, frame)

@@ -12,7 +12,8 @@ import logging
 import uuid
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any, Callable, Sequence
+from pathlib import Path
+from typing import Any, Callable, Iterator, Sequence
 
 import duckdb
 import pandas as pd
@@ -147,18 +148,75 @@ def run_audits(con: duckdb.DuckDBPyConnection, dataset_id: str, options: AuditOp
     tables: Tables = {}
     tables.update(_refusal_audit(con, run, opts, ontology))
     tables.update(_quasileak_audit(con, run, opts))
-    models = chosen_models(con, dataset_id, opts.models)
-    frames = {m: decoding_frame(con, dataset_id, m) for m in models} if (opts.decode or opts.utility) else {}
-    tables.update(_decoding_audit(frames, run, opts, progress, ontology))
-    selected, utility_tables = _utility_audit(frames, run, opts, progress, ontology)
-    tables.update(utility_tables)
-    tables.update(_fronts(run))
-    for name, frame in _defense_audit(frames, selected, run, opts, progress, ontology).items():
-        tables[name] = pd.concat([tables[name], frame], ignore_index=True) if name in tables else frame
+    frames = _frames(con, dataset_id, opts)
+    for _, stage_tables in _later_stages(frames, run, opts, progress, ontology):
+        for name, frame in stage_tables.items():
+            tables[name] = pd.concat([tables[name], frame], ignore_index=True) if name in tables else frame
     store_run(con, run_id=run.run_id, dataset_id=dataset_id, kind="audit", parameters=params,
               fingerprint=fingerprint, started=started, tables=tables)
     log.info("stored run %s for %s", run.run_id, dataset_id)
     return run
+
+
+Stored = Callable[[str, AuditRun], None]     # (stage just stored, the run)
+
+
+def run_audits_in_stages(warehouse: str | Path, dataset_id: str, options: AuditOptions | None = None,
+                         progress: Progress | None = None, stored: Stored | None = None, **changes: Any) -> AuditRun:
+    """``run_audits`` for a long audit while the dashboard reads the same warehouse: the file is
+    opened only to read the inputs and to store each stage (refusal and QuasiLeak; decoding;
+    utility with the fronts; defenses), each in one short transaction, and never while a stage
+    computes. The run is stored unfinished after its first stage (pages show each stage as it
+    lands) and finished with its last; the numbers are those of ``run_audits``. ``stored`` is
+    called after each stage is stored. A run over the same data and parameters that finished
+    earlier is reused; one that never finished (a build stopped midway) is dropped and redone."""
+    from warehouse.db import writer
+    from warehouse.results import drop_unfinished_runs, store_stage
+
+    opts = replace(options or AuditOptions(), **changes)
+    with writer(warehouse) as con:
+        _check(con, dataset_id, opts)
+        ontology = dataset_ontology(con, dataset_id)
+        params = {**opts.parameters(), "ontology_sha256": ontology.sha256}
+        fingerprint = dataset_fingerprint(con, dataset_id)
+        earlier = None if opts.force else _stored_run(con, dataset_id, fingerprint, params)
+        if earlier is not None:
+            return earlier
+        for run_id in drop_unfinished_runs(con, dataset_id):
+            log.info("dropped unfinished run %s", run_id)
+        started = now()
+        run = AuditRun(_new_run_id(started), dataset_id, False)
+        first = {**_refusal_audit(con, run, opts, ontology), **_quasileak_audit(con, run, opts)}
+        frames = _frames(con, dataset_id, opts)
+        store_run(con, run_id=run.run_id, dataset_id=dataset_id, kind="audit", parameters=params,
+                  fingerprint=fingerprint, started=started, tables=first, finished=False)
+    if stored is not None:
+        stored("refusal", run)
+    for stage, tables in _later_stages(frames, run, opts, progress, ontology):
+        with writer(warehouse) as con:
+            store_stage(con, run_id=run.run_id, dataset_id=dataset_id, tables=tables, finished=stage == "defenses")
+        if stored is not None:
+            stored(stage, run)
+    log.info("stored run %s for %s in stages", run.run_id, dataset_id)
+    return run
+
+
+def _frames(con: duckdb.DuckDBPyConnection, dataset_id: str, opts: AuditOptions) -> dict[str, pd.DataFrame]:
+    """The decoding frame of each chosen model (what the decoding, utility and defense audits read)."""
+    if not (opts.decode or opts.utility):
+        return {}
+    return {m: decoding_frame(con, dataset_id, m) for m in chosen_models(con, dataset_id, opts.models)}
+
+
+def _later_stages(frames: dict[str, pd.DataFrame], run: AuditRun, opts: AuditOptions, progress: Progress | None,
+                  ontology: Ontology) -> Iterator[tuple[str, Tables]]:
+    """The audits after refusal and QuasiLeak, in order, each with the tables it stores: decoding;
+    utility with the fronts (which need both); the defenses (which need the utility audit's frozen
+    policies)."""
+    yield "decoding", _decoding_audit(frames, run, opts, progress, ontology)
+    selected, utility_tables = _utility_audit(frames, run, opts, progress, ontology)
+    yield "utility", {**utility_tables, **_fronts(run)}
+    yield "defenses", _defense_audit(frames, selected, run, opts, progress, ontology)
 
 
 def _check(con: duckdb.DuckDBPyConnection, dataset_id: str, opts: AuditOptions) -> None:

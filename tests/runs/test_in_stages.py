@@ -1,0 +1,105 @@
+"""Issue #17 goal 1: an audit in stages (`qlb audit --in-stages`, what `qlb demo --background`
+starts) stores each audit as it finishes, opening the warehouse only to read and to store; the
+numbers equal a one-transaction run; a reader gets in between stages; a build stopped midway is
+dropped and redone; a finished one is reused; the status file says where it stands."""
+from __future__ import annotations
+
+import os
+import threading
+
+import pytest
+
+from qlb.cli import main
+from qlb.demo import StagedAuditStatus
+from qlb.runs.audit import run_audits, run_audits_in_stages
+from tests.runs.test_cluster import DATASET, OPTIONS, copy_of, small_dataset
+from warehouse import build_status
+from warehouse.compare import compare_runs, newest_audit_run
+from warehouse.db import reader, writer
+from warehouse.results import drop_unfinished_runs
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory):
+    return small_dataset(tmp_path_factory.mktemp("small"))
+
+
+def test_in_stages_equals_one_transaction_and_readers_get_in_between(small, tmp_path):
+    whole = copy_of(small, tmp_path / "whole")
+    with writer(whole) as con:
+        run_audits(con, DATASET, OPTIONS)
+    staged = copy_of(small, tmp_path / "staged")
+    seen = []
+
+    def stored(stage, run):
+        with reader(staged) as con:            # the file is free between stages
+            finished = con.execute("SELECT finished_at IS NOT NULL FROM runs WHERE run_id = ?",
+                                   [run.run_id]).fetchone()[0]
+            seen.append((stage, finished))
+
+    run = run_audits_in_stages(staged, DATASET, OPTIONS, stored=stored)
+    assert seen == [("refusal", False), ("decoding", False), ("utility", False), ("defenses", True)]
+    with reader(whole) as a, reader(staged) as b:
+        differences = compare_runs(a, newest_audit_run(a, DATASET), b, run.run_id)
+    assert {name: diff for name, (_, diff) in differences.items() if diff} == {}
+    assert sum(n for n, _ in differences.values()) > 0
+    again = run_audits_in_stages(staged, DATASET, OPTIONS)
+    assert again.reused and again.run_id == run.run_id      # a second start never recomputes
+
+
+def test_a_build_stopped_midway_is_dropped_and_redone(small, tmp_path):
+    path = copy_of(small, tmp_path / "stopped")
+
+    def stop_after_decoding(stage, run):
+        if stage == "decoding":
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run_audits_in_stages(path, DATASET, OPTIONS, stored=stop_after_decoding)
+    with reader(path) as con:
+        assert con.execute("SELECT count(*) FROM runs WHERE finished_at IS NULL").fetchone()[0] == 1
+        assert con.execute("SELECT count(*) FROM recovery_results").fetchone()[0] > 0
+    run = run_audits_in_stages(path, DATASET, OPTIONS)
+    assert not run.reused
+    with writer(path) as con:
+        assert con.execute("SELECT count(*), count(finished_at) FROM runs").fetchone() == (1, 1)
+        assert con.execute("SELECT count(DISTINCT run_id) FROM recovery_results").fetchone()[0] == 1
+        assert drop_unfinished_runs(con, DATASET) == []
+
+
+def test_the_status_file_follows_the_stages(small, tmp_path):
+    path = copy_of(small, tmp_path / "status")
+    status = StagedAuditStatus(path, DATASET, n_models=1, n_domains=2, n_defense_models=1)
+    fractions = []
+
+    def progress(stage, done, total):
+        status.progress(stage, done, total)
+        fractions.append(build_status.read_status(path).fraction)
+
+    run_audits_in_stages(path, DATASET, OPTIONS, progress, status.stored)
+    final = build_status.read_status(path)
+    assert final.state == "done" and final.stored == ["refusal", "decoding", "utility", "defenses"]
+    assert final.run_id and final.fraction == 1.0 and fractions == sorted(fractions)   # never backwards
+    assert build_status.running_build(path) is None
+
+
+def test_a_dead_build_is_not_running(tmp_path):
+    status = build_status.BuildStatus(dataset_id="d", run_id="r", pid=os.getpid())
+    build_status.write_status(tmp_path / "w.duckdb", status)
+    assert build_status.running_build(tmp_path / "w.duckdb", "d").run_id == "r"
+    assert build_status.running_build(tmp_path / "w.duckdb", "other") is None
+    status.pid = 2 ** 22 + 12345                                  # no such process
+    build_status.write_status(tmp_path / "w.duckdb", status)
+    assert build_status.running_build(tmp_path / "w.duckdb") is None
+
+
+def test_qlb_audit_in_stages_on_the_command_line(small, tmp_path, capsys):
+    path = copy_of(small, tmp_path / "cli")
+    args = ["audit", "--in-stages", "--dataset", DATASET, "--warehouse", str(path), "--models", OPTIONS.models[0],
+            "--no-defenses"]
+    assert main(args) == 0
+    assert "stored" in capsys.readouterr().out
+    status = build_status.read_status(path)
+    assert status.state == "done" and status.stored == ["refusal", "decoding", "utility", "defenses"]
+    assert main(args) == 0
+    assert "reused" in capsys.readouterr().out
