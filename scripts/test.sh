@@ -11,4 +11,5 @@ if [ "${QLB_SKIP_BROWSER:-0}" != "1" ] && [ ! -x /usr/bin/chromium ]; then
   $SUDO apt-get update -q
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q chromium
 fi
-exec .venv/bin/python -m pytest "$@"
+# two worker processes (pytest-xdist; QLB_TEST_WORKERS=0 runs in this one), a test file per worker at a time
+exec .venv/bin/python -m pytest -n "${QLB_TEST_WORKERS:-2}" --dist loadfile "$@"

@@ -3,7 +3,10 @@ test session (built with the default seed, the same path the README's run comman
 from __future__ import annotations
 
 import json
+import os
+import shutil
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -64,24 +67,47 @@ def worlds_file(tmp_path) -> Path:
     return write_lines(tmp_path / "worlds.jsonl", two_pairs())
 
 
+def built_once(tmp_path_factory, name: str, build: Callable[[Path], None]) -> Path:
+    """A warehouse that ``build`` makes once per test run, shared by every pytest-xdist worker
+    (the first builds it under a file lock, the others wait and reuse it), and copied (with its
+    folder) into this worker's own temporary folder, so a test that writes to it writes to its
+    worker's copy only."""
+    from filelock import FileLock
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    folder = shared / f"built-{name}"
+    with FileLock(str(shared / f"built-{name}.lock")):
+        if not (folder / "done").exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            build(folder / "qlb.duckdb")
+            (folder / "done").touch()
+    own = tmp_path_factory.mktemp(name)
+    shutil.copytree(folder, own, dirs_exist_ok=True, ignore=shutil.ignore_patterns("done"))
+    return own / "qlb.duckdb"
+
+
+def _build_demo(path: Path) -> None:
+    from qlb.demo import build_demo
+    build_demo(path, decode=False)
+
+
+def _build_decoded(path: Path, demo: Path) -> None:
+    from qlb.runs.audit import run_audits
+    shutil.copytree(demo.parent, path.parent, dirs_exist_ok=True)
+    with writer(path) as con:
+        run_audits(con, "simulated-reference", models=["sim-alder", "sim-dogwood"], force=True,
+                   families={"prior", "logistic", "template"}, jobs=2, defense_models=["sim-alder"])
+
+
 @pytest.fixture(scope="session")
 def demo_warehouse(tmp_path_factory) -> Path:
-    """The simulated default (about 15 s) without the decoding audit, built once per session."""
-    from qlb.demo import build_demo
-    path = tmp_path_factory.mktemp("demo") / "qlb.duckdb"
-    build_demo(path, decode=False)
-    return path
+    """The simulated default (about 15 s) without the decoding audit, built once per test run."""
+    return built_once(tmp_path_factory, "demo", _build_demo)
 
 
 @pytest.fixture(scope="session")
 def decoded_warehouse(demo_warehouse, tmp_path_factory) -> Path:
     """The demo plus a small decoding audit (two models, the fast decoder families), the utility
     audit and fronts, and the defense audit of one model."""
-    import shutil
-    from qlb.runs.audit import run_audits
-    path = tmp_path_factory.mktemp("decoded") / "qlb.duckdb"
-    shutil.copy(demo_warehouse, path)
-    with writer(path) as con:
-        run_audits(con, "simulated-reference", models=["sim-alder", "sim-dogwood"], force=True,
-                   families={"prior", "logistic", "template"}, jobs=2, defense_models=["sim-alder"])
-    return path
+    return built_once(tmp_path_factory, "decoded", lambda path: _build_decoded(path, demo_warehouse))
