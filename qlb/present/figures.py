@@ -141,8 +141,7 @@ def defense_figure(res: pd.DataFrame, colours: dict[str, str]) -> go.Figure:
         d = d.set_index("defense").reindex([o for o in DEFENSE_ORDER if o in set(d["defense"])]).reset_index()
         fig.add_trace(go.Scatter(
             name=plot_text(model), x=[DEFENSE_LABELS[o] for o in d["defense"]], y=d["accuracy"],
-            mode="markers+lines",
-            line=dict(color=colours[model], width=1, dash="dot"), marker=dict(color=colours[model], size=11),
+            mode="markers", marker=dict(color=colours[model], size=11),     # defenses are categories: no lines
             error_y=dict(type="data", symmetric=False, array=d["ci_high"] - d["accuracy"],
                          arrayminus=d["accuracy"] - d["ci_low"]),
             customdata=np.column_stack([d["ci_low"], d["ci_high"], d["diff_vs_native"].fillna(0)]),
@@ -151,6 +150,7 @@ def defense_figure(res: pd.DataFrame, colours: dict[str, str]) -> go.Figure:
     fig.add_hline(y=0.5, line_dash="dash", line_color="#555555", annotation_text="50%: guessing",
                   annotation_position="bottom left")
     fig.update_layout(height=430, margin=dict(l=10, r=10, t=30, b=10), legend=dict(title="model"),
+                      scattermode="group", scattergap=0.35,     # each model's point side by side per defense
                       yaxis=dict(title="defense-aware secret recovery (test)", tickformat=".0%", range=[0.4, 1.02]))
     return fig
 
