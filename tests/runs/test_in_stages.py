@@ -5,7 +5,6 @@ dropped and redone; a finished one is reused; the status file says where it stan
 from __future__ import annotations
 
 import os
-import threading
 
 import pytest
 
