@@ -9,8 +9,9 @@ exactly those of ``validate_file``. Both kinds of row are then written together,
 so "the first of two equal keys is kept" holds across them.
 
 The stored rows are the same either way, except the text of ``probabilities``: the bulk path
-keeps the numbers as written (``1``), the pydantic path writes them as floats (``1.0``); they
-parse to the same values.
+stores the object as DuckDB's JSON reader writes it back (minified; an integer stays ``1``), the
+pydantic path as pydantic writes floats (``1.0``); they parse to the same values. A block's lines
+go to DuckDB through a file in a private temporary folder, removed at once.
 """
 from __future__ import annotations
 
