@@ -6,13 +6,13 @@ each series: the least-squares slope of log(seconds) on log(size). Budget: every
 
 Each point is simulated with ``benchmarks/five_class_ontology.json`` (3 domains x 5 classes, the
 custom-ontology path, which takes any number of pairs): ``--pairs`` pairs per class at 1x (default
-8: 240 worlds), and models beyond the nine simulated behaviours are copies of them with another
+24: 720 worlds, so 2x is the papers' 1,440), and models beyond the nine simulated behaviours are copies of them with another
 seed and name. Each point runs in its own process (peak RSS from ``os.wait4``) and audits as
 ``qlb audit`` does with ``--jobs 2``: refusal, decoding, utility and fronts, with the decoder
 families ``--families`` (default prior, logistic, template, to keep the 27-model point to minutes;
 the defense audit is left out: it runs on a fixed subset of models).
 
-    .venv/bin/python benchmarks/bench_scaling.py [--pairs 8] [--families prior logistic template]
+    .venv/bin/python benchmarks/bench_scaling.py [--pairs 24] [--families prior logistic template]
 """
 from __future__ import annotations
 
@@ -87,7 +87,7 @@ def exponent(sizes: list[float], seconds: list[float]) -> float:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--pairs", type=int, default=8, help="pairs per class at 1x worlds (default 8)")
+    parser.add_argument("--pairs", type=int, default=24, help="pairs per class at 1x worlds (default 24: 720 worlds)")
     parser.add_argument("--families", nargs="+", default=["prior", "logistic", "template"])
     parser.add_argument("--point", nargs=2, type=int, metavar=("MODELS", "PAIRS"), help=argparse.SUPPRESS)
     args = parser.parse_args()
