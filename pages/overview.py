@@ -10,6 +10,14 @@ from dashboard import data_access as da
 from dashboard.routing import page_entry
 from dashboard.widgets import chart, current_dataset, md_text, simulated_banner, stat_row, table
 from qlb.present.figures import plot_texts
+from qlb.records.ontology import SPLITS
+
+# the Models table: the counts first (narrow, all visible), the long description last; the names
+# the outcome chart uses
+MODEL_COLUMNS = {"model": "model", "native_responses": "native responses", "native_ok": "valid ok",
+                 "native_unavailable": "unavailable", "native_invalid": "invalid (kept)",
+                 "choice_not_argmax": "choice not argmax", "refusal_responses": "refusal responses",
+                 "refusal_unavailable": "refusal unavailable", "description": "description"}
 
 # Okabe-Ito colours (colour-blind safe)
 OUTCOME_COLOURS = {"unavailable": "#999999", "invalid (kept)": "#D55E00", "choice not argmax": "#56B4E9"}
@@ -69,7 +77,9 @@ def render() -> None:
         else:
             st.markdown("**Worlds by domain and split**")
             pivot = splits.pivot_table(index="domain", columns="split", values="worlds", aggfunc="sum",
-                                       fill_value=0).reset_index()
+                                       fill_value=0)
+            pivot = pivot[[c for c in SPLITS if c in pivot.columns] + [c for c in pivot.columns if c not in SPLITS]]
+            pivot = pivot.reset_index()
             pivot.columns.name = None
             table(pivot, "worlds_by_domain_split",
                   "Worlds per domain and split (a pair never straddles splits).")
@@ -83,8 +93,10 @@ def render() -> None:
                       f"Native responses per model that are unavailable, invalid, or whose choice is not "
                       f"the unique argmax; all splits of dataset {md_text(dataset)} (ingested data, no audit run). "
                       "Invalid responses are kept with valid = false and enter the audits as unavailable.")
-            table(models, "models", "Per model: native and refusal responses, unavailable, invalid, and "
-                                    "choices that are not the unique argmax of the released probabilities.")
+            table(models[list(MODEL_COLUMNS)].rename(columns=MODEL_COLUMNS), "models",
+                  "Per model: native and refusal responses, valid answers, unavailable, invalid (kept, never "
+                  "repaired), and choices that are not the unique argmax of the released probabilities; the "
+                  "model's description last.")
     elif section == sections[1]:
         corpus = da.query(path, "corpus_summary", (dataset,))
         if corpus.empty:

@@ -67,10 +67,11 @@ def test_overview_shows_the_demo(app):
     assert "SIMULATED" in texts(at)
     assert at.sidebar.selectbox[0].value == "simulated-reference"
     tables = frames(at)
-    models = next(f for f in tables if "model" in f.columns and "native_responses" in f.columns)
-    assert len(models) == 9 and models["native_responses"].sum() == 12960
-    assert models["native_invalid"].sum() > 0
+    models = next(f for f in tables if "model" in f.columns and "native responses" in f.columns)
+    assert len(models) == 9 and models["native responses"].sum() == 12960
+    assert models["invalid (kept)"].sum() > 0 and models.columns[-1] == "description"
     splits = next(f for f in tables if "domain" in f.columns and "train" in f.columns)
+    assert list(splits.columns) == ["domain", "train", "validation", "test"]
     assert splits[["train", "validation", "test"]].sum().tolist() == [864, 288, 288]
 
 
