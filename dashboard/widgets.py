@@ -271,8 +271,9 @@ def table(df: pd.DataFrame, name: str, caption: str | None = None, **kwargs) -> 
     cols = st.columns([4, 1])
     if caption:
         cols[0].caption(caption)
-    cols[1].download_button("Download CSV", csv_bytes(df), file_name=f"{name}.csv",
-                            mime="text/csv", key=f"dl_{name}", icon=":material/download:")
+    cols[1].download_button("CSV", csv_bytes(df), file_name=f"{name}.csv",        # short: whole at 1,024 px
+                            mime="text/csv", key=f"dl_{name}", icon=":material/download:",
+                            help="Download this table as CSV (exactly the rows and columns shown).")
 
 
 def chart(fig: go.Figure, data: pd.DataFrame, name: str, caption: str) -> None:
@@ -284,9 +285,9 @@ def chart(fig: go.Figure, data: pd.DataFrame, name: str, caption: str) -> None:
                             "toImageButtonOptions": {"format": "png", "filename": name, "scale": 2}})
     cols = st.columns([4, 1])
     cols[0].caption(caption)
-    cols[1].download_button("Chart data (CSV)", csv_bytes(data),
+    cols[1].download_button("Data", csv_bytes(data),
                             file_name=f"{name}.csv", mime="text/csv", key=f"dl_chart_{name}",
-                            icon=":material/download:")
+                            icon=":material/download:", help="Download the data behind this chart as CSV.")
 
 
 def percent_columns(df: pd.DataFrame, columns: list[str], digits: int = 2) -> pd.DataFrame:
