@@ -27,9 +27,10 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_overview import ARGS  # noqa: E402  (the other browser benchmarks' Chromium flags)
 BUDGET = 30.0
 CHROMIUM = "/usr/bin/chromium"
-LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"]
 
 
 def _port() -> int:
@@ -39,6 +40,8 @@ def _port() -> int:
 
 
 def main() -> int:
+    import argparse
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
     from playwright.sync_api import sync_playwright
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -62,7 +65,7 @@ def main() -> int:
                     raise SystemExit("the dashboard did not start within 10 minutes")
             health = time.perf_counter() - t0
             with sync_playwright() as p:
-                browser = p.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
+                browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
                 page = browser.new_page(viewport={"width": 1440, "height": 1000})
                 page.goto(url)
                 page.get_by_text("QuasiLeak documents").first.wait_for(timeout=120_000)

@@ -22,10 +22,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.bench_ingest_memory import write_responses
 from qlb.demo import DEFAULT_SEED, write_exports
 from warehouse.db import writer
 from warehouse.ingest import IngestRequest, ingest_file
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_ingest_memory import write_responses  # noqa: E402
 
 BUDGET = 300_000
 

@@ -52,15 +52,6 @@ def plain_native_responses(con: duckdb.DuckDBPyConnection, block: LineBlock, dat
     return rows, sorted(others + block.others, key=lambda r: r.line_no) if block.others else others
 
 
-def rows_table(frame: dict, schema: pa.Schema) -> pa.Table | None:
-    """Column lists (a scalar repeated on every row) as a table of ``schema``; None when empty."""
-    n = max((len(v) for v in frame.values() if isinstance(v, (list, pa.Array))), default=0)
-    if n == 0:
-        return None
-    return pa.table({name: pa.array(frame[name] if isinstance(frame[name], (list, pa.Array)) else [frame[name]] * n,
-                                    type=schema.field(name).type) for name in schema.names})
-
-
 def in_line_order(*tables: pa.Table | None) -> pa.Table | None:
     """The tables' rows together, sorted by line number; None when there are none."""
     kept = [t for t in tables if t is not None and t.num_rows]

@@ -618,7 +618,7 @@ def _collector_paused() -> Iterator[None]:
 
 
 Accepted = list[tuple[int, BaseModel, str]]           # (line, record, raw text) of one batch
-Flush = Callable[..., None]                            # (accepted, rejects[, plain rows, their texts])
+Flush = Callable[..., None]                            # (accepted, rejects[, bulk rows, their LineBlock])
 
 
 def _validate_stream(kind: _Kind, records: Iterable[Record], report: ValidationReport, progress: Progress | None,
@@ -820,10 +820,7 @@ def _batch_writer(con: duckdb.DuckDBPyConnection, k: _Kind, report: ValidationRe
             report.accepted.count += len(records)
             report.invalid_count += _n_invalid(records)
             if isinstance(k, _ResponsesBase):
-                for m in k.models(records):
-                    queries.execute(con, "insert_model_if_absent", [request.dataset_id, m, info.simulated,
-                                                                    info.model_descriptions.get(m),
-                                                                    request.dataset_id, m])
+                add_models(k.models(records))
         if rejects:
             insert_rows(con, "rejects", {"ingest_id": ingest_id, "dataset_id": request.dataset_id,
                                          "kind": request.kind, "file_name": report.file_name,
@@ -839,8 +836,8 @@ def _batch_writer(con: duckdb.DuckDBPyConnection, k: _Kind, report: ValidationRe
         """Store the bulk path's rows and the pydantic path's accepted records of one block in
         line order; the block's rejects with its duplicates added."""
         records = [(n, obj) for n, obj, _ in accepted]
-        slow = k.frames(records, ingest_id)[0][1] if records else {}
-        rows = bulk.in_line_order(plain, bulk.rows_table(slow, plain.schema) if records else None)
+        slow = _arrow(k.frames(records, ingest_id)[0][1]) if records else None
+        rows = bulk.in_line_order(plain, None if slow is None else slow.select(plain.schema.names).cast(plain.schema))
         stored = insert_new_rows(con, "responses", rows, k.ledger_key)
         report.accepted.count += len(stored)
         if len(stored) < rows.num_rows:                # keys stored by an earlier line or ingest
@@ -856,11 +853,15 @@ def _batch_writer(con: duckdb.DuckDBPyConnection, k: _Kind, report: ValidationRe
         if records:
             kept = set(stored.tolist())
             report.invalid_count += _n_invalid((n, obj) for n, obj in records if n in kept)
-        models = pc.unique(rows.column("model")).to_pylist()
-        queries.execute(con, "insert_models_if_absent", [request.dataset_id, info.simulated, models,
-                                                         [info.model_descriptions.get(m) for m in models],
-                                                         request.dataset_id])
+        add_models(pc.unique(rows.column("model")).to_pylist())
         return rejects
+
+    def add_models(models: list[str]) -> None:
+        """The batch's models the dataset lacks, in one statement."""
+        if models:
+            queries.execute(con, "insert_models_if_absent", [request.dataset_id, info.simulated, models,
+                                                             [info.model_descriptions.get(m) for m in models],
+                                                             request.dataset_id])
 
     return store
 

@@ -12,6 +12,7 @@ import duckdb
 import pandas as pd
 
 from warehouse import queries
+from warehouse.compare import result_tables
 from warehouse.db import transaction
 from warehouse.ingest import insert_rows
 
@@ -45,13 +46,6 @@ def code_version() -> str:
     return f"{__version__}+{commit}" if commit else __version__
 
 
-# the tables that hold one row set per run (besides ``runs``), for dropping an unfinished run
-RUN_TABLES = ("refusal_results", "refusal_outcomes", "ql_scores", "decoder_predictions", "decoder_selections",
-              "decoder_configs", "decoder_config_scores", "recovery_results", "recovery_differences",
-              "utility_policies", "recipient_models", "policy_actions", "utility_results", "utility_differences",
-              "front_points", "defense_releases", "defense_results", "defense_costs")
-
-
 def store_run(con: duckdb.DuckDBPyConnection, *, run_id: str, dataset_id: str, kind: str,
               parameters: dict[str, Any], fingerprint: str, started: datetime,
               tables: dict[str, pd.DataFrame], finished: bool = True) -> None:
@@ -78,8 +72,8 @@ def drop_unfinished_runs(con: duckdb.DuckDBPyConnection, dataset_id: str) -> lis
     ids = queries.fetch_df(con, "unfinished_runs", [dataset_id])["run_id"].tolist()
     if ids:
         with transaction(con):
-            for table in RUN_TABLES + ("runs",):
-                con.execute(f"DELETE FROM {table} WHERE list_contains(?, run_id)", [ids])  # table: internal name
+            for table in result_tables(con) + ["runs"]:
+                con.execute(f'DELETE FROM "{table}" WHERE list_contains(?, run_id)', [ids])  # the schema's own tables
     return ids
 
 
