@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from qlb.records.readers import LineBlock, Record
+from qlb.records.readers import MAX_LINE_BYTES, LineBlock, Record
 from qlb.records.schemas import PROBABILITY_TOLERANCE
 from warehouse import queries
 
@@ -43,7 +43,7 @@ def plain_native_responses(con: duckdb.DuckDBPyConnection, block: LineBlock, dat
                            "line_no": pa.array(block.line_nos, type=pa.int64()),
                            "line": pa.array(block.lines, type=pa.string())})
         rows = con.sql(queries.sql("bulk_native_responses"),
-                       params=[dataset_id, forced_model, ingest_id, PROBABILITY_TOLERANCE, str(path)]).to_arrow_table()
+                       params=[dataset_id, forced_model, ingest_id, PROBABILITY_TOLERANCE, str(path), MAX_LINE_BYTES + 1]).to_arrow_table()
     taken = rows.column("line_no").to_numpy()
     if len(taken) == len(block.lines):
         return rows, list(block.others)

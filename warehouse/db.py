@@ -136,6 +136,20 @@ def is_disk_full(exc: BaseException) -> bool:
 
 
 @contextmanager
+def memory_limited(con: duckdb.DuckDBPyConnection, limit: str) -> Iterator[duckdb.DuckDBPyConnection]:
+    """DuckDB's buffer memory capped at ``limit`` (a DuckDB size such as ``'128MB'``) for a
+    ``with`` block, then reset to DuckDB's default (80% of the machine's memory; qlb sets it
+    nowhere else). A large transaction fills that default with pages it could write out; under
+    the cap it writes them to the file (an insert's row groups) or to ``<warehouse>.tmp`` (joins,
+    sorts) instead."""
+    con.execute("SET memory_limit = ?", [limit])
+    try:
+        yield con
+    finally:
+        con.execute("RESET memory_limit")
+
+
+@contextmanager
 def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConnection]:
     """One all-or-nothing transaction. On any error it is rolled back (a rollback that cannot run,
     because the failed commit already ended the transaction, is not allowed to hide the cause) and

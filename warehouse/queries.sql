@@ -502,13 +502,14 @@ WHERE column_name = 'run_id' AND table_name <> 'runs' ORDER BY table_name;
 -- exactly the structure its fields imply: no backslash (so no escaped quote inside a string), no
 -- colon or comma inside its strings, one colon per field and probability label, and one comma
 -- between members. An extra or repeated field or a stray comma changes one of these counts.
--- Parameters: dataset, --model (or NULL), ingest id, tolerance, file.
+-- Parameters: dataset, --model (or NULL), ingest id, tolerance, file, the largest line in bytes (a
+-- larger maximum_object_size makes DuckDB reserve twice that for its read buffer).
 WITH params AS (
     SELECT ?::VARCHAR AS dataset, ?::VARCHAR AS forced_model, ?::INTEGER AS ingest_id, ?::DOUBLE AS tol
 ), parsed AS (
     SELECT idx, j_model::VARCHAR AS j_model, j_world::VARCHAR AS j_world, j_status::VARCHAR AS j_status,
            j_choice::VARCHAR AS j_choice, j_probs::VARCHAR AS j_probs, j_conf::VARCHAR AS j_conf
-    FROM read_json(?, format = 'newline_delimited', ignore_errors = true, maximum_object_size = 1073741824,
+    FROM read_json(?, format = 'newline_delimited', ignore_errors = true, maximum_object_size = ?::INTEGER,
                    columns = {model: 'JSON', world_id: 'JSON', status: 'JSON', choice: 'JSON',
                               probabilities: 'JSON', confidence: 'JSON'})
          WITH ORDINALITY AS r(j_model, j_world, j_status, j_choice, j_probs, j_conf, idx)

@@ -174,3 +174,45 @@ def test_a_retry_in_batches_skips_what_the_first_ingest_stored(wh, worlds_file, 
     assert again.ingest_id == first.ingest_id and again.report.already_stored == 3
     assert [x.line_no for x in again.report.rejects] == [2, 4]           # w1 is still a duplicate of line 1
     assert count(wh, "responses") == 3 and count(wh, "rejects") == 2
+
+
+def buffer_limit(con) -> str:
+    return con.execute("SELECT current_setting('memory_limit')").fetchone()[0]
+
+
+def test_a_file_is_stored_under_the_ingest_memory_cap_then_the_limit_is_set_back(wh, tmp_path, monkeypatch):
+    """Item 7: DuckDB's buffer is capped while a file is stored (its default, 80% of the machine,
+    let a 1 GB ingest keep the open transaction's rows in memory), and set back afterwards."""
+    before = buffer_limit(wh)
+    wh.execute("SET memory_limit = ?", [ingest_mod.INGEST_MEMORY])
+    capped = buffer_limit(wh)
+    wh.execute("SET memory_limit = ?", [before])
+    assert capped != before
+    seen = []
+    real = ingest_mod.insert_rows
+
+    def spy(con, *args, **kwargs):
+        seen.append(buffer_limit(con))
+        return real(con, *args, **kwargs)
+
+    monkeypatch.setattr(ingest_mod, "insert_rows", spy)
+    docs = [doc(i) for i in range(3)] + [doc(3, "The juice box by the bed, and the fridge stays cold. "
+                                               + "y" * (12 << 20))]          # near the 16 MB line limit
+    write_csv(tmp_path / "c.csv", docs)
+    r = ingest_file(wh, IngestRequest("corpus", tmp_path / "c.csv", "ds"))
+    assert not r.report.rejects and len(r.report.accepted) == 4      # a 12 MB text fits under the cap
+    assert seen and set(seen) == {capped}
+    assert buffer_limit(wh) == before
+
+
+def test_the_cap_is_set_back_when_the_ingest_fails(wh, tmp_path, monkeypatch):
+    before = buffer_limit(wh)
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr(ingest_mod, "insert_rows", boom)
+    with pytest.raises(RuntimeError, match="disk on fire"):
+        write_csv(tmp_path / "c.csv", [doc(1)])
+        ingest_file(wh, IngestRequest("corpus", tmp_path / "c.csv", "ds"))
+    assert buffer_limit(wh) == before and count(wh, "ql_documents") == 0
