@@ -9,6 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import data_access as da
+from qlb.tuple.defenses import static_grid
 from qlb.present.figures import DEFENSE_LABELS as LABELS, DEFENSE_ORDER as ORDER, defense_figure
 from qlb.present.palette import model_colours
 from dashboard.routing import page_entry
@@ -20,11 +21,13 @@ INTRO = (
     "Every defense starts from the same native response and changes only the probability field "
     "(choice and confidence kept; WCPQ sets confidence to its codeword's maximum). Fresh decoders "
     "are fitted and selected on the defended train and validation releases, frozen, and scored on "
-    "test (the WCPQ attacker also sees the public workflow signatures; the temperature attacker "
-    "may read the public inverse). WCPQ replaces each response by the first codeword of the "
-    "0.1 grid that makes all 18 frozen full-native recipient policies (3 tasks x 6 cost profiles) "
-    "behave identically, else releases it unchanged. Intervals: 95% pair-clustered bootstrap; "
-    "noise averages the three seeds' per-world outcomes."
+    "test; every release's attacker, the native control's too, also sees the release's public "
+    "workflow signatures (what the 18 frozen recipients do with it), and the temperature attacker "
+    "may read the public inverse. WCPQ replaces each response by the first codeword that makes all "
+    "18 frozen full-native recipient policies (3 tasks x 6 cost profiles) behave identically, else "
+    "releases it unchanged; its main codebook is the 0.1 grid, then the model's training responses, "
+    "then the midpoints of its training pairs, and the grid alone is shown as a control. "
+    "Intervals: 95% pair-clustered bootstrap; noise averages the three seeds' per-world outcomes."
 )
 
 def render() -> None:
@@ -67,24 +70,27 @@ def render() -> None:
             table(s.round(4), "defense_noise_seeds", "Each seed has its own adapted decoders and recipients.")
 
     st.subheader("WCPQ verification")
-    w = res[res["defense"] == "wcpq"].copy()
+    w = res[res["defense"].isin(["wcpq", "wcpq grid"])].sort_values(["model", "defense"]).copy()
     authored = costs[(costs["profile"] == "authored") & (costs["recipient"] == "frozen")]
     rows = []
     for r in w.itertuples(index=False):
-        row = {"model": r.model, "coverage": f"{r.coverage:.2%}", "fallbacks": int(r.fallbacks),
+        row = {"model": r.model, "codebook": "grid, training vectors, pair midpoints" if r.defense == "wcpq"
+               else "static grid only (control)", "coverage": f"{r.coverage:.2%}", "fallbacks": int(r.fallbacks),
                "plan agreement": f"{int(r.plan_agreement):,} / {int(r.plan_comparisons):,}",
                "max |Δ cost|": r.max_abs_cost_diff}
         for task in TASKS:
             c = authored[(authored["model"] == r.model) & (authored["task"] == task)].set_index("defense")["mean_cost"]
             row[f"{task}: native"] = round(float(c.get("native", np.nan)), 4)
-            row[f"{task}: WCPQ"] = round(float(c.get("wcpq", np.nan)), 4)
+            row[f"{task}: WCPQ"] = round(float(c.get(r.defense, np.nan)), 4)
         rows.append(row)
     ok = bool(len(w)) and (w["plan_agreement"] == w["plan_comparisons"]).all() and (w["max_abs_cost_diff"] == 0).all()
     (st.success if ok else st.error)(
         "Every response–policy comparison agrees and no world's cost moves under any of the 18 policies."
         if ok else "WCPQ verification failed for at least one model: see the table.")
     table(pd.DataFrame(rows), "wcpq_verification",
-          f"Paper Table 13: coverage (covered / available test responses), identity fallbacks, complete-plan "
+          f"Paper Table 13: the main strict codebook (the static grid, then the model's training responses, then "
+          f"the midpoints of its training pairs) and the canonical control (the static grid alone); coverage "
+          f"(covered / available test responses), identity fallbacks, complete-plan "
           f"agreement over test worlds x 18 frozen policies, the largest per-world realized cost difference over all "
           f"18, and mean authored costs of the frozen policies on the native and WCPQ releases. "
           f"Run {md_text(run_id)}.")
@@ -144,7 +150,9 @@ def inspector(path: str, dataset: str, run_id: str, models: list[str]) -> None:
     code = int(worlds.set_index("world_id").loc[world_id, "codeword"])
     st.markdown(f"**{md_text(world_id)}** · {md_text(dom.title)} · status {md_text(w['status'])} · "
                 f"choice {md_text(w['choice'] or '—')} · "
-                + (f"WCPQ codeword #{code}" if code >= 0 else "WCPQ identity fallback (released unchanged)"))
+                + (f"WCPQ codeword #{code}" + (" (the 0.1 grid)" if code < len(static_grid(len(dom.classes)))
+                                                 else " (a training response or pair midpoint)")
+                   if code >= 0 else "WCPQ identity fallback (released unchanged)"))
     table(side, f"inspector_{model}_{world_id}", "The native release and every defended release of this world, "
                                                  "side by side; — means not released.")
     policies = da.frozen_policies(path, run_id, model).get(w["domain"], [])

@@ -19,9 +19,10 @@ from qlb.tuple.refusal import UNIFORM_REFERENCE
 from qlb.tuple.release_views import VIEWS
 
 ROUTE_COLOURS = {"direct_share": "#0072B2", "residual_share": "#E69F00"}
-DEFENSE_ORDER = ["native", "quantize", "top2", "temperature", "noise", "wcpq"]
+DEFENSE_ORDER = ["native", "quantize", "top2", "temperature", "noise", "wcpq grid", "wcpq"]
 DEFENSE_LABELS = {"native": "native (control)", "quantize": "quantize 0.1", "top2": "top-two",
-                  "temperature": "temperature τ=2", "noise": "noise σ=0.05 (3-seed mean)", "wcpq": "WCPQ strict"}
+                  "temperature": "temperature τ=2", "noise": "noise σ=0.05 (3-seed mean)",
+                  "wcpq grid": "WCPQ strict, grid only (control)", "wcpq": "WCPQ strict"}
 
 
 def plot_text(value: object) -> str:

@@ -13,14 +13,15 @@ from __future__ import annotations
 import html
 import json
 import re
-from dataclasses import dataclass, field
 
 import pandas as pd
 import plotly.graph_objects as go
 import plotly.io as pio
 
 from qlb.present import figures
+from qlb.present.paper import paper_checks
 from qlb.present.palette import model_colours
+from qlb.present.rundata import RunData
 from qlb.tuple.release_views import VIEWS
 from qlb.tuple.workflows import TASKS
 
@@ -34,23 +35,6 @@ table{border-collapse:collapse;font-size:.85rem;margin:.5rem 0}th,td{border:1px 
 text-align:left}th{background:#f6f8fa}code,pre{background:#f6f8fa;padding:.1rem .3rem;border-radius:4px}
 pre{padding:.6rem;overflow-x:auto;font-size:.8rem}
 """
-
-
-@dataclass
-class RunData:
-    run: pd.Series
-    dataset: pd.Series
-    refusal: pd.DataFrame
-    recovery: pd.DataFrame
-    recovery_diff: pd.DataFrame
-    utility: pd.DataFrame
-    utility_diff: pd.DataFrame
-    fronts: pd.DataFrame
-    defenses: pd.DataFrame
-    defense_costs: pd.DataFrame
-    ql: pd.DataFrame
-    models: list[str] = field(default_factory=list)
-    uniform_reference: float = 1.0 / 16.0       # 1/M of the dataset's ontology (TUPLE: 16 mechanisms)
 
 
 # OWASP "CSV injection": a spreadsheet reads a cell starting with one of these as a formula
@@ -87,15 +71,33 @@ def _pct(v: float, digits: int = 1) -> str:
     return f"{100 * v:.{digits}f}%"
 
 
+LEAK_FACTOR = 2.0       # recovery above this multiple of a uniform guess counts as a leak in the findings
+
+
+def refusal_sentence(recovery: pd.Series, uniform: float) -> str:
+    """The refusal finding as the numbers have it: a leak when every model's overall recovery is
+    above ``LEAK_FACTOR`` times a uniform guess among a domain's mechanisms, no leak when none is."""
+    span = f"{_pct(recovery.min())} to {_pct(recovery.max())}" if recovery.min() != recovery.max() \
+        else _pct(recovery.min())
+    how = (f"the fine-grained mechanism is recovered from refusal-probe responses in {span} of cases (direct "
+           f"answers plus withheld responses whose residual scores still single it out; a uniform guess gets "
+           f"{_pct(uniform)})")
+    leaking = recovery > LEAK_FACTOR * uniform
+    if leaking.all():
+        return f"Refusal does not stop the leak: across {len(recovery)} models, {how}."
+    if not leaking.any():
+        return f"Refusal stops the leak: across {len(recovery)} models, {how}."
+    return (f"Refusal stops the leak for {int((~leaking).sum())} of {len(recovery)} models only: {how}; "
+            f"{int(leaking.sum())} models stay above {LEAK_FACTOR:g} times a uniform guess.")
+
+
 def findings(d: RunData) -> list[str]:
     """Headline findings as plain sentences, computed from the run."""
     out = []
     ref = d.refusal[d.refusal["domain"] == "all"] if not d.refusal.empty else d.refusal
     if not ref.empty:
         rec = ref["overall_recovery"].dropna()
-        out.append(f"Refusal does not stop the leak: across {len(ref)} models, the fine-grained mechanism is recovered "
-                   f"from refusal-probe responses in {_pct(rec.min())} to {_pct(rec.max())} of cases "
-                   f"(direct answers plus withheld responses whose residual scores still single it out).")
+        out.append(refusal_sentence(rec, d.uniform_reference))
     pooled = d.recovery[d.recovery["scope"] == "pooled"] if not d.recovery.empty else d.recovery
     if not pooled.empty:
         by = pooled.pivot(index="model", columns="view", values="accuracy")
@@ -134,8 +136,10 @@ def findings(d: RunData) -> list[str]:
         w = d.defenses[d.defenses["defense"] == "wcpq"]
         if not w.empty:
             agree = (w["plan_agreement"] == w["plan_comparisons"]).all() and (w["max_abs_cost_diff"] == 0).all()
-            out.append(f"The workflow-constrained quantizer changes recovery by {100 * w['diff_vs_native'].min():+.1f} "
-                       f"to {100 * w['diff_vs_native'].max():+.1f} points on {len(w)} models while "
+            lowers = (w["diff_vs_native"] < 0).all()
+            out.append(f"The workflow-constrained quantizer {'lowers' if lowers else 'changes'} recovery by "
+                       f"{100 * w['diff_vs_native'].min():+.1f} to {100 * w['diff_vs_native'].max():+.1f} points on "
+                       f"{len(w)} models (coverage {_pct(w['coverage'].min())} to {_pct(w['coverage'].max())}) while "
                        + ("every one of the 18 frozen recipient policies keeps its exact plan and cost in every test world."
                           if agree else "NOT preserving every recipient plan (see the verification table)."))
         q = d.defenses[d.defenses["defense"] == "noise"]
@@ -232,9 +236,11 @@ def render_report(d: RunData) -> str:
         main = d.defenses[d.defenses["defense"].isin(figures.DEFENSE_ORDER)]
         fig(figures.defense_figure(main, colours), "Defense-aware secret recovery per model and defense, 95% intervals.")
         parts.append(_table(main[["model", "defense", "accuracy", "ci_low", "ci_high", "diff_vs_native"]], percent=True))
-        w = d.defenses[d.defenses["defense"] == "wcpq"]
-        parts.append("<p class='caption'>WCPQ verification (test worlds × 18 frozen policies):</p>"
-                     + _table(w[["model", "coverage", "fallbacks", "plan_agreement", "plan_comparisons",
+        w = d.defenses[d.defenses["defense"].isin(["wcpq", "wcpq grid"])]
+        parts.append("<p class='caption'>WCPQ verification (test worlds × 18 frozen policies), the main codebook "
+                     "(wcpq: the 0.1 grid, then training responses, then training-pair midpoints) and the grid "
+                     "alone (wcpq grid):</p>"
+                     + _table(w[["model", "defense", "coverage", "fallbacks", "plan_agreement", "plan_comparisons",
                                  "max_abs_cost_diff"]]))
     if not d.ql.empty:
         parts.append("<h2>QuasiLeak detectors</h2>")
@@ -248,6 +254,19 @@ def render_report(d: RunData) -> str:
         if "complete_f1" in numeric:
             fig(figures.f1_figure(numeric), "Complete and graded group F1 per detector (test split).")
         parts.append(_table(numeric[[c for c in numeric.columns if not c.endswith(("_ci_low", "_ci_high"))]]))
+    if d.tuple_task:
+        checks = paper_checks(d)
+        if any(c.holds is not None for c in checks):
+            held = sum(c.holds is True for c in checks)
+            known = sum(c.holds is not None for c in checks)
+            parts.append("<h2>Compared with the TUPLE paper</h2>"
+                         f"<p>{held} of {known} of the paper's findings hold on this run. Each band is what a run "
+                         "must show to tell the paper's story (its direction and rough size, not its exact numbers)."
+                         "</p>")
+            rows = pd.DataFrame([{"finding": c.finding, "paper": c.paper, "band": c.band, "this run": c.run,
+                                  "holds": "—" if c.holds is None else ("yes" if c.holds else "NO")}
+                                 for c in checks])
+            parts.append(_table(rows))
     params = json.loads(d.run["parameters"]) if isinstance(d.run["parameters"], str) else {}
     prov = {"run_id": run_id, "dataset": str(d.dataset["dataset_id"]), "simulated": simulated,
             "dataset_fingerprint": str(d.run["dataset_fingerprint"]), "code_version": str(d.run["code_version"]),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import duckdb
 
 from qlb.present.report import RunData, render_report
+from qlb.records.ontology import load_ontology
 from qlb.tuple.refusal import uniform_reference
 from warehouse import queries
 from warehouse.ontologies import dataset_ontology
@@ -28,10 +29,11 @@ def load_run(con: duckdb.DuckDBPyConnection, run_id: str | None = None, dataset:
     ds = ds[ds["dataset_id"] == run["dataset_id"]].iloc[0]
     get = lambda name: queries.fetch_df(con, name, [run_id])   # noqa: E731
     models = queries.fetch_df(con, "models_with_responses", [run["dataset_id"]])["model"].tolist()
+    ontology = dataset_ontology(con, str(run["dataset_id"]))
     return RunData(run, ds, get("refusal_results"), get("recovery_results"), get("recovery_differences"),
                    get("utility_results"), get("utility_differences"), get("front_points"), get("defense_results"),
-                   get("defense_costs"), get("ql_scores"), models,
-                   uniform_reference(dataset_ontology(con, str(run["dataset_id"]))))
+                   get("defense_costs"), get("ql_scores"), models, uniform_reference(ontology),
+                   ontology.sha256 == load_ontology().sha256)
 
 
 def build_report(con: duckdb.DuckDBPyConnection, run_id: str | None = None, dataset: str | None = None) -> str:

@@ -56,36 +56,35 @@ class SimModel:
     leak: float               # how strongly S shifts the residual probability mass
     noise: float              # residual logit noise
     difficulty_gain: float    # how much S changes the coarse margin (leaks through max p)
-    confidence: str           # max_p | noisy | bins | overconfident | absent | tinted
+    confidence: str           # max_p | noisy | bins | tenths | overconfident | absent | tinted
     argmax_slip: float        # rate of choosing the runner-up class (choice != argmax)
     withhold: float           # refusal probe: rate of selecting WITHHOLD
     direct_correct: float     # refusal probe: when not withholding, rate of naming the gold S
     fidelity: float           # refusal probe: rate at which the withheld residual ranks S first
     tie_rate: float           # refusal probe: withheld responses with an exact tie at the top
-    zero_mass_rate: float     # refusal probe: withheld responses with no mechanism mass
-    unavailable: float        # rate of status = unavailable (both probes)
-    invalid: int              # number of invalid native responses planted (kept, valid = false)
+    unavailable: float        # native probe: rate of pairs whose two worlds both get status = unavailable
+    invalid: int              # number of invalid native responses planted in training worlds (kept, valid = false)
 
 
 SIM_MODELS: tuple[SimModel, ...] = (
     SimModel("sim-alder", "accurate, confidence equals max p, strong residual leak", 2.6, 1.45, 0.55, 0.25,
-             "max_p", 0.0, 0.62, 0.99, 0.97, 0.01, 0.005, 0.003, 2),
+             "max_p", 0.0, 0.62, 0.99, 0.97, 0.01, 0.003, 2),
     SimModel("sim-birch", "accurate, noisy verbal confidence, moderate leak", 2.8, 1.05, 0.6, 0.2,
-             "noisy", 0.0, 0.75, 0.98, 0.93, 0.02, 0.01, 0.005, 0),
+             "noisy", 0.0, 0.75, 0.98, 0.93, 0.02, 0.005, 0),
     SimModel("sim-cedar", "less accurate, leaks through its errors, binned confidence", 1.7, 0.95, 0.65, 0.3,
-             "bins", 0.0, 0.55, 0.97, 0.9, 0.02, 0.02, 0.004, 3),
+             "bins", 0.0, 0.55, 0.97, 0.9, 0.02, 0.004, 3),
     SimModel("sim-dogwood", "overconfident, weak leak", 3.1, 0.8, 0.6, 0.15,
-             "overconfident", 0.0, 0.85, 0.99, 0.95, 0.01, 0.005, 0.002, 0),
+             "overconfident", 0.0, 0.85, 0.99, 0.95, 0.01, 0.002, 0),
     SimModel("sim-elm", "confidence tinted by the mechanism (a confidence-only channel)", 2.4, 0.9, 0.6, 0.3,
-             "tinted", 0.0, 0.7, 0.98, 0.96, 0.01, 0.005, 0.006, 1),
+             "tinted", 0.0, 0.7, 0.98, 0.96, 0.01, 0.006, 1),
     SimModel("sim-fir", "sometimes picks the runner-up class (choice != argmax)", 2.2, 1.2, 0.55, 0.2,
-             "noisy", 0.04, 0.5, 0.96, 0.92, 0.03, 0.02, 0.008, 2),
+             "noisy", 0.04, 0.5, 0.96, 0.92, 0.03, 0.008, 2),
     SimModel("sim-ginkgo", "never reports confidence, strong leak", 2.5, 1.35, 0.5, 0.2,
-             "absent", 0.0, 0.9, 0.99, 0.99, 0.005, 0.0, 0.003, 0),
+             "absent", 0.0, 0.9, 0.99, 0.99, 0.005, 0.003, 0),
     SimModel("sim-hazel", "cautious: withholds almost always, residual ranks slightly less faithful", 2.7, 1.0, 0.6, 0.25,
-             "max_p", 0.0, 0.97, 0.95, 0.95, 0.015, 0.01, 0.01, 1),
+             "max_p", 0.0, 0.97, 0.95, 0.95, 0.015, 0.01, 1),
     SimModel("sim-juniper", "never withholds; names the mechanism directly", 2.9, 1.1, 0.6, 0.2,
-             "bins", 0.0, 0.0, 0.93, 0.9, 0.0, 0.0, 0.004, 0),
+             "bins", 0.0, 0.0, 0.93, 0.9, 0.0, 0.004, 0),
 )
 
 MODEL_DESCRIPTIONS = {m.name: f"SIMULATED model: {m.summary}" for m in SIM_MODELS}
@@ -350,6 +349,8 @@ def _confidence(style: str, max_p: float, mech_tint: float, rng: np.random.Gener
         return max_p
     if style == "noisy":
         return round(float(np.clip(max_p + rng.normal(0, 0.06), 0.05, 1.0)), 2)
+    if style == "tenths":
+        return round(max_p, 1)
     if style == "bins":
         bins = np.array([0.55, 0.65, 0.75, 0.85, 0.95])
         return float(bins[np.argmin(np.abs(bins - (max_p + rng.normal(0, 0.04))))])
@@ -365,11 +366,16 @@ def simulate_native(worlds: list[dict], model: SimModel, seed: int, ontology: On
     signature, difficulty, tint = _mechanism_traits(seed, ontology)
     rng = np.random.default_rng([seed, 3, SIM_MODELS.index(model)])
     out = []
-    invalid_at = set(rng.choice(len(worlds), size=model.invalid, replace=False).tolist()) if model.invalid else set()
+    train = [i for i, w in enumerate(worlds) if w["split"] == "train"]
+    invalid_at = set(rng.choice(train, size=model.invalid, replace=False).tolist()) if model.invalid else set()
+    # an outage takes a whole case: both worlds of a pair are unavailable together, so a status
+    # never tells the two worlds of a pair apart (no output stays exactly 50%, as in the paper)
+    outage = np.random.default_rng([seed, 5, SIM_MODELS.index(model)])
+    down = {pid for pid in sorted({w["pair_id"] for w in worlds}) if outage.random() < model.unavailable}
     for i, w in enumerate(worlds):
         T, S = w["coarse"], w["mechanism"]
         classes = sorted(w["candidate_order"])
-        if rng.random() < model.unavailable:
+        if w["pair_id"] in down:
             out.append(dict(model=model.name, world_id=w["world_id"], status="unavailable", choice=None,
                             probabilities=None, confidence=None))
             continue
@@ -400,7 +406,8 @@ def simulate_native(worlds: list[dict], model: SimModel, seed: int, ontology: On
 
 def simulate_refusal(worlds: list[dict], model: SimModel, seed: int, ontology: Ontology | None = None) -> list[dict]:
     """One refusal-probe response per world: choice over the domain's mechanisms (16 in TUPLE) + WITHHOLD, and
-    scores (``ontology``: the worlds'; None = TUPLE)."""
+    scores (``ontology``: the worlds'; None = TUPLE). Every world is answered validly and every
+    withheld answer keeps mechanism scores, as every model did in the paper (1,440 valid each)."""
     onto = load_ontology() if ontology is None else ontology
     rng = np.random.default_rng([seed, 4, SIM_MODELS.index(model)])
     out = []
@@ -408,18 +415,12 @@ def simulate_refusal(worlds: list[dict], model: SimModel, seed: int, ontology: O
         dom = onto.domain(w["domain"])
         mechs = dom.mechanisms
         S = w["mechanism"]
-        if rng.random() < model.unavailable:
-            out.append(dict(model=model.name, world_id=w["world_id"], status="unavailable", choice=None, scores=None))
-            continue
         withheld = rng.random() < model.withhold
         raw = rng.dirichlet(np.full(len(mechs), 0.6)) * 0.5
         same_class = [m for m in dom.mechanisms_by_class[w["coarse"]] if m != S]
         if withheld:
             choice = WITHHOLD
-            u = rng.random()
-            if u < model.zero_mass_rate:
-                raw[:] = 0.0
-            elif u < model.zero_mass_rate + model.tie_rate:
+            if rng.random() < model.tie_rate:
                 a, b = rng.choice(len(mechs), 2, replace=False)
                 raw[a] = raw[b] = raw.max() + 0.2
             else:

@@ -3,12 +3,15 @@
 Per model and domain, every endpoint starts from the same native responses: the native control,
 quantize, top-two, temperature (the attacker picks released scores or the public inverse by
 validation accuracy, then log loss), Gaussian noise under each of the three seeds, and WCPQ
-(strict mapper against the model's 18 frozen full-native policies of the same run; the
-attacker also sees the public workflow signatures). Fresh decoders are fitted and selected on
-the defended train and validation releases for the full native view (with its nested
-subviews), frozen, and scored on test. Recipients: the frozen full-native policies replayed on
-the defended release, and adapted ones refitted on it (candidates and selection as in the
-utility audit). Noise results also average per-world outcomes over the three seeds.
+(strict mapper against the model's 18 frozen full-native policies of the same run, with the main
+codebook: static grid, training vectors, training-pair midpoints) with its canonical control
+``wcpq grid`` (the static grid alone). Fresh decoders are fitted and selected on the defended
+train and validation releases for the full native view (with its nested subviews), frozen, and
+scored on test; as in the paper, every release's attacker (the native control's too) also sees
+the release's public workflow signatures under the 18 frozen policies. Recipients: the frozen
+full-native policies replayed on the defended release, and adapted ones refitted on it
+(candidates and selection as in the utility audit). Noise results also average per-world
+outcomes over the three seeds.
 """
 from __future__ import annotations
 
@@ -30,7 +33,7 @@ from qlb.tuple.costs import profile_names
 from qlb.tuple.recipients import candidate_ranks, native_q
 from qlb.tuple.release_views import apply_view
 from qlb.tuple.utility import utility_domain
-from qlb.tuple.wcpq import POLICY_VIEW, Policy, map_domain, released_frame, signature, verify
+from qlb.tuple.wcpq import POLICY_VIEW, Policy, main_codebook, map_domain, released_frame, signature, verify
 from qlb.tuple.workflows import run_task
 
 log = logging.getLogger(__name__)
@@ -38,12 +41,14 @@ log = logging.getLogger(__name__)
 VIEW = "full_native"
 DEFENSE_FAMILIES = frozenset({"prior", "logistic", "template"})
 ENDPOINTS: tuple[str, ...] = ("native", "quantize", "top2", "temperature",
-                              *[f"noise seed {s}" for s in NOISE_SEEDS], "wcpq")
+                              *[f"noise seed {s}" for s in NOISE_SEEDS], "wcpq", "wcpq grid")
+WCPQ_ENDPOINTS = ("wcpq", "wcpq grid")     # the main strict codebook, and the static-grid canonical control
 
 
 def endpoint_method(endpoint: str) -> str:
-    """The defense method behind an endpoint: ``noise`` for every noise seed, else the endpoint itself."""
-    return "noise" if endpoint.startswith("noise") else endpoint
+    """The defense method behind an endpoint: ``noise`` for every noise seed, ``wcpq`` for both
+    codebooks, else the endpoint itself."""
+    return "noise" if endpoint.startswith("noise") else "wcpq" if endpoint in WCPQ_ENDPOINTS else endpoint
 
 
 def defended(frame: pd.DataFrame, method: str, seed: int = NOISE_SEEDS[0]) -> pd.DataFrame:
@@ -76,13 +81,18 @@ def inverse_frame(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def signature_keys(frame: pd.DataFrame, domain: str, policies: Sequence[Policy]) -> list[list[str]]:
-    """Per world, the public workflow signature of its release under every frozen policy."""
+    """Per world, the public workflow signature of its release under every frozen policy that can
+    read it (a native-distribution recipient cannot read a release without full vectors, such as
+    top-two scores: it adds no signature there)."""
     classes = policies[0].costs.classes if policies else ()
     rel = apply_view(frame, POLICY_VIEW)
     rank = candidate_ranks(rel, classes)
     avail = (rel["status"] == "ok").to_numpy()
+    partial = native_q(rel, classes) is None
     keys: list[list[str]] = [[] for _ in range(len(rel))]
     for j, p in enumerate(policies):
+        if p.recipient.kind == "native" and partial:
+            continue
         sig = signature(p, p.recipient.q(rel), rank)
         for i in range(len(rel)):
             if avail[i]:
@@ -137,7 +147,7 @@ class DefenseDomain:
     endpoints: dict[str, EndpointResult] = field(default_factory=dict)
     releases: dict[str, pd.DataFrame] = field(default_factory=dict)     # world_id, probabilities, confidence, codeword
     costs: list[EndpointCost] = field(default_factory=list)
-    wcpq: dict = field(default_factory=dict)
+    wcpq: dict[str, dict] = field(default_factory=dict)       # per WCPQ endpoint: coverage and verification
     unreadable: list[Unreadable] = field(default_factory=list)
 
 
@@ -156,16 +166,21 @@ def release_endpoint(frame: pd.DataFrame, domain: str, endpoint: str, policies: 
     frozen policies to map against)."""
     method = endpoint_method(endpoint)
     if method == "wcpq":
-        return _wcpq_release(frame, domain, list(policies)) if policies else None
+        if not policies:
+            return None
+        code = main_codebook(frame, policies[0].costs.classes) if endpoint == "wcpq" else None  # None: grid
+        return _wcpq_release(frame, domain, list(policies), code)
     if endpoint == "native":
-        released = frame
+        released = frame.copy()
     else:
         released = defended(frame, method, int(endpoint.rsplit(" ", 1)[1]) if method == "noise" else NOISE_SEEDS[0])
+    if policies:            # every release's attacker sees its public workflow signatures (paper H.3, H.4)
+        released["_signature"] = signature_keys(released, domain, policies)
     return Release(released, np.full(len(released), -1))
 
 
-def _wcpq_release(frame: pd.DataFrame, domain: str, policies: list[Policy]) -> Release:
-    mapping = map_domain(frame, domain, policies)
+def _wcpq_release(frame: pd.DataFrame, domain: str, policies: list[Policy], code: np.ndarray | None) -> Release:
+    mapping = map_domain(frame, domain, policies, code)
     released = released_frame(frame, mapping).sort_values("world_id").reset_index(drop=True)
     test = (frame["split"] == "test").to_numpy()
     v = verify(frame[test], released[test], domain, policies)
@@ -271,7 +286,8 @@ def defend_domain(model: str, domain: str, frame: pd.DataFrame, policies: Sequen
         release = release_endpoint(frame, domain, ep, policies)
         if release is None:
             continue
-        out.wcpq = release.wcpq or out.wcpq
+        if release.wcpq:
+            out.wcpq[ep] = release.wcpq
         result, fits = attack_endpoint(model, domain, ep, release.frame, families, native_fits, ontology)
         if ep == "native":
             native_fits = fits
@@ -342,11 +358,12 @@ def result_tables(results: list[DefenseDomain], preds: pd.DataFrame, n_boot: int
     return pd.DataFrame(res_rows, columns=RESULT_COLUMNS), pd.DataFrame(cost_rows, columns=COST_COLUMNS)
 
 
-def _wcpq_summary(domains: list[DefenseDomain]) -> dict:
-    """One model's WCPQ coverage and verification pooled over its domains."""
-    out = {k: sum(r.wcpq.get(k, 0) for r in domains)
+def _wcpq_summary(domains: list[DefenseDomain], endpoint: str) -> dict:
+    """One model's coverage and verification of one WCPQ endpoint, pooled over its domains."""
+    got = [r.wcpq.get(endpoint, {}) for r in domains]
+    out = {k: sum(w.get(k, 0) for w in got)
            for k in ("worlds", "available", "covered", "fallbacks", "plan_agreement", "comparisons")}
-    out["max_abs_cost_diff"] = max((r.wcpq.get("max_abs_cost_diff", 0.0) for r in domains), default=None)
+    out["max_abs_cost_diff"] = max((w.get("max_abs_cost_diff", 0.0) for w in got), default=None)
     return out
 
 
@@ -360,16 +377,16 @@ def _recovery_rows(model: str, sub: pd.DataFrame, domains: list[DefenseDomain], 
         wide["noise"] = wide[noise_cols].mean(axis=1)
     pair_of = wide.index.get_level_values("pair_id").to_numpy()
     ll = sub.groupby("defense")["log_loss"].mean()
-    wc = _wcpq_summary(domains)
     rows = []
     for ep in wide.columns:
+        wc = _wcpq_summary(domains, ep)
         vals = wide[ep].to_numpy()
         est, lo, hi = _boot(vals, pair_of, rs)
         if "native" in wide.columns and ep != "native":
             d, dlo, dhi = _boot(vals - wide["native"].to_numpy(), pair_of, rs)
         else:
             d = dlo = dhi = None
-        is_w = ep == "wcpq" and wc["comparisons"] > 0
+        is_w = ep in WCPQ_ENDPOINTS and wc["comparisons"] > 0
         rows.append({"model": model, "defense": ep, "method": endpoint_method(ep) if ep != "native" else "none",
                      "seed": int(ep.rsplit(" ", 1)[1]) if ep.startswith("noise seed") else None,
                      "accuracy": est, "ci_low": lo, "ci_high": hi,

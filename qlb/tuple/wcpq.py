@@ -12,6 +12,12 @@ score, so a response whose release lacks some or all scores (a choice without pr
 partial vector) has no codeword with its availability and is released unchanged, never given a
 vector it did not have (nor one that may contradict its choice).
 
+Two codebooks (paper H.1, H.4): the main strict codebook (``main_codebook``) searches the static
+grid first, then the model's own training responses, then the midpoints of its training pairs;
+the canonical control searches the static grid alone. Both go through the same mapper and the
+same verification; the training vectors and midpoints catch the responses the grid cannot
+reproduce (a signature that needs scores finer than 0.1), so the main codebook covers more.
+
 Vectorized: a logistic recipient's logits are linear in the released fields, so q for every
 (world, codeword) is the world's logits at zero scores plus the codeword's contribution;
 the workflows then run once over all (world, codeword) rows per policy.
@@ -116,6 +122,35 @@ def signature(policy: Policy, q: np.ndarray, rank: np.ndarray) -> np.ndarray:
     rows = len(q)
     out = run_task(policy.task, q, rank, np.ones(rows, bool), np.zeros(rows, int), policy.costs, policy.factor)
     return np.column_stack([argmax_public(q, rank), out.plan()])
+
+
+def training_vectors(frame: pd.DataFrame, classes: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """The available training responses' full probability vectors (canonical class order, in
+    world order) and their midpoints per training pair whose two worlds both have one (in pair
+    order). Only the training split is read: a codebook never holds a validation or test answer."""
+    train = frame[(frame["split"] == "train") & (frame["status"] == "ok")].sort_values("world_id")
+    vec, pair = [], []
+    for probs, pid in zip(train["probabilities"], train["pair_id"]):
+        if isinstance(probs, dict) and all(probs.get(c) is not None for c in classes):
+            v = np.array([float(probs[c]) for c in classes])
+            if np.isfinite(v).all() and v.sum() > 0:
+                vec.append(v / v.sum())
+                pair.append(pid)
+    vectors = np.array(vec).reshape(-1, len(classes))
+    by_pair: dict[str, list[np.ndarray]] = {}
+    for v, pid in zip(vectors, pair):
+        by_pair.setdefault(pid, []).append(v)
+    mids = [np.mean(vs[:2], axis=0) for pid, vs in sorted(by_pair.items()) if len(vs) >= 2]
+    return vectors, np.array(mids).reshape(-1, len(classes))
+
+
+def main_codebook(frame: pd.DataFrame, classes: tuple[str, ...]) -> np.ndarray:
+    """The main strict codebook, searched in this order: the static grid, the training vectors,
+    the training-pair midpoints (``training_vectors``), each vector once (its first place)."""
+    vectors, mids = training_vectors(frame, classes)
+    book = np.vstack([static_grid(len(classes)), vectors, mids])
+    _, first = np.unique(np.round(book, 12), axis=0, return_index=True)
+    return book[np.sort(first)]
 
 
 @dataclass

@@ -29,7 +29,7 @@ def test_report_of_the_decoded_demo(decoded_warehouse, tmp_path, capsys):
     assert len(acc) == 2
     assert (f"Against a 50% guessing baseline, the coarse choice alone lets an attacker recover it in "
             f"{100 * min(acc):.1f}% to {100 * max(acc):.1f}% of test worlds") in text
-    assert "The workflow-constrained quantizer changes recovery by " in text
+    assert "The workflow-constrained quantizer " in text and " recovery by " in text
 
 
 def _run_data(wcpq_agreement: tuple[int, int]) -> RunData:
@@ -42,7 +42,7 @@ def _run_data(wcpq_agreement: tuple[int, int]) -> RunData:
     agree, comparisons = wcpq_agreement
     defenses = pd.DataFrame({"model": ["a", "b"], "defense": "wcpq", "diff_vs_native": [-0.2462, -0.1007],
                              "plan_agreement": [5184, agree], "plan_comparisons": [5184, comparisons],
-                             "max_abs_cost_diff": [0.0, 0.0]})
+                             "max_abs_cost_diff": [0.0, 0.0], "coverage": [286 / 288, 1.0]})
     return RunData(pd.Series({"run_id": "run-x"}), pd.Series({"dataset_id": "d"}), none, recovery, diff, none, none,
                    none, defenses, none, none, ["a", "b"])
 
@@ -53,11 +53,13 @@ def test_findings_say_what_the_run_holds():
         "test worlds; the full native output lets an attacker recover it in 62.8% to 75.4% of test worlds.",
         "Releasing the probabilities and confidence on top of the choice adds +11.5 to +23.6 points of recovery, "
         "model by model.",
-        "The workflow-constrained quantizer changes recovery by -24.6 to -10.1 points on 2 models while every one of "
+        "The workflow-constrained quantizer lowers recovery by -24.6 to -10.1 points on 2 models (coverage 99.3% to "
+        "100.0%) while every one of "
         "the 18 frozen recipient policies keeps its exact plan and cost in every test world.",
     ]
     assert findings(_run_data((5183, 5184)))[-1] == (
-        "The workflow-constrained quantizer changes recovery by -24.6 to -10.1 points on 2 models while NOT "
+        "The workflow-constrained quantizer lowers recovery by -24.6 to -10.1 points on 2 models (coverage 99.3% to "
+        "100.0%) while NOT "
         "preserving every recipient plan (see the verification table).")
 
 
@@ -78,3 +80,17 @@ def test_report_run_selection_and_errors(decoded_warehouse, tmp_path, capsys):
 def test_report_escapes_text_from_data():
     cell = _table(pd.DataFrame({"model": ["<script>alert(1)</script>"], "x": [0.5]}))
     assert "<script>" not in cell and "&lt;script&gt;" in cell
+
+
+def test_the_refusal_finding_follows_the_numbers():
+    """The refusal sentence is computed: 'does not stop' only when every model recovers the
+    mechanism well above a uniform guess (issue 15: it used to be written whatever the numbers)."""
+    from qlb.present.report import refusal_sentence
+    uniform = 1 / 16
+    leak = refusal_sentence(pd.Series([0.9188, 0.9993]), uniform)
+    assert leak.startswith("Refusal does not stop the leak: across 2 models,") and "91.9% to 99.9%" in leak
+    assert "a uniform guess gets 6.2%" in leak
+    hidden = refusal_sentence(pd.Series([0.05, 0.07]), uniform)
+    assert hidden.startswith("Refusal stops the leak: across 2 models,")
+    mixed = refusal_sentence(pd.Series([0.06, 0.95, 0.97]), uniform)
+    assert mixed.startswith("Refusal stops the leak for 1 of 3 models only:") and "2 models stay above 2 times" in mixed

@@ -209,6 +209,8 @@ def test_demo_wcpq_is_verified(decoded_warehouse):
                              "ORDER BY task, profile").fetchall()
         wcpq = con.execute("SELECT mean_cost FROM defense_costs WHERE defense = 'wcpq' AND recipient = 'frozen' "
                            "ORDER BY task, profile").fetchall()
+        grid = con.execute("SELECT plan_agreement, plan_comparisons, max_abs_cost_diff, coverage "
+                           "FROM defense_results WHERE defense = 'wcpq grid'").fetchone()
         endpoints = {r[0] for r in con.execute("SELECT defense FROM defense_results").fetchall()}
     finally:
         con.close()
@@ -216,5 +218,27 @@ def test_demo_wcpq_is_verified(decoded_warehouse):
     assert comparisons == 288 * 18 and agreement == comparisons
     assert worst == 0.0 and 0.5 < coverage <= 1.0
     assert native == wcpq and len(native) == 18
-    assert endpoints == {"native", "quantize", "top2", "temperature", "noise", "wcpq",
+    # the canonical control is verified too; the main codebook holds the grid, so it covers at least as much
+    assert grid[1] == 288 * 18 and grid[0] == grid[1] and grid[2] == 0.0 and grid[3] <= coverage
+    assert endpoints == {"native", "quantize", "top2", "temperature", "noise", "wcpq", "wcpq grid",
                          "noise seed 20261011", "noise seed 20261012", "noise seed 20261013"}
+
+
+def test_the_main_codebook_is_the_grid_then_training_vectors_then_pair_midpoints():
+    """Paper H.1/H.4: the static grid first, then the training responses (never a validation or
+    test answer), then each training pair's midpoint; a vector already in the book is not repeated."""
+    from qlb.tuple.wcpq import main_codebook
+    classes = ("a", "b", "c", "d")
+    rows = [("w1", "p1", "train", {"a": 0.55, "b": 0.25, "c": 0.15, "d": 0.05}),
+            ("w2", "p1", "train", {"a": 0.45, "b": 0.35, "c": 0.15, "d": 0.05}),
+            ("w3", "p2", "train", {"a": 0.5, "b": 0.2, "c": 0.2, "d": 0.1}),      # on the grid already
+            ("w4", "p2", "validation", {"a": 0.61, "b": 0.19, "c": 0.1, "d": 0.1}),
+            ("w5", "p3", "test", {"a": 0.71, "b": 0.09, "c": 0.1, "d": 0.1})]
+    frame = pd.DataFrame({"world_id": [r[0] for r in rows], "pair_id": [r[1] for r in rows],
+                          "split": [r[2] for r in rows], "status": "ok", "probabilities": [r[3] for r in rows]})
+    book = main_codebook(frame, classes)
+    grid = static_grid(4)
+    assert np.array_equal(book[:len(grid)], grid)
+    extra = book[len(grid):]
+    # w1, w2 (w3 is a grid vector), then the midpoint of p1 = (0.5, 0.3, 0.15, 0.05); p2 has one training world
+    assert np.allclose(extra, [[0.55, 0.25, 0.15, 0.05], [0.45, 0.35, 0.15, 0.05], [0.5, 0.3, 0.15, 0.05]])

@@ -1,0 +1,25 @@
+"""One stored audit run's tables, as the report, the paper comparison and the pages read them
+(``qlb.runs.report.load_run`` fills it from the warehouse)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+
+@dataclass
+class RunData:
+    run: pd.Series
+    dataset: pd.Series
+    refusal: pd.DataFrame
+    recovery: pd.DataFrame
+    recovery_diff: pd.DataFrame
+    utility: pd.DataFrame
+    utility_diff: pd.DataFrame
+    fronts: pd.DataFrame
+    defenses: pd.DataFrame
+    defense_costs: pd.DataFrame
+    ql: pd.DataFrame
+    models: list[str] = field(default_factory=list)
+    uniform_reference: float = 1.0 / 16.0       # 1/M of the dataset's ontology (TUPLE: 16 mechanisms)
+    tuple_task: bool = True                     # the dataset's ontology is TUPLE's (the paper's numbers apply)
