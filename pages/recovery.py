@@ -45,9 +45,23 @@ def render() -> None:
     chart(recovery_figure(pooled), pooled, "recovery_by_view",
           f"Paper Figure 4: pooled test recovery (288 worlds per model in the reference design) per model and "
           f"release view with 95% pair-clustered intervals; dashed line: 50%. Run {md_text(run_id)}.")
-    wide = pooled.pivot(index="model", columns="view", values="accuracy").reindex(columns=list(VIEWS)).reset_index()
-    table(percent_columns(wide, [v for v in VIEWS if v in wide.columns], 1), "recovery_pooled",
-          f"Pooled test recovery; run {md_text(run_id)}.")
+    wide = pooled.pivot(index="model", columns="view", values="accuracy").reindex(columns=list(VIEWS))
+    views = [v for v in VIEWS if v in wide.columns]
+    coarse = da.query(path, "coarse_accuracy", (run_id,))
+    coarse = coarse[coarse["scope"] == "pooled"].set_index("model")
+    shown = percent_columns(wide.reset_index(), views, 1)
+    if not coarse.empty:
+        shown.insert(1, "coarse accuracy [95%]", [
+            "N/A" if m not in coarse.index else
+            f"{100 * coarse.at[m, 'accuracy']:.1f}% [{100 * coarse.at[m, 'ci_low']:.1f}, {100 * coarse.at[m, 'ci_high']:.1f}]"
+            for m in shown["model"]])
+    loss = pooled[pooled["view"] == "full_native"].set_index("model")["log_loss"]
+    shown["full native log loss"] = [f"{loss[m]:.3f}" if m in loss.index and pd.notna(loss[m]) else "N/A"
+                                     for m in shown["model"]]
+    table(shown, "recovery_pooled",
+          f"Paper Table 22: test coarse accuracy (the released choice is the true class; an unavailable response "
+          f"counts as wrong) and pooled test recovery per release view, with the full native attacker's mean test "
+          f"log loss (nats; ln 2 = 0.693 is guessing). Run {md_text(run_id)}.")
 
     st.subheader("Paired differences between views")
     diff = da.query(path, "recovery_differences", (run_id,))

@@ -188,6 +188,21 @@ def build_parser() -> argparse.ArgumentParser:
     qs.add_argument("--predictions", required=True, type=Path, metavar="FILE")
     qs.add_argument("--split", default=None, help="score one split only (default: every document)")
     qs.add_argument("--json", action="store_true", help="print the CONTRACT.md JSON on stdout (else a table)")
+    qv = qsub.add_parser("verify", help="the construction check: is each group weak cue by cue and revealing "
+                                        "as a whole?",
+                         description="Screen candidate quasi-evidence groups with a verifier's confidences attached "
+                                     "(QUASILEAK.md section 2): lift L = (conf - 1/n_values) / (1 - 1/n_values), "
+                                     "clipped to [0, 1]; a group is verified when every single cue's lift is at "
+                                     "most --tau-weak and the whole group's is at least --tau-reveal. Each line: "
+                                     "doc_id, attribute, n_values, cue_confidences (one per cue), "
+                                     "group_confidence. Rejected lines on stderr as FILE:LINE: field: reason "
+                                     "(exit 3).")
+    qv.add_argument("--groups", required=True, type=Path, metavar="FILE",
+                    help="JSON Lines, CSV or Parquet, one candidate group per line")
+    qv.add_argument("--tau-weak", type=float, default=0.35, help="largest lift a single cue may have (default 0.35)")
+    qv.add_argument("--tau-reveal", type=float, default=0.70,
+                    help="smallest lift the whole group must have (default 0.70)")
+    qv.add_argument("--json", action="store_true", help="print every verdict as JSON on stdout (else a table)")
     qr = qsub.add_parser("run", help="run a detector on a stored corpus and store predictions and scores",
                          description="Run a built-in detector (or an OpenAI-compatible chat endpoint with "
                                      "--detector chat) on the dataset's corpus, store its predictions, then "
@@ -306,7 +321,8 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         bar.close()
     summary = {"dataset": result.dataset_id, "simulated": True, "warehouse": str(path),
                "exports": str(result.export_dir), "ingests": {},
-               "run_id": result.run.run_id if result.run else None, "background_pid": result.background_pid}
+               "run_id": result.run.run_id if result.run else None, "background_pid": result.background_pid,
+               "audit": result.run.to_json() if result.run else None}
     for kind, r in result.ingests.items():
         summary["ingests"][kind] = {"ingest_id": r.ingest_id, "already_ingested": r.duplicate,
                                     "accepted": len(r.report.accepted), "invalid": r.report.n_invalid,
@@ -796,7 +812,59 @@ def _audit_workers(args: argparse.Namespace) -> Iterator[Any]:
 
 
 def _cmd_quasileak(args: argparse.Namespace) -> int:
-    return _cmd_ql_score(args) if args.ql_command == "score" else _cmd_ql_run(args)
+    return {"score": _cmd_ql_score, "verify": _cmd_ql_verify, "run": _cmd_ql_run}[args.ql_command](args)
+
+
+def _cmd_ql_verify(args: argparse.Namespace) -> int:
+    from pydantic import ValidationError
+
+    from qlb.quasileak.scoring import lift, verify_group
+    from qlb.records.readers import read_records
+    from qlb.records.schemas import VerifierGroup, describe_error
+
+    if not args.groups.is_file():
+        raise _UserError(f"{args.groups}: no such file")
+    for name, tau in (("--tau-weak", args.tau_weak), ("--tau-reveal", args.tau_reveal)):
+        if not 0 <= tau <= 1:
+            raise _UserError(f"{name} {tau} is outside [0, 1]")
+    verdicts, rejected = [], 0
+    for rec in read_records(args.groups, frozenset({"cue_confidences", "n_values", "group_confidence"})):
+        try:
+            if rec.error is not None:
+                raise _LineError(rec.field, rec.error)
+            g = (VerifierGroup.model_validate_json(rec.text) if rec.text is not None
+                 else VerifierGroup.model_validate(rec.obj))
+        except ValidationError as exc:
+            fld, reason = describe_error(exc)
+            print(f"{args.groups}:{rec.line_no}: " + (f"{fld}: " if fld else "") + reason, file=sys.stderr)
+            rejected += 1
+            continue
+        except _LineError as exc:
+            print(f"{args.groups}:{rec.line_no}: " + (f"{exc.field}: " if exc.field else "") + exc.reason,
+                  file=sys.stderr)
+            rejected += 1
+            continue
+        ok, why = verify_group(g.cue_confidences, g.group_confidence, g.n_values, args.tau_weak, args.tau_reveal)
+        verdicts.append({"line": rec.line_no, "doc_id": g.doc_id, "attribute": g.attribute, "verified": ok,
+                         "max_cue_lift": max(lift(c, g.n_values) for c in g.cue_confidences),
+                         "group_lift": lift(g.group_confidence, g.n_values), "reason": why})
+    if args.json:
+        print(json.dumps({"tau_weak": args.tau_weak, "tau_reveal": args.tau_reveal, "groups": verdicts}, indent=2))
+    else:
+        print(f"{'line':>6}  {'doc_id':<20}{'attribute':<16}{'max cue lift':>13}{'group lift':>12}  verdict")
+        for v in verdicts:
+            print(f"{v['line']:>6}  {v['doc_id'][:19]:<20}{v['attribute'][:15]:<16}{v['max_cue_lift']:>13.2f}"
+                  f"{v['group_lift']:>12.2f}  {'verified' if v['verified'] else v['reason']}")
+        n_ok = sum(v["verified"] for v in verdicts)
+        print(f"{n_ok} of {len(verdicts)} groups verified (tau_weak {args.tau_weak}, tau_reveal {args.tau_reveal})"
+              + (f"; {rejected} lines rejected" if rejected else ""))
+    return EXIT_REJECTED if rejected else EXIT_OK
+
+
+class _LineError(Exception):
+    def __init__(self, field: str | None, reason: str):
+        super().__init__(reason)
+        self.field, self.reason = field, reason
 
 
 def _cmd_ql_score(args: argparse.Namespace) -> int:

@@ -242,6 +242,9 @@ ORDER BY w.world_id;
 -- name: models_with_responses
 SELECT DISTINCT model FROM responses WHERE dataset_id = ? ORDER BY model;
 
+-- name: coarse_accuracy
+SELECT model, scope, accuracy, ci_low, ci_high, n FROM coarse_accuracy WHERE run_id = ? ORDER BY model, scope;
+
 -- name: recovery_results
 SELECT model, view, scope, accuracy, ci_low, ci_high, log_loss, n FROM recovery_results
 WHERE run_id = ? ORDER BY model, view, scope;

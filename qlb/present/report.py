@@ -205,7 +205,12 @@ def render_report(d: RunData) -> str:
         fig(figures.recovery_figure(pooled), "Secret recovery on the test split per model and release view, 95% "
                                              "pair-clustered intervals; dashed: 50% guessing.")
         wide = pooled.pivot(index="model", columns="view", values="accuracy")
-        parts.append(_table(wide[[v for v in VIEWS if v in wide.columns]].reset_index(), percent=True))
+        wide = wide[[v for v in VIEWS if v in wide.columns]]
+        if not d.coarse.empty:
+            wide.insert(0, "coarse accuracy", d.coarse[d.coarse["scope"] == "pooled"].set_index("model")["accuracy"])
+        parts.append(_table(wide.reset_index(), percent=True))
+        parts.append("<p class='caption'>Test coarse accuracy (the released choice is the true class) and recovery "
+                     "per release view (paper Table 22).</p>")
         dd = d.recovery_diff[(d.recovery_diff["view_b"] == "choice")].copy()
         if not dd.empty:
             dd["comparison"] = dd["view_a"] + " − " + dd["view_b"]

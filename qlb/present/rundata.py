@@ -23,3 +23,4 @@ class RunData:
     models: list[str] = field(default_factory=list)
     uniform_reference: float = 1.0 / 16.0       # 1/M of the dataset's ontology (TUPLE: 16 mechanisms)
     tuple_task: bool = True                     # the dataset's ontology is TUPLE's (the paper's numbers apply)
+    coarse: pd.DataFrame = field(default_factory=pd.DataFrame)    # test coarse accuracy (Tables 22, 24)

@@ -335,6 +335,24 @@ class QLPrediction(BaseModel):
         return self
 
 
+Confidence = Annotated[float, Strict(), Field(ge=0, le=1, allow_inf_nan=False)]
+
+
+class VerifierGroup(BaseModel):
+    """One candidate quasi-evidence group with a verifier's confidences attached (QUASILEAK.md
+    section 2, the construction check): the verifier's confidence in the sender's true value
+    from each cue alone and from the whole group, and the number of values the attribute has at
+    its recovery granularity."""
+
+    model_config = _config
+
+    doc_id: str = Field(min_length=1)
+    attribute: str = Field(min_length=1)
+    n_values: int = Field(ge=2, strict=True)
+    cue_confidences: tuple[Confidence, ...] = Field(min_length=1)
+    group_confidence: Confidence
+
+
 def describe_error(exc: ValidationError) -> tuple[str | None, str]:
     """(field, reason) for the first error of a pydantic ValidationError, in plain words."""
     err = exc.errors(include_url=False)[0]

@@ -27,13 +27,14 @@ from qlb.stats.bootstrap import N_BOOT, SEED
 from qlb.stats.parallel import Workers
 from qlb.tuple import defense_audit, refusal
 from qlb.tuple.costs import profile_names
-from qlb.tuple.fronts import front_points
+from qlb.tuple.fronts import front_points, fronts_json
 from qlb.tuple.recovery import (
     config_rows, config_score_rows, prediction_rows, recovery_json, recovery_tables, run_decoding, selection_rows,
+    coarse_accuracy, coarse_json,
 )
 from qlb.tuple.release_views import VIEWS
 from qlb.tuple.utility import (
-    DomainUtility, action_rows, policy_rows, result_tables, run_utility, utility_json,
+    DomainUtility, action_rows, noninferior_json, policy_rows, result_tables, run_utility, utility_json,
 )
 from qlb.tuple.wcpq import policies_from_selection
 from qlb.records.ontology import Ontology
@@ -102,6 +103,7 @@ class AuditRun:
     ql_scores: pd.DataFrame | None = None
     recovery: pd.DataFrame | None = None
     differences: pd.DataFrame | None = None
+    coarse: pd.DataFrame | None = None
     selections: pd.DataFrame | None = None
     utility: pd.DataFrame | None = None
     utility_differences: pd.DataFrame | None = None
@@ -116,8 +118,14 @@ class AuditRun:
                                "test_used_for_selection": False, "reused_existing_run": self.reused}
         if self.recovery is not None:
             out["recovery"] = recovery_json(self.recovery)
+        if self.coarse is not None:
+            out["coarse_accuracy"] = coarse_json(self.coarse)
         if self.utility is not None:
             out["utility"] = utility_json(self.utility)
+        if self.utility_differences is not None:
+            out["noninferior"] = noninferior_json(self.utility_differences)
+        if self.fronts is not None:
+            out["fronts"] = fronts_json(self.fronts)
         if self.defenses is not None:
             out["defenses"] = defense_audit.defenses_json(self.defenses)
         if self.refusal_summary is not None:
@@ -240,10 +248,12 @@ def _stored_run(con: duckdb.DuckDBPyConnection, dataset_id: str, fingerprint: st
         return None
     run_id = str(earlier["run_id"][0])
     stored = {name: queries.fetch_df(con, name, [run_id])
-              for name in ("refusal_results", "ql_scores", "recovery_results", "utility_results", "defense_results")}
+              for name in ("refusal_results", "ql_scores", "recovery_results", "coarse_accuracy", "utility_results",
+                           "utility_differences", "front_points", "defense_results")}
     present = {name: (None if frame.empty else frame) for name, frame in stored.items()}
     run = AuditRun(run_id, dataset_id, True, present["refusal_results"], present["ql_scores"],
-                   present["recovery_results"], utility=present["utility_results"],
+                   present["recovery_results"], coarse=present["coarse_accuracy"], utility=present["utility_results"],
+                   utility_differences=present["utility_differences"], fronts=present["front_points"],
                    defenses=present["defense_results"])
     if run.refusal_summary is None:
         run.skipped["refusal"] = NO_REFUSAL
@@ -297,10 +307,11 @@ def _decoding_audit(frames: dict[str, pd.DataFrame], run: AuditRun, opts: AuditO
         return {}
     preds = prediction_rows(results)
     run.recovery, run.differences = recovery_tables(preds, opts.n_boot, opts.seed)
+    run.coarse = coarse_accuracy(frames, preds, opts.n_boot, opts.seed)
     run.selections = selection_rows(results)
     return {"decoder_predictions": preds, "decoder_selections": run.selections, "decoder_configs": config_rows(results),
             "decoder_config_scores": config_score_rows(results), "recovery_results": run.recovery,
-            "recovery_differences": run.differences}
+            "recovery_differences": run.differences, "coarse_accuracy": run.coarse}
 
 
 def _utility_audit(frames: dict[str, pd.DataFrame], run: AuditRun, opts: AuditOptions,

@@ -68,8 +68,11 @@ def defended(frame: pd.DataFrame, method: str, seed: int = NOISE_SEEDS[0]) -> pd
 
 
 def inverse_frame(frame: pd.DataFrame) -> pd.DataFrame:
-    """Temperature releases read through the public inverse (the inverse-aware attacker)."""
+    """Temperature releases read through the public inverse (the inverse-aware attacker), with the
+    public workflow signatures of the inverse when the release carries them."""
     out = frame.copy()
+    if "_inverse_signature" in out.columns:
+        out["_signature"] = out.pop("_inverse_signature")
     probs = list(out["probabilities"])
     for i, (st, p) in enumerate(zip(out["status"], probs)):
         if st == "ok" and isinstance(p, dict):
@@ -176,6 +179,8 @@ def release_endpoint(frame: pd.DataFrame, domain: str, endpoint: str, policies: 
         released = defended(frame, method, int(endpoint.rsplit(" ", 1)[1]) if method == "noise" else NOISE_SEEDS[0])
     if policies:            # every release's attacker sees its public workflow signatures (paper H.3, H.4)
         released["_signature"] = signature_keys(released, domain, policies)
+        if method == "temperature":     # and what the policies do with the public inverse, for the attacker who reads it
+            released["_inverse_signature"] = signature_keys(inverse_frame(released), domain, policies)
     return Release(released, np.full(len(released), -1))
 
 
@@ -261,7 +266,8 @@ def endpoint_costs(model: str, domain: str, endpoint: str, released: pd.DataFram
     the frozen policies that cannot read the release (no cost)."""
     out, unreadable = _frozen_costs(endpoint, released, domain, policies) if policies else ([], [])
     if endpoint != "native" and endpoint_method(endpoint) != "wcpq":
-        out += _adapted_costs(endpoint, model, domain, released.drop(columns="_signature", errors="ignore"), ontology)
+        plain = released.drop(columns=["_signature", "_inverse_signature"], errors="ignore")
+        out += _adapted_costs(endpoint, model, domain, plain, ontology)
     return out, unreadable
 
 
@@ -456,10 +462,11 @@ def _cost_rows(model: str, domains: list[DefenseDomain], rs: PairResamples,
 
 
 def defenses_json(res: pd.DataFrame) -> dict:
-    """``defenses`` of ``qlb audit --json``: per model and defense (noise = the three-seed mean)."""
+    """``defenses`` of ``qlb audit --json``: per model and defense (noise = the three-seed mean;
+    ``native`` is the control the others are compared with)."""
     out: dict = {}
     for row in res.itertuples(index=False):
-        if row.defense in ("native",) or row.defense.startswith("noise seed"):
+        if row.defense.startswith("noise seed"):
             continue
         out.setdefault(row.model, {})[row.defense] = {
             "accuracy": float(row.accuracy), "ci_low": float(row.ci_low), "ci_high": float(row.ci_high),

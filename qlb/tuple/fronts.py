@@ -41,3 +41,13 @@ def front_points(recovery: pd.DataFrame, utility: pd.DataFrame) -> pd.DataFrame:
     cols = ["task", "profile", "model", "view", "recovery", "recovery_ci_low", "recovery_ci_high", "mean_cost",
             "cost_ci_low", "cost_ci_high", "nondominated_models", "nondominated_all"]
     return pts[cols].sort_values(["task", "profile", "model", "view"]).reset_index(drop=True)
+
+
+def fronts_json(points: pd.DataFrame) -> dict:
+    """``fronts`` of ``qlb audit --json``: per task and profile, the non-dominated models of the
+    full native release (sorted)."""
+    full = points[points["view"] == "full_native"]
+    out: dict = {}
+    for (task, profile), sub in full.groupby(["task", "profile"], sort=True):
+        out.setdefault(task, {})[profile] = sorted(sub.loc[sub["nondominated_models"].astype(bool), "model"])
+    return out

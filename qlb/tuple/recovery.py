@@ -172,6 +172,31 @@ def recovery_tables(predictions: pd.DataFrame, n_boot: int = N_BOOT, seed: int =
     return rec, diff
 
 
+def coarse_accuracy(frames: dict[str, pd.DataFrame], predictions: pd.DataFrame, n_boot: int = N_BOOT,
+                    seed: int = SEED) -> pd.DataFrame:
+    """Test coarse accuracy per model (paper Tables 22, 24): on the decoding audit's test worlds
+    (``predictions``), the share whose released choice is the true coarse class; an unavailable
+    response counts as wrong. Pooled, macro and per domain, with the recovery intervals (the same
+    pair resamples)."""
+    rows = []
+    for model, sub in predictions.groupby("model", sort=True):
+        worlds = sub.drop_duplicates("world_id")[["world_id", "pair_id", "domain"]]
+        f = frames[model].set_index("world_id").loc[worlds["world_id"]]
+        right = ((f["status"] == "ok") & (f["choice"] == f["coarse"])).to_numpy()
+        rows.append(worlds.assign(model=model, view="coarse", correct=right, log_loss=np.nan))
+    if not rows:
+        return pd.DataFrame(columns=["model", "scope", "accuracy", "ci_low", "ci_high", "n"])
+    rec, _ = recovery_tables(pd.concat(rows, ignore_index=True), n_boot, seed)
+    return rec.drop(columns=["view", "log_loss"])
+
+
+def coarse_json(coarse: pd.DataFrame) -> dict:
+    """``coarse_accuracy`` of ``qlb audit --json``: pooled, per model."""
+    pooled = coarse[coarse["scope"] == "pooled"]
+    return {r.model: {"accuracy": float(r.accuracy), "ci_low": float(r.ci_low), "ci_high": float(r.ci_high),
+                      "n": int(r.n)} for r in pooled.itertuples(index=False)}
+
+
 def recovery_json(rec: pd.DataFrame) -> dict:
     """``recovery`` of ``qlb audit --json`` (CONTRACT.md section 2)."""
     out: dict = {}

@@ -277,6 +277,17 @@ def utility_json(res: pd.DataFrame) -> dict:
     return out
 
 
+def noninferior_json(diff: pd.DataFrame) -> dict:
+    """``noninferior`` of ``qlb audit --json``: per model, lower-information view, task and profile,
+    whether the view is non-inferior to full native (upper 95% bound of the paired cost difference
+    at most delta = 0.1)."""
+    out: dict = {}
+    for row in diff[diff["view_b"] == "full_native"].itertuples(index=False):
+        out.setdefault(row.model, {}).setdefault(row.view_a, {}).setdefault(row.task, {})[row.profile] = \
+            bool(row.noninferior)
+    return out
+
+
 def stored_candidates(rows: pd.DataFrame) -> dict[tuple[str, str], dict[str, list[Recipient]]]:
     """recipient_models rows -> {(model, domain): {view: [Recipient, ...] in candidate order}}."""
     order = {"empirical_prior": 0, "native": 1}
