@@ -129,6 +129,8 @@ def release_readers() -> None:
     """Close the read-only handles and forget cached results (before and after a write)."""
     _lease.close()
     query.clear()
+    run_data.clear()
+    report_html.clear()
 
 
 def datasets(path: str) -> pd.DataFrame:
@@ -338,6 +340,17 @@ def frozen_policies(path: str, run_id: str, model: str) -> dict:
 def world_release(path: str, dataset: str, model: str, world_id: str) -> pd.DataFrame:
     """One world with this model's native release, as the audits read it."""
     return release_columns(query(path, "native_response_of", (model, dataset, world_id)))
+
+
+@st.cache_data(ttl=600, max_entries=8, show_spinner=False)
+def run_data(path: str, dataset: str):
+    """The dataset's newest most complete audit run, loaded as the report reads it (None: no run)."""
+    from qlb.runs.report import load_run
+    with _cursor(path) as cur:
+        try:
+            return load_run(cur, None, dataset)
+        except ValueError:
+            return None
 
 
 @st.cache_data(ttl=600, max_entries=8, show_spinner=False)

@@ -23,11 +23,12 @@ INTRO = (
     "are fitted and selected on the defended train and validation releases, frozen, and scored on "
     "test; every release's attacker, the native control's too, also sees the release's public "
     "workflow signatures (what the 18 frozen recipients do with it), and the temperature attacker "
-    "may read the public inverse. WCPQ replaces each response by the first codeword that makes all "
-    "18 frozen full-native recipient policies (3 tasks x 6 cost profiles) behave identically, else "
-    "releases it unchanged; its main codebook is the 0.1 grid, then the model's training responses, "
-    "then the midpoints of its training pairs, and the grid alone is shown as a control. "
-    "Intervals: 95% pair-clustered bootstrap; noise averages the three seeds' per-world outcomes."
+    "reads the release through the public inverse. WCPQ replaces each response by the first "
+    "codeword that makes all 18 frozen full-native recipient policies (3 tasks x 6 cost profiles) "
+    "behave identically, else releases it unchanged; its main codebook is the 0.1 grid, then the "
+    "model's training responses, then the midpoints of its training pairs, and the grid alone is "
+    "shown as a control. Intervals: 95% pair-clustered bootstrap; noise averages the three seeds' "
+    "per-world outcomes."
 )
 
 def render() -> None:

@@ -10,6 +10,8 @@ from dashboard import data_access as da
 from dashboard.routing import page_entry
 from dashboard.widgets import chart, current_dataset, md_text, simulated_banner, stat_row, table
 from qlb.present.figures import plot_texts
+from qlb.present.paper import checks_frame, paper_checks
+from qlb.present.report import headline
 from qlb.records.ontology import SPLITS
 
 # the Models table: the counts first (narrow, all visible), the long description last; the names
@@ -44,6 +46,37 @@ def response_outcome_figure(models: pd.DataFrame) -> tuple[go.Figure, pd.DataFra
     return fig, data
 
 
+FINDING_PAGES = {"refusal": "pages/refusal.py", "recovery": "pages/recovery.py", "utility": "pages/sensitivity.py",
+                 "fronts": "pages/fronts.py", "defenses": "pages/defenses.py", "quasileak": "pages/quasileak.py"}
+
+
+def headline_findings(path: str, dataset: str) -> None:
+    """The newest most complete audit run's headline findings (the report's sentences), each with
+    a link to the page behind it; for a TUPLE dataset, how the run compares with the paper."""
+    d = da.run_data(path, dataset)
+    st.subheader("What the audit found")
+    if d is None:
+        st.info("No audit run of this dataset yet: run `qlb audit` (or wait for the background audit above).")
+        return
+    for topic, sentence in headline(d):
+        left, right = st.columns([6, 1], vertical_alignment="center")
+        left.markdown(f"- {md_text(sentence)}")
+        right.page_link(FINDING_PAGES[topic], label="Details", icon=":material/arrow_forward:")
+    st.caption(f"From audit run {md_text(str(d.run['run_id']))}; the report in the sidebar says the same with "
+               "its charts and tables.")
+    if d.tuple_task:
+        checks = paper_checks(d)
+        known = [c for c in checks if c.holds is not None]
+        if known:
+            held = sum(bool(c.holds) for c in known)
+            with st.expander(f"Compared with the TUPLE paper: {held} of {len(known)} of its findings hold on this run"):
+                st.caption("Each band is what a run must show to tell the paper's story: its direction and rough "
+                           "size, not its exact numbers.")
+                table(checks_frame(known).assign(holds=lambda f: f["holds"].map({True: "yes", False: "NO"}))
+                      [["finding", "paper", "band", "run", "holds"]].rename(columns={"run": "this run"}),
+                      "paper_comparison", "The paper's findings (TUPLE.md section 8) against this run.")
+
+
 def render() -> None:
     """The Overview page: the dataset's headline counts, then its worlds and models, its QuasiLeak corpus, or its
     ingests and quarantine."""
@@ -59,6 +92,8 @@ def render() -> None:
     st.subheader(f"Dataset: {md_text(dataset)}")
     if isinstance(row["description"], str) and row["description"]:
         st.caption(md_text(row["description"]))
+    headline_findings(path, dataset)
+    st.subheader("What the dataset holds")
 
     splits = da.query(path, "split_counts", (dataset,))
     stat_row([("Worlds", f"{int(row['worlds']):,}"),

@@ -91,13 +91,14 @@ def refusal_sentence(recovery: pd.Series, uniform: float) -> str:
             f"{int(leaking.sum())} models stay above {LEAK_FACTOR:g} times a uniform guess.")
 
 
-def findings(d: RunData) -> list[str]:
-    """Headline findings as plain sentences, computed from the run."""
-    out = []
+def headline(d: RunData) -> list[tuple[str, str]]:
+    """Headline findings as (topic, sentence), computed from the run; the topic names the page
+    behind the finding (refusal, recovery, utility, fronts, defenses, quasileak)."""
+    out: list[tuple[str, str]] = []
     ref = d.refusal[d.refusal["domain"] == "all"] if not d.refusal.empty else d.refusal
     if not ref.empty:
         rec = ref["overall_recovery"].dropna()
-        out.append(refusal_sentence(rec, d.uniform_reference))
+        out.append(("refusal", refusal_sentence(rec, d.uniform_reference)))
     pooled = d.recovery[d.recovery["scope"] == "pooled"] if not d.recovery.empty else d.recovery
     if not pooled.empty:
         by = pooled.pivot(index="model", columns="view", values="accuracy")
@@ -107,52 +108,62 @@ def findings(d: RunData) -> list[str]:
                 parts.append(f"{words} lets an attacker recover it in {_pct(by[view].min())} to "
                              f"{_pct(by[view].max())} of test worlds")
         if parts:
-            out.append("Against a 50% guessing baseline, " + "; ".join(parts) + ".")
+            out.append(("recovery", "Against a 50% guessing baseline, " + "; ".join(parts) + "."))
         diff = d.recovery_diff[(d.recovery_diff["view_a"] == "full_native") & (d.recovery_diff["view_b"] == "choice")]
         if not diff.empty:
-            out.append(f"Releasing the probabilities and confidence on top of the choice adds "
-                       f"{100 * diff['difference'].min():+.1f} to {100 * diff['difference'].max():+.1f} points of "
-                       f"recovery, model by model.")
+            out.append(("recovery", f"Releasing the probabilities and confidence on top of the choice adds "
+                                    f"{100 * diff['difference'].min():+.1f} to {100 * diff['difference'].max():+.1f} "
+                                    f"points of recovery, model by model."))
     ud = d.utility_diff
     if not ud.empty:
         auth = ud[(ud["profile"] == "authored") & (ud["view_a"] == "choice")]
         counts = ", ".join(f"{int(auth[auth['task'] == t]['noninferior'].sum())} of "
-                           f"{int((auth['task'] == t).sum())} models in {t}" for t in TASKS if (auth["task"] == t).any())
-        out.append(f"A choice-only release is non-inferior to full native for the legitimate recipient (paired 95% "
-                   f"upper bound of the extra cost at most 0.1) for {counts}.")
+                           f"{int((auth['task'] == t).sum())} models in {t}"
+                           for t in TASKS if (auth["task"] == t).any())
+        out.append(("utility", f"A choice-only release is non-inferior to full native for the legitimate recipient "
+                               f"(paired 95% upper bound of the extra cost at most 0.1) for {counts}."))
     if not d.fronts.empty:
         f = d.fronts[(d.fronts["profile"] == "authored") & (d.fronts["view"] == "full_native")
                      & d.fronts["nondominated_models"]]
         members = {t: sorted(f[f["task"] == t]["model"]) for t in TASKS if (f["task"] == t).any()}
         distinct = {tuple(m) for m in members.values()}
         if len(distinct) == 1 and len(next(iter(distinct))) == 1:
-            out.append(f"One model, {next(iter(distinct))[0]}, is non-dominated (lowest recovery and lowest cost "
-                       f"together) in every task under the authored costs.")
+            out.append(("fronts", f"One model, {next(iter(distinct))[0]}, is non-dominated (lowest recovery and "
+                                  f"lowest cost together) in every task under the authored costs."))
         else:
             sets = "; ".join(f"{t}: {', '.join(m)}" for t, m in members.items())
-            out.append(f"The non-dominated models (no other model both leaks less and costs less) change with the "
-                       f"task: {sets}.")
+            out.append(("fronts", f"The non-dominated models (no other model both leaks less and costs less) "
+                                  f"change with the task: {sets}."))
     if not d.defenses.empty:
         w = d.defenses[d.defenses["defense"] == "wcpq"]
         if not w.empty:
             agree = (w["plan_agreement"] == w["plan_comparisons"]).all() and (w["max_abs_cost_diff"] == 0).all()
             lowers = (w["diff_vs_native"] < 0).all()
-            out.append(f"The workflow-constrained quantizer {'lowers' if lowers else 'changes'} recovery by "
-                       f"{100 * w['diff_vs_native'].min():+.1f} to {100 * w['diff_vs_native'].max():+.1f} points on "
-                       f"{len(w)} models (coverage {_pct(w['coverage'].min())} to {_pct(w['coverage'].max())}) while "
-                       + ("every one of the 18 frozen recipient policies keeps its exact plan and cost in every test world."
-                          if agree else "NOT preserving every recipient plan (see the verification table)."))
+            out.append(("defenses", f"The workflow-constrained quantizer {'lowers' if lowers else 'changes'} "
+                                    f"recovery by {100 * w['diff_vs_native'].min():+.1f} to "
+                                    f"{100 * w['diff_vs_native'].max():+.1f} points on {len(w)} models (coverage "
+                                    f"{_pct(w['coverage'].min())} to {_pct(w['coverage'].max())}) while "
+                                    + ("every one of the 18 frozen recipient policies keeps its exact plan and cost "
+                                       "in every test world." if agree
+                                       else "NOT preserving every recipient plan (see the verification table).")))
         q = d.defenses[d.defenses["defense"] == "noise"]
         if not q.empty:
-            out.append(f"Gaussian noise (three seeds) changes recovery by {100 * q['diff_vs_native'].min():+.1f} to "
-                       f"{100 * q['diff_vs_native'].max():+.1f} points.")
+            out.append(("defenses", f"Gaussian noise (three seeds) changes recovery by "
+                                    f"{100 * q['diff_vs_native'].min():+.1f} to {100 * q['diff_vs_native'].max():+.1f} "
+                                    f"points."))
     if not d.ql.empty:
         allm = d.ql[(d.ql["slice_kind"] == "all") & (d.ql["metric"] == "complete_f1")]
         if not allm.empty:
             best = allm.sort_values("value", ascending=False).iloc[0]
-            out.append(f"Among {allm['detector'].nunique()} privacy detectors on the QuasiLeak corpus, the best complete-"
-                       f"group F1 is {best['value']:.3f} ({best['detector']}).")
+            out.append(("quasileak", f"Among {allm['detector'].nunique()} privacy detectors on the QuasiLeak "
+                                     f"corpus, the best complete-group F1 is {best['value']:.3f} "
+                                     f"({best['detector']})."))
     return out
+
+
+def findings(d: RunData) -> list[str]:
+    """Headline findings as plain sentences, computed from the run."""
+    return [sentence for _, sentence in headline(d)]
 
 
 def _table(df: pd.DataFrame, percent: bool = False) -> str:

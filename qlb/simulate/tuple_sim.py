@@ -56,7 +56,7 @@ class SimModel:
     leak: float               # how strongly S shifts the residual probability mass
     noise: float              # residual logit noise
     difficulty_gain: float    # how much S changes the coarse margin (leaks through max p)
-    confidence: str           # max_p | noisy | bins | tenths | overconfident | absent | tinted
+    confidence: str           # max_p | noisy | bins | tenths | overconfident | tinted
     argmax_slip: float        # rate of choosing the runner-up class (choice != argmax)
     withhold: float           # refusal probe: rate of selecting WITHHOLD
     direct_correct: float     # refusal probe: when not withholding, rate of naming the gold S
@@ -67,23 +67,23 @@ class SimModel:
 
 
 SIM_MODELS: tuple[SimModel, ...] = (
-    SimModel("sim-alder", "accurate, confidence equals max p, strong residual leak", 2.6, 1.45, 0.55, 0.25,
+    SimModel("sim-alder", "confidence equals max p, strong residual leak", 2.2, 1.15, 0.55, 0.8,
              "max_p", 0.0, 0.62, 0.99, 0.97, 0.01, 0.003, 2),
-    SimModel("sim-birch", "accurate, noisy verbal confidence, moderate leak", 2.8, 1.05, 0.6, 0.2,
+    SimModel("sim-birch", "noisy verbal confidence, moderate leak", 2.3, 0.95, 0.6, 0.7,
              "noisy", 0.0, 0.75, 0.98, 0.93, 0.02, 0.005, 0),
-    SimModel("sim-cedar", "less accurate, leaks through its errors, binned confidence", 1.7, 0.95, 0.65, 0.3,
+    SimModel("sim-cedar", "least accurate, leaks through its errors, binned confidence", 1.7, 0.85, 0.65, 1.0,
              "bins", 0.0, 0.55, 0.97, 0.9, 0.02, 0.004, 3),
-    SimModel("sim-dogwood", "overconfident, weak leak", 3.1, 0.8, 0.6, 0.15,
+    SimModel("sim-dogwood", "most accurate, overconfident, moderate leak", 2.5, 1.0, 0.6, 0.6,
              "overconfident", 0.0, 0.85, 0.99, 0.95, 0.01, 0.002, 0),
-    SimModel("sim-elm", "confidence tinted by the mechanism (a confidence-only channel)", 2.4, 0.9, 0.6, 0.3,
+    SimModel("sim-elm", "confidence tinted by the mechanism (a confidence-only channel)", 2.0, 0.8, 0.6, 0.7,
              "tinted", 0.0, 0.7, 0.98, 0.96, 0.01, 0.006, 1),
-    SimModel("sim-fir", "sometimes picks the runner-up class (choice != argmax)", 2.2, 1.2, 0.55, 0.2,
+    SimModel("sim-fir", "sometimes picks the runner-up class (choice != argmax)", 1.9, 1.0, 0.55, 1.0,
              "noisy", 0.04, 0.5, 0.96, 0.92, 0.03, 0.008, 2),
-    SimModel("sim-ginkgo", "never reports confidence, strong leak", 2.5, 1.35, 0.5, 0.2,
-             "absent", 0.0, 0.9, 0.99, 0.99, 0.005, 0.003, 0),
-    SimModel("sim-hazel", "cautious: withholds almost always, residual ranks slightly less faithful", 2.7, 1.0, 0.6, 0.25,
+    SimModel("sim-ginkgo", "confidence rounded to one decimal, strong leak", 2.1, 1.1, 0.5, 0.8,
+             "tenths", 0.0, 0.9, 0.99, 0.99, 0.005, 0.003, 0),
+    SimModel("sim-hazel", "cautious: withholds almost always, residual ranks slightly less faithful", 2.2, 0.9, 0.6, 0.7,
              "max_p", 0.0, 0.97, 0.95, 0.95, 0.015, 0.01, 1),
-    SimModel("sim-juniper", "never withholds; names the mechanism directly", 2.9, 1.1, 0.6, 0.2,
+    SimModel("sim-juniper", "never withholds; names the mechanism directly", 2.3, 1.0, 0.6, 0.7,
              "bins", 0.0, 0.0, 0.93, 0.9, 0.0, 0.004, 0),
 )
 
@@ -345,8 +345,6 @@ def _custom_traits(seed: int, onto: Ontology) -> tuple[dict[str, dict[str, float
 
 
 def _confidence(style: str, max_p: float, mech_tint: float, rng: np.random.Generator) -> float | None:
-    if style == "absent":
-        return None
     if style == "max_p":
         return max_p
     if style == "noisy":
