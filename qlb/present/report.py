@@ -81,7 +81,7 @@ def refusal_sentence(recovery: pd.Series, uniform: float) -> str:
         else _pct(recovery.min())
     how = (f"the fine-grained mechanism is recovered from refusal-probe responses in {span} of cases (direct "
            f"answers plus withheld responses whose residual scores still single it out; a uniform guess gets "
-           f"{_pct(uniform)})")
+           f"{_pct(uniform, 2)})")
     leaking = recovery > LEAK_FACTOR * uniform
     if leaking.all():
         return f"Refusal does not stop the leak: across {len(recovery)} models, {how}."
@@ -130,6 +130,10 @@ def headline(d: RunData) -> list[tuple[str, str]]:
         if len(distinct) == 1 and len(next(iter(distinct))) == 1:
             out.append(("fronts", f"One model, {next(iter(distinct))[0]}, is non-dominated (lowest recovery and "
                                   f"lowest cost together) in every task under the authored costs."))
+        elif len(distinct) == 1:
+            out.append(("fronts", f"The same models are non-dominated (no other model both leaks less and costs "
+                                  f"less) in every task under the authored costs: "
+                                  f"{', '.join(next(iter(distinct)))}."))
         else:
             sets = "; ".join(f"{t}: {', '.join(m)}" for t, m in members.items())
             out.append(("fronts", f"The non-dominated models (no other model both leaks less and costs less) "
@@ -139,9 +143,10 @@ def headline(d: RunData) -> list[tuple[str, str]]:
         if not w.empty:
             agree = (w["plan_agreement"] == w["plan_comparisons"]).all() and (w["max_abs_cost_diff"] == 0).all()
             lowers = (w["diff_vs_native"] < 0).all()
-            out.append(("defenses", f"The workflow-constrained quantizer {'lowers' if lowers else 'changes'} "
-                                    f"recovery by {100 * w['diff_vs_native'].min():+.1f} to "
-                                    f"{100 * w['diff_vs_native'].max():+.1f} points on {len(w)} models (coverage "
+            diff = 100 * w["diff_vs_native"]
+            change = (f"lowers recovery by {-diff.max():.1f} to {-diff.min():.1f} points" if lowers
+                      else f"changes recovery by {diff.min():+.1f} to {diff.max():+.1f} points")
+            out.append(("defenses", f"The workflow-constrained quantizer {change} on {len(w)} models (coverage "
                                     f"{_pct(w['coverage'].min())} to {_pct(w['coverage'].max())}) while "
                                     + ("every one of the 18 frozen recipient policies keeps its exact plan and cost "
                                        "in every test world." if agree

@@ -53,12 +53,12 @@ def test_findings_say_what_the_run_holds():
         "test worlds; the full native output lets an attacker recover it in 62.8% to 75.4% of test worlds.",
         "Releasing the probabilities and confidence on top of the choice adds +11.5 to +23.6 points of recovery, "
         "model by model.",
-        "The workflow-constrained quantizer lowers recovery by -24.6 to -10.1 points on 2 models (coverage 99.3% to "
+        "The workflow-constrained quantizer lowers recovery by 10.1 to 24.6 points on 2 models (coverage 99.3% to "
         "100.0%) while every one of "
         "the 18 frozen recipient policies keeps its exact plan and cost in every test world.",
     ]
     assert findings(_run_data((5183, 5184)))[-1] == (
-        "The workflow-constrained quantizer lowers recovery by -24.6 to -10.1 points on 2 models (coverage 99.3% to "
+        "The workflow-constrained quantizer lowers recovery by 10.1 to 24.6 points on 2 models (coverage 99.3% to "
         "100.0%) while NOT "
         "preserving every recipient plan (see the verification table).")
 
@@ -89,8 +89,27 @@ def test_the_refusal_finding_follows_the_numbers():
     uniform = 1 / 16
     leak = refusal_sentence(pd.Series([0.9188, 0.9993]), uniform)
     assert leak.startswith("Refusal does not stop the leak: across 2 models,") and "91.9% to 99.9%" in leak
-    assert "a uniform guess gets 6.2%" in leak
+    assert "a uniform guess gets 6.25%" in leak
     hidden = refusal_sentence(pd.Series([0.05, 0.07]), uniform)
     assert hidden.startswith("Refusal stops the leak: across 2 models,")
     mixed = refusal_sentence(pd.Series([0.06, 0.95, 0.97]), uniform)
     assert mixed.startswith("Refusal stops the leak for 1 of 3 models only:") and "2 models stay above 2 times" in mixed
+
+
+def test_the_fronts_finding_says_whether_the_set_changes():
+    """'change with the task' only when the non-dominated sets differ (the review saw it written
+    above a table where the same models won every task)."""
+    def fronts(sets):
+        return pd.DataFrame([{"task": t, "profile": "authored", "view": "full_native", "model": m,
+                              "nondominated_models": m in sets[t]}
+                             for t in ("selective", "clarification", "asymmetric") for m in ("a", "b", "c")])
+    base = _run_data((5184, 5184))
+    same = RunData(base.run, base.dataset, base.refusal, base.recovery, base.recovery_diff, base.utility,
+                   base.utility_diff, fronts({t: {"a", "b"} for t in ("selective", "clarification", "asymmetric")}),
+                   base.defenses, base.defense_costs, base.ql, base.models)
+    assert [s for s in findings(same) if "non-dominated" in s] == [
+        "The same models are non-dominated (no other model both leaks less and costs less) in every task under the "
+        "authored costs: a, b."]
+    same.fronts = fronts({"selective": {"a"}, "clarification": {"a", "c"}, "asymmetric": {"a"}})
+    assert any(s.endswith("change with the task: selective: a; clarification: a, c; asymmetric: a.")
+               for s in findings(same))
