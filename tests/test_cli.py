@@ -106,6 +106,9 @@ def test_demo_twice_changes_nothing(demo_warehouse, capsys):
     assert main(["demo", "--warehouse", str(demo_warehouse), "--json", "--no-decoding"]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert all(v["already_ingested"] for k, v in summary["ingests"].items() if v["rejected"] == 0)
+    # a rerun carries the stored run's summary too (issue 15)
+    assert summary["audit"]["reused_existing_run"] is True and summary["audit"]["run_id"] == summary["run_id"]
+    assert "refusal" in summary["audit"] and summary["audit"]["test_used_for_selection"] is False
     con = duckdb.connect(str(demo_warehouse), read_only=True)
     assert con.execute("SELECT count(*) FROM responses").fetchone()[0] == 9 * 1440
     assert con.execute("SELECT count(*) FROM rejects").fetchone()[0] == 7
@@ -230,7 +233,8 @@ def _fake_build(skipped: dict[str, str]):
             step(f"{stage}: {done}/{total}", plan.report(stage, done, total), plan.UNITS)
         step("done", plan.finish(), plan.UNITS)
         return DemoResult("simulated-reference", Path(path).parent / "exports",
-                          run=SimpleNamespace(run_id="run-1", reused=False, skipped=skipped))
+                          run=SimpleNamespace(run_id="run-1", reused=False, skipped=skipped,
+                                              to_json=lambda: {"run_id": "run-1", "skipped": skipped}))
     return build
 
 

@@ -316,11 +316,13 @@ def test_defenses_page(decoded_warehouse, monkeypatch):
     try:
         assert not at.exception, [e.value for e in at.exception]
         traces = plotly_traces(at.get("plotly_chart")[0])
-        assert [t["name"] for t in traces] == ["sim-alder"] and len(traces[0]["x"]) == 6
+        assert [t["name"] for t in traces] == ["sim-alder"] and len(traces[0]["x"]) == 7
         t3 = next(f for f in frames(at) if "vs native, points [95%]" in f.columns)
-        assert len(t3) == 6 and t3.iloc[0]["vs native, points [95%]"] == "—"
+        assert len(t3) == 7 and t3.iloc[0]["vs native, points [95%]"] == "—"
         ver = next(f for f in frames(at) if "plan agreement" in f.columns)
-        assert ver.iloc[0]["plan agreement"] == "5,184 / 5,184" and ver.iloc[0]["max |Δ cost|"] == 0
+        assert len(ver) == 2 and set(ver["codebook"]) == {"grid, training vectors, pair midpoints",
+                                                           "static grid only (control)"}
+        assert (ver["plan agreement"] == "5,184 / 5,184").all() and (ver["max |Δ cost|"] == 0).all()
         assert any("Every response–policy comparison agrees" in s.value for s in at.success)
         side = next(f for f in frames(at) if "class (public order)" in f.columns)
         assert {"native", "quantize", "top2", "temperature", "wcpq"} <= set(side.columns)

@@ -268,7 +268,14 @@ def test_audit_json_has_the_contract_utility_and_defenses(decoded_warehouse, tmp
     assert set(util["sim-dogwood"]) == {"no_output", "choice", "choice_confidence", "full_probabilities", "full_native"}
     assert all(set(t) == {"selective", "clarification", "asymmetric"} for t in util["sim-alder"].values())
     d = doc["defenses"]["sim-alder"]
-    assert set(d) == {"quantize", "top2", "temperature", "noise", "wcpq"}
+    assert set(d) == {"native", "quantize", "top2", "temperature", "noise", "wcpq", "wcpq grid"}
+    assert d["wcpq grid"]["plan_agreement"] == 1.0 and d["wcpq grid"]["coverage"] <= d["wcpq"]["coverage"]
+    # the issue-15 additions: coarse accuracy, non-inferiority and fronts of the reused run
+    assert set(doc["coarse_accuracy"]) == {"sim-alder", "sim-dogwood"}
+    assert 0.5 < doc["coarse_accuracy"]["sim-alder"]["accuracy"] <= 1 and doc["coarse_accuracy"]["sim-alder"]["n"] == 288
+    assert isinstance(doc["noninferior"]["sim-alder"]["choice"]["clarification"]["authored"], bool)
+    assert set(doc["fronts"]) == {"selective", "clarification", "asymmetric"}
+    assert set(doc["fronts"]["selective"]["authored"]) <= {"sim-alder", "sim-dogwood"}
     assert d["wcpq"]["plan_agreement"] == 1.0 and d["wcpq"]["max_abs_cost_diff"] == 0.0
     assert d["quantize"]["coverage"] is None
     assert {"accuracy", "ci_low", "ci_high", "coverage", "plan_agreement", "max_abs_cost_diff"} == set(d["top2"])
