@@ -33,7 +33,7 @@ h1{margin-bottom:.2rem}h2{margin-top:2.2rem;border-bottom:1px solid #d0d7de;padd
 .findings li{margin:.35rem 0}.caption{color:#57606a;font-size:.9rem;margin-top:.2rem}
 table{border-collapse:collapse;font-size:.85rem;margin:.5rem 0}th,td{border:1px solid #d0d7de;padding:.25rem .5rem;
 text-align:left}th{background:#f6f8fa}code,pre{background:#f6f8fa;padding:.1rem .3rem;border-radius:4px}
-pre{padding:.6rem;overflow-x:auto;font-size:.8rem}
+pre{padding:.6rem;overflow-x:auto;font-size:.8rem}.wide{overflow-x:auto;max-width:100%}
 """
 
 
@@ -175,8 +175,13 @@ def _table(df: pd.DataFrame, percent: bool = False) -> str:
     """An escaped, spreadsheet-safe HTML table; ``percent`` shows the numbers as percentages."""
     df = spreadsheet_safe(df)
     df.columns = [str(c) for c in df.columns]          # no index or column-axis names in the header
+    for c in df.columns:                               # whole counts stored as floats print as counts
+        col = df[c]
+        if col.dtype.kind == "f" and col.notna().any() and (col.dropna() % 1 == 0).all() and col.abs().max() > 1:
+            df[c] = col.map(lambda v: "—" if pd.isna(v) else f"{int(v):,}")
     fmt = (lambda v: f"{100 * v:.1f}%") if percent else (lambda v: f"{v:.4f}")
-    return df.to_html(index=False, escape=True, border=0, na_rep="—", float_format=fmt)
+    html_table = df.to_html(index=False, escape=True, border=0, na_rep="—", float_format=fmt)
+    return f"<div class='wide'>{html_table}</div>"                # a wide table scrolls inside the page
 
 
 def _figure(fig: go.Figure, first: bool) -> str:

@@ -113,3 +113,12 @@ def test_the_fronts_finding_says_whether_the_set_changes():
     same.fronts = fronts({"selective": {"a"}, "clarification": {"a", "c"}, "asymmetric": {"a"}})
     assert any(s.endswith("change with the task: selective: a; clarification: a, c; asymmetric: a.")
                for s in findings(same))
+
+
+def test_report_tables_print_counts_as_counts_and_scroll_inside_the_page():
+    """Issue 16: '1029.0000' for a count, and a QuasiLeak table wider than the page."""
+    html_table = _table(pd.DataFrame({"detector": ["a", "b"], "predicted_groups": [988.0, 1029.0],
+                                      "complete_f1": [0.7566, 1.0]}))
+    assert ">988<" in html_table and ">1,029<" in html_table and "1029.0000" not in html_table
+    assert ">0.7566<" in html_table and ">1.0000<" in html_table        # a rate keeps its decimals
+    assert html_table.startswith("<div class='wide'>")
