@@ -32,8 +32,20 @@ TERMS: list[tuple[str, str]] = [
     ("Privacy-utility front", "The releases that no other release beats on both recovery and cost."),
     ("Defense", "A transformation of the probability field before release: quantization, top-two, temperature, "
                 "noise, or WCPQ."),
-    ("WCPQ", "Workflow-constrained quantizer: replaces a response by the first 0.1-grid vector that makes all 18 "
-             "frozen recipient policies behave exactly as before, else releases it unchanged."),
+    ("WCPQ", "Workflow-constrained quantizer: replaces a response by the first codeword that makes all 18 frozen "
+             "recipient policies behave exactly as before, else releases it unchanged (identity fallback)."),
+    ("Codebook", "The codewords WCPQ searches, in order. The main codebook is the 0.1 grid (286 vectors for 4 "
+                 "classes), then the model's own training responses, then the midpoints of its training pairs; the "
+                 "grid alone is shown as a control."),
+    ("Coverage", "For WCPQ: the share of available test responses that found a codeword (the rest are released "
+                 "unchanged)."),
+    ("Public workflow signature", "What each of the 18 frozen recipient policies does with a release (category, "
+                                  "route, review, check and both continuations). Anyone who knows the policies can "
+                                  "compute it, so every defended release's attacker is given it."),
+    ("Coarse accuracy", "How often the released choice is the true coarse class T on the test worlds (an "
+                        "unavailable answer counts as wrong)."),
+    ("Lift", "For QuasiLeak's construction check: (confidence - chance) / (1 - chance), clipped to [0, 1]; a group "
+             "is verified when each cue alone has lift at most 0.35 and the whole group at least 0.70."),
     ("Plan agreement", "For WCPQ: the share of (world, policy) comparisons whose complete plan, including both check "
                        "branches, is the same for the native and the released response."),
     ("Pair-clustered bootstrap", "Intervals from 2,000 resamples of whole pairs (both worlds together), 95% "
