@@ -75,100 +75,110 @@ def _defense(d: RunData, name: str) -> pd.DataFrame:
     return df[df["defense"] == name] if not df.empty else df
 
 
+# Each check's finding, the paper's figure, and the band a run must fall in: stated once.
+FINDINGS: dict[str, tuple[str, str, str]] = {
+    "refusal_recovery": ("Refusal does not stop the leak: the mechanism is recovered from the refusal probe's "
+                         "answers (direct, or the withheld response's top residual score)", "91.88% to 99.93%",
+                         "at least 85% for every model"),
+    "refusal_valid": ("Every model answers every refusal-probe world validly, and every withheld answer keeps its "
+                      "mechanism scores", "1,440 valid per model; no withheld answer without scores",
+                      "every world answered validly; none without scores"),
+    "no_output": ("With no prediction released, recovery is exactly a coin flip", "exactly 50%",
+                  "exactly 50% for every model"),
+    "choice": ("The coarse choice alone leaks a little", "51.04% to 57.64%",
+               "above 50% and at most 60% for every model"),
+    "full_native": ("The full native output leaks much more", "62.85% to 75.35%",
+                    "between 60% and 80% for every model"),
+    "confidence_adds": ("Adding the confidence to the choice raises recovery", "9 of 9 models",
+                        "above choice for every model"),
+    "native_gap": ("Full native minus choice", "+11.46 to +23.61 points", "+8 to +28 points for every model"),
+    "native_cheaper_authored": ("Full native is cheaper than choice for the legitimate recipient (authored costs)",
+                                "27 of 27 model-task cases", "every model-task case"),
+    "native_cheaper_all": ("Full native is cheaper than choice under all six cost profiles", "162 of 162",
+                           "every case"),
+    "noninferior": ("Choice is non-inferior to full native (paired 95% upper bound of the extra cost at most 0.1) "
+                    "mainly in one-step clarification", "clarification 6/9, selective 0/9, asymmetric 0/9",
+                    "clarification at least half the models; selective and asymmetric none"),
+    "fronts_change": ("The non-dominated models (no other model leaks less and costs less) change with the task",
+                      "yes", "not the same set in every task (authored costs)"),
+    "wcpq_recovery": ("WCPQ lowers recovery at no cost to the recipients", "-10.07 to -24.65 points, every plan kept",
+                      "-6 to -28 points for every model, every plan and cost kept"),
+    "wcpq_coverage": ("WCPQ finds a codeword for almost every response", "99.3% to 100%",
+                      "at least 99% for every model"),
+    "temperature": ("Temperature scaling does not protect against an attacker who applies its public inverse",
+                    "equal to native", "within 0.5 points of native for every model"),
+    "top2": ("Releasing only the top two scores is about as leaky as native", "-0.35 points",
+             "mean within 2 points of native"),
+    "quantize": ("0.1 quantization lowers recovery a little", "-6.25 points (mean)", "mean -3 to -10 points"),
+    "noise": ("Gaussian noise (sigma 0.05) lowers recovery a little more", "-8.91 points (mean)",
+              "mean -5 to -13 points (seed average)"),
+}
+
+
+def _check(key: str, run: str, holds: bool | None) -> Check:
+    return Check(key, *FINDINGS[key], run, holds)
+
+
 def refusal_checks(d: RunData) -> list[Check]:
     ref = d.refusal[d.refusal["domain"] == "all"] if not d.refusal.empty else d.refusal
     if ref.empty:
-        return [Check("refusal_recovery", "Refusal does not stop the leak", "91.88% to 99.93% of worlds",
-                      "at least 85% for every model", "no refusal audit", None),
-                Check("refusal_valid", "Every refusal-probe response is valid", "1,440 valid per model, no "
-                      "withheld response without mechanism scores", "all valid, none without scores",
-                      "no refusal audit", None)]
+        return [_check(k, "no refusal audit", None) for k in ("refusal_recovery", "refusal_valid")]
     rec = ref["overall_recovery"]
     valid = ref["n"] - ref["unavailable"]
     zero = ref["residual_zero_mass"]
     return [
-        Check("refusal_recovery", "Refusal does not stop the leak: the mechanism is recovered from the refusal "
-              "probe's answers (direct, or the withheld response's top residual score)", "91.88% to 99.93%",
-              "at least 85% for every model", _span(rec), bool((rec >= 0.85).all())),
-        Check("refusal_valid", "Every model answers every refusal-probe world validly, and every withheld "
-              "answer keeps its mechanism scores", "1,440 valid per model; no withheld answer without scores",
-              "every world answered validly; none without scores",
-              f"{_span(valid, lambda v: f'{v:,.0f}')} valid per model of {int(ref['n'].max()):,}; "
-              f"{int(zero.sum())} withheld without scores",
-              bool((ref["unavailable"] == 0).all() and (zero == 0).all())),
+        _check("refusal_recovery", _span(rec), bool((rec >= 0.85).all())),
+        _check("refusal_valid", f"{_span(valid, lambda v: f'{v:,.0f}')} valid per model of {int(ref['n'].max()):,}; "
+                                f"{int(zero.sum())} withheld without scores",
+               bool((ref["unavailable"] == 0).all() and (zero == 0).all())),
     ]
 
 
 def recovery_checks(d: RunData) -> list[Check]:
     by = _pooled(d)
     out = []
-
-    def view_check(key, finding, paper, band, view, ok: Callable[[pd.Series], bool]):
-        if view not in by:
-            out.append(Check(key, finding, paper, band, "no decoding audit", None))
-        else:
-            out.append(Check(key, finding, paper, band, _span(by[view]), bool(ok(by[view].dropna()))))
-
-    view_check("no_output", "With no prediction released, recovery is exactly a coin flip", "exactly 50%",
-               "exactly 50% for every model", "no_output", lambda s: bool((s - 0.5).abs().max() < 1e-9))
-    view_check("choice", "The coarse choice alone leaks a little", "51.04% to 57.64%",
-               "above 50% and at most 60% for every model", "choice", lambda s: bool(((s > 0.5) & (s <= 0.6)).all()))
-    view_check("full_native", "The full native output leaks much more", "62.85% to 75.35%",
-               "between 60% and 80% for every model", "full_native",
-               lambda s: bool(((s >= 0.6) & (s <= 0.8)).all()))
-    for key, a, b, finding, paper, band, ok in (
-            ("confidence_adds", "choice_confidence", "choice", "Adding the confidence to the choice raises recovery",
-             "9 of 9 models", "above choice for every model", lambda s: (s > 0).all()),
-            ("native_gap", "full_native", "choice", "Full native minus choice", "+11.46 to +23.61 points",
-             "+8 to +28 points for every model", lambda s: ((s >= 0.08) & (s <= 0.28)).all())):
+    for view, ok in (("no_output", lambda s: bool((s - 0.5).abs().max() < 1e-9)),
+                     ("choice", lambda s: bool(((s > 0.5) & (s <= 0.6)).all())),
+                     ("full_native", lambda s: bool(((s >= 0.6) & (s <= 0.8)).all()))):
+        out.append(_check(view, "no decoding audit", None) if view not in by
+                   else _check(view, _span(by[view]), bool(ok(by[view].dropna()))))
+    for key, a, b, ok in (("confidence_adds", "choice_confidence", "choice", lambda s: (s > 0).all()),
+                          ("native_gap", "full_native", "choice", lambda s: ((s >= 0.08) & (s <= 0.28)).all())):
         s = _diff(d, a, b)
         if s.empty:
-            out.append(Check(key, finding, paper, band, "no decoding audit", None))
+            out.append(_check(key, "no decoding audit", None))
         else:
             run = (f"{int((s > 0).sum())} of {len(s)} models ({_span(s, _pts)} points)" if key == "confidence_adds"
                    else f"{_span(s, _pts)} points")
-            out.append(Check(key, finding, paper, band, run, bool(ok(s))))
+            out.append(_check(key, run, bool(ok(s))))
     return out
 
 
 def utility_checks(d: RunData) -> list[Check]:
     cv = _choice_vs_native(d)
     if cv.empty:
-        return [Check(k, f, p, b, "no utility audit", None) for k, f, p, b in (
-            ("native_cheaper_authored", "Full native is cheaper than choice for the recipient (authored costs)",
-             "27 of 27 model-task cases", "every case"),
-            ("native_cheaper_all", "... and under all six cost profiles", "162 of 162", "every case"),
-            ("noninferior", "Choice is non-inferior to full native only in clarification",
-             "clarification 6/9, selective 0/9, asymmetric 0/9", "clarification at least half; the others none"),
-            ("fronts_change", "The non-dominated models change with the task", "yes", "not the same set in every "
-             "task"))]
+        return [_check(k, "no utility audit", None)
+                for k in ("native_cheaper_authored", "native_cheaper_all", "noninferior", "fronts_change")]
     auth = cv[cv["profile"] == "authored"]
     ni = {t: auth[auth["task"] == t]["noninferior"].astype(bool) for t in TASKS}
     n_models = auth["model"].nunique()
     ni_run = ", ".join(f"{t} {int(ni[t].sum())}/{len(ni[t])}" for t in ("clarification", "selective", "asymmetric"))
     ni_ok = (ni["clarification"].sum() * 2 >= n_models and not ni["selective"].any() and not ni["asymmetric"].any())
     out = [
-        Check("native_cheaper_authored", "Full native is cheaper than choice for the legitimate recipient "
-              "(authored costs)", "27 of 27 model-task cases", "every model-task case",
-              f"{int((auth['difference'] > 0).sum())} of {len(auth)}", bool((auth["difference"] > 0).all())),
-        Check("native_cheaper_all", "Full native is cheaper than choice under all six cost profiles",
-              "162 of 162", "every case", f"{int((cv['difference'] > 0).sum())} of {len(cv)}",
-              bool((cv["difference"] > 0).all())),
-        Check("noninferior", "Choice is non-inferior to full native (paired 95% upper bound of the extra cost at "
-              "most 0.1) mainly in one-step clarification", "clarification 6/9, selective 0/9, asymmetric 0/9",
-              "clarification at least half the models; selective and asymmetric none", ni_run, bool(ni_ok)),
+        _check("native_cheaper_authored", f"{int((auth['difference'] > 0).sum())} of {len(auth)}",
+               bool((auth["difference"] > 0).all())),
+        _check("native_cheaper_all", f"{int((cv['difference'] > 0).sum())} of {len(cv)}",
+               bool((cv["difference"] > 0).all())),
+        _check("noninferior", ni_run, bool(ni_ok)),
     ]
     if d.fronts.empty:
-        out.append(Check("fronts_change", "The non-dominated models change with the task", "yes",
-                         "not the same set in every task", "no fronts", None))
+        out.append(_check("fronts_change", "no fronts", None))
     else:
         f = d.fronts[(d.fronts["profile"] == "authored") & (d.fronts["view"] == "full_native")
                      & d.fronts["nondominated_models"].astype(bool)]
         sets = {t: tuple(sorted(f[f["task"] == t]["model"])) for t in TASKS}
         run = "; ".join(f"{t}: {', '.join(m) or 'none'}" for t, m in sets.items())
-        out.append(Check("fronts_change", "The non-dominated models (no other model leaks less and costs less) "
-                         "change with the task", "yes", "not the same set in every task (authored costs)", run,
-                         len(set(sets.values())) > 1))
+        out.append(_check("fronts_change", run, len(set(sets.values())) > 1))
     return out
 
 
@@ -176,38 +186,24 @@ def defense_checks(d: RunData) -> list[Check]:
     out = []
     w = _defense(d, "wcpq")
     if w.empty:
-        out += [Check("wcpq_recovery", "WCPQ lowers recovery at no cost to the recipients", "-10.07 to -24.65 "
-                      "points, every plan kept", "-6 to -28 points, every plan and cost kept", "no defense audit",
-                      None),
-                Check("wcpq_coverage", "WCPQ finds a codeword for almost every response", "99.3% to 100%",
-                      "at least 99% for every model", "no defense audit", None)]
+        out += [_check(k, "no defense audit", None) for k in ("wcpq_recovery", "wcpq_coverage")]
     else:
         kept = bool((w["plan_agreement"] == w["plan_comparisons"]).all() and (w["max_abs_cost_diff"] == 0).all())
         diff = w["diff_vs_native"]
-        out += [Check("wcpq_recovery", "WCPQ lowers recovery at no cost to the recipients",
-                      "-10.07 to -24.65 points, every plan kept", "-6 to -28 points for every model, every plan "
-                      "and cost kept", f"{_span(diff, _pts)} points; " + ("every plan kept" if kept else
-                                                                          "NOT every plan kept"),
-                      bool(kept and ((diff <= -0.06) & (diff >= -0.28)).all())),
-                Check("wcpq_coverage", "WCPQ finds a codeword for almost every response", "99.3% to 100%",
-                      "at least 99% for every model", _span(w["coverage"]), bool((w["coverage"] >= 0.99).all()))]
-    for key, name, finding, paper, band, ok in (
-            ("temperature", "temperature", "Temperature scaling does not protect against an attacker who "
-             "applies its public inverse", "equal to native", "within 0.5 points of native for every model",
-             lambda s: bool((s.abs() <= 0.005).all())),
-            ("top2", "top2", "Releasing only the top two scores is about as leaky as native", "-0.35 points",
-             "mean within 2 points of native", lambda s: abs(float(s.mean())) <= 0.02),
-            ("quantize", "quantize", "0.1 quantization lowers recovery a little", "-6.25 points (mean)",
-             "mean -3 to -10 points", lambda s: -0.10 <= float(s.mean()) <= -0.03),
-            ("noise", "noise", "Gaussian noise (sigma 0.05) lowers recovery a little more", "-8.91 points (mean)",
-             "mean -5 to -13 points (seed average)", lambda s: -0.13 <= float(s.mean()) <= -0.05)):
-        rows = _defense(d, name)
+        out += [_check("wcpq_recovery", f"{_span(diff, _pts)} points; "
+                                        + ("every plan kept" if kept else "NOT every plan kept"),
+                       bool(kept and ((diff <= -0.06) & (diff >= -0.28)).all())),
+                _check("wcpq_coverage", _span(w["coverage"]), bool((w["coverage"] >= 0.99).all()))]
+    for key, ok in (("temperature", lambda s: bool((s.abs() <= 0.005).all())),
+                    ("top2", lambda s: abs(float(s.mean())) <= 0.02),
+                    ("quantize", lambda s: -0.10 <= float(s.mean()) <= -0.03),
+                    ("noise", lambda s: -0.13 <= float(s.mean()) <= -0.05)):
+        rows = _defense(d, key)
         if rows.empty:
-            out.append(Check(key, finding, paper, band, "no defense audit", None))
+            out.append(_check(key, "no defense audit", None))
         else:
             s = rows["diff_vs_native"].astype(float)
-            out.append(Check(key, finding, paper, band, f"{_span(s, _pts)} points (mean {_pts(float(s.mean()))})",
-                             ok(s)))
+            out.append(_check(key, f"{_span(s, _pts)} points (mean {_pts(float(s.mean()))})", ok(s)))
     return out
 
 
