@@ -1,0 +1,217 @@
+"""One presentation vocabulary: the display name of every view, defense, task, cost profile and
+refusal outcome, and the label, kind and explanation of every result column the pages, the report
+and the CSV downloads show. Pages never print an internal name (``full_native``,
+``review_half``, ``conditional_residual_recovery``); they go through ``readable``.
+
+A column's *kind* says how it is shown: ``rate`` (a share of cases, shown as a percent),
+``share`` (a rate whose size is the point: a bar), ``count`` (a whole number), ``points`` (a
+difference of two rates in percentage points), ``cost`` (cost units per case), ``number`` (any
+other number), ``text``, ``flag`` (yes/no). Interval cells (``63.4% [60.9, 65.8]``) are text
+made by ``pct_interval``, ``points_interval`` or ``cost_interval``.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import pandas as pd
+
+VIEW_NAMES = {"no_output": "no output", "choice": "choice", "choice_confidence": "choice + confidence",
+              "full_probabilities": "full probabilities", "full_native": "full native"}
+VIEW_HELP = {
+    "no_output": "Only the response status is released (answered or unavailable): the guessing baseline.",
+    "choice": "Only the model's chosen class.",
+    "choice_confidence": "The chosen class and the model's stated confidence.",
+    "full_probabilities": "The chosen class and the probability of every class.",
+    "full_native": "Everything the model returned: choice, every class probability and the confidence.",
+}
+DEFENSE_NAMES = {"native": "native (control)", "quantize": "quantize 0.1", "top2": "top-two",
+                 "temperature": "temperature τ=2", "noise": "noise σ=0.05 (3-seed mean)",
+                 "wcpq grid": "WCPQ strict, grid only (control)", "wcpq": "WCPQ strict"}
+DEFENSE_HELP = {
+    "native": "The model's own probabilities, unchanged: what every defense is compared with.",
+    "quantize": "Every probability rounded to the nearest 0.1, then renormalised.",
+    "top2": "Only the two largest probabilities are released; the rest are withheld.",
+    "temperature": "Probabilities flattened with temperature 2 (an invertible change).",
+    "noise": "Gaussian noise (σ = 0.05) added to the probabilities; three seeds, averaged.",
+    "wcpq grid": "WCPQ with only the static 0.1 grid as codewords: the canonical control.",
+    "wcpq": "The workflow-constrained quantizer: each response is replaced by the first codeword that makes "
+            "all 18 frozen recipient policies act exactly as they would on the original.",
+}
+TASK_NAMES = {"selective": "selective routing", "clarification": "one-step clarification",
+              "asymmetric": "asymmetric-cost routing"}
+TASK_HELP = {
+    "selective": "Route the case to the most likely class, or pay for trusted review.",
+    "clarification": "Act now, or buy one yes/no check of a class before routing.",
+    "asymmetric": "Choose the route (or general inspection) with the lowest expected cost under an "
+                  "action-by-class cost matrix.",
+}
+PROFILE_NAMES = {"authored": "authored costs", "review_half": "review at half cost",
+                 "review_double": "review at double cost", "check_quarter": "check at a quarter",
+                 "error_double": "errors at double cost",
+                 "asymmetric_class0_double": "first class's errors doubled"}
+PROFILE_HELP = {
+    "authored": "The costs as written: a wrong route 10, trusted review 2, one check 0.4.",
+    "review_half": "Trusted review and general inspection cost half (review 1).",
+    "review_double": "Trusted review and general inspection cost double (review 4).",
+    "check_quarter": "A clarification check costs a quarter (0.1).",
+    "error_double": "A wrong route costs double (20), and every off-diagonal asymmetric cost doubles.",
+    "asymmetric_class0_double": "In the asymmetric-cost matrix, the costs when the true class is the domain's "
+                                "first class double.",
+}
+OUTCOME_NAMES = {
+    "direct_correct": "named the mechanism",
+    "direct_incorrect": "named another mechanism",
+    "residual_unique_correct": "withheld, residual ranks it first",
+    "residual_unique_incorrect": "withheld, residual ranks another first",
+    "residual_tied": "withheld, residual tied",
+    "residual_zero_mass": "withheld, no residual mass",
+}
+SCOPE_NAMES = {"pooled": "all domains", "macro": "domain average", "all": "all domains"}
+
+VALUE_NAMES: dict[str, dict[str, str]] = {
+    "view": VIEW_NAMES, "view_a": VIEW_NAMES, "view_b": VIEW_NAMES, "candidate_view": VIEW_NAMES,
+    "defense": DEFENSE_NAMES, "task": TASK_NAMES, "profile": PROFILE_NAMES, "outcome": OUTCOME_NAMES,
+    "scope": SCOPE_NAMES,
+}
+
+
+@dataclass(frozen=True)
+class Column:
+    """How one result column is shown: its label (also the CSV header), its kind and its tooltip."""
+    label: str
+    kind: str = "text"
+    help: str = ""
+
+
+_RECOVERY = "How often the attacker names the true mechanism of a test world; 50% is guessing."
+COLUMNS: dict[str, Column] = {
+    "model": Column("model"),
+    "domain": Column("domain"),
+    "view": Column("release view", help="Which fields of the response are released."),
+    "view_a": Column("view A"), "view_b": Column("view B"),
+    "defense": Column("defense", help="How the released probabilities were changed."),
+    "task": Column("task", help="The downstream workflow the recipient runs."),
+    "profile": Column("cost profile", help="Which of the six fixed sets of costs is in force."),
+    "scope": Column("scope"),
+    "split": Column("split"),
+    "n": Column("cases", "count", "How many cases (test worlds, or responses in the refusal audit) the figure "
+                                  "is computed on."),
+    "n_worlds": Column("worlds", "count"),
+    "withheld": Column("withheld", "count", "Responses whose choice is WITHHOLD."),
+    "withhold_rate": Column("withheld (share)", "share", "Share of refusal probes the model answered with WITHHOLD."),
+    "conditional_residual_recovery": Column(
+        "recovered when withheld", "rate",
+        "Of the withheld responses, the share whose residual scores rank the true mechanism uniquely first."),
+    "overall_recovery": Column(
+        "recovered overall", "rate",
+        "Share of all refusal probes that give the mechanism away: named directly, or withheld with the "
+        "residual scores ranking it uniquely first."),
+    "unavailable": Column("unavailable", "count", "Responses with status unavailable (not counted in n)."),
+    "unique_winner_coverage": Column("unique residual winner", "rate",
+                                     "Share of withheld responses whose residual scores have one unique maximum."),
+    "choice_not_argmax": Column("choice not the top score", "count",
+                                "Responses whose choice is not the class with the largest released score."),
+    "direct_correct": Column("named the mechanism", "count"),
+    "direct_incorrect": Column("named another", "count"),
+    "residual_unique_correct": Column("residual: true first", "count"),
+    "residual_unique_incorrect": Column("residual: other first", "count"),
+    "residual_tied": Column("residual: tied", "count"),
+    "residual_zero_mass": Column("residual: no mass", "count"),
+    "accuracy": Column("secret recovery", "rate", _RECOVERY),
+    "recovery": Column("secret recovery", "rate", _RECOVERY),
+    "log_loss": Column("log loss", "number", "Mean test log loss of the attacker (natural log; 0.693 is guessing)."),
+    "difference": Column("difference (points)", "points"),
+    "diff_vs_native": Column("vs native (points)", "points",
+                             "Recovery under the defense minus recovery under the native control, in points."),
+    "mean_cost": Column("mean cost", "cost", "Mean realized cost per test world, in the profile's cost units."),
+    "oracle_cost": Column("oracle-T cost", "cost", "The lowest cost a policy knowing the true class could reach."),
+    "cost": Column("cost", "cost"),
+    "coverage": Column("automatic coverage", "rate", "Share of cases acted on without trusted review."),
+    "routed_error": Column("routed error", "rate", "Share of routed cases sent to the wrong class."),
+    "fallback_rate": Column("fallback", "rate", "Share of cases that fell back to trusted review (unavailable)."),
+    "clarify_rate": Column("clarified", "rate", "Share of cases where the recipient bought a check."),
+    "val_accuracy": Column("validation recovery", "rate"),
+    "val_log_loss": Column("validation log loss", "number"),
+    "val_cost": Column("validation cost", "cost"),
+    "n_candidates": Column("candidates tried", "count"),
+    "candidate": Column("selected attacker"),
+    "candidate_view": Column("features from"),
+    "policy": Column("recipient policy"),
+    "noninferior": Column("non-inferior", "flag",
+                          "Yes when the upper end of the paired 95% interval of the extra cost is at most 0.1."),
+    "world_id": Column("world"), "pair_id": Column("pair"),
+    "p_s1": Column("P(second hypothesis)", "number"),
+    "correct": Column("correct", "flag"),
+    "available": Column("available", "flag"),
+}
+
+
+def readable(df: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, Column]]:
+    """``df`` with internal values in the known name columns replaced by their display names and
+    its columns relabelled; returns the frame and the ``Column`` of each shown label. Columns
+    not in ``COLUMNS`` keep their name (the page already wrote a label) and are text or numbers
+    as they are; missing values in text columns become an empty cell, never "None"."""
+    out = df.copy()
+    specs: dict[str, Column] = {}
+    renames: dict[str, str] = {}
+    for col in df.columns:
+        names = VALUE_NAMES.get(col)
+        if names is not None and not pd.api.types.is_numeric_dtype(df[col]):
+            out[col] = [names.get(v, v) if isinstance(v, str) else v for v in df[col]]
+        spec = COLUMNS.get(col, Column(str(col), _kind_of(df[col])))
+        renames[col] = spec.label
+        specs[spec.label] = spec
+        if spec.kind in ("text",) and out[col].dtype == object:
+            out[col] = ["" if v is None or (isinstance(v, float) and math.isnan(v)) else v for v in out[col]]
+    return out.rename(columns=renames), specs
+
+
+def _kind_of(series: pd.Series) -> str:
+    if pd.api.types.is_bool_dtype(series):
+        return "flag"
+    if pd.api.types.is_integer_dtype(series):
+        return "count"
+    if pd.api.types.is_numeric_dtype(series):
+        return "number"
+    return "text"
+
+
+def name(kind: str, value: str) -> str:
+    """The display name of one ``value`` of a name column (``view``, ``defense``, ``task``,
+    ``profile``, ``outcome``, ``scope``); an unknown value is shown as it is."""
+    return VALUE_NAMES[kind].get(value, value)
+
+
+def pct(v: float | None, digits: int = 1) -> str:
+    """A rate as a percent (``63.4%``); N/A when missing."""
+    return "N/A" if v is None or pd.isna(v) else f"{100 * v:.{digits}f}%"
+
+
+def pct_interval(v: float | None, lo: float | None, hi: float | None, digits: int = 1) -> str:
+    """A rate with its 95% interval: ``63.4% [60.9, 65.8]``; the rate alone when there is no interval."""
+    if v is None or pd.isna(v):
+        return "N/A"
+    if lo is None or hi is None or pd.isna(lo) or pd.isna(hi):
+        return pct(v, digits)
+    return f"{100 * v:.{digits}f}% [{100 * lo:.{digits}f}, {100 * hi:.{digits}f}]"
+
+
+def points_interval(d: float | None, lo: float | None = None, hi: float | None = None, digits: int = 1) -> str:
+    """A difference of two rates in percentage points with its interval: ``+5.9 [+2.6, +9.4]``."""
+    if d is None or pd.isna(d):
+        return "N/A"
+    if lo is None or hi is None or pd.isna(lo) or pd.isna(hi):
+        return f"{100 * d:+.{digits}f}"
+    return f"{100 * d:+.{digits}f} [{100 * lo:+.{digits}f}, {100 * hi:+.{digits}f}]"
+
+
+def cost_interval(v: float | None, lo: float | None = None, hi: float | None = None, digits: int = 3,
+                  signed: bool = False) -> str:
+    """A cost (or a cost difference when ``signed``) with its interval: ``1.616 [1.271, 2.001]``."""
+    if v is None or pd.isna(v):
+        return "N/A"
+    f = f"{{:{'+' if signed else ''}.{digits}f}}"
+    if lo is None or hi is None or pd.isna(lo) or pd.isna(hi):
+        return f.format(v)
+    return f"{f.format(v)} [{f.format(lo)}, {f.format(hi)}]"
