@@ -54,15 +54,31 @@ PAGES = [
 ]
 
 
+def tab_icon():
+    """The browser tab's icon, drawn here (a shield in the app's blue): Streamlit serves it from the
+    dashboard itself, so opening a page sends no request off the machine (a ``:material/...:``
+    page icon is fetched from a font CDN)."""
+    from PIL import Image, ImageDraw
+
+    image = Image.new("RGBA", (64, 64), (0, 0, 0, 0))
+    draw = ImageDraw.Draw(image)
+    draw.polygon([(32, 4), (58, 14), (56, 36), (32, 60), (8, 36), (6, 14)], fill=(0, 114, 178, 255))
+    draw.line([(20, 32), (29, 41), (45, 23)], fill=(255, 255, 255, 255), width=6)
+    return image
+
+
 def run_router() -> None:
     """What app.py does: page config, the navigation over every page, the shared sidebar, then
     the selected page."""
     from dashboard.widgets import background_audit_banner, dataset_sidebar
 
-    st.set_page_config(page_title="qlb - privacy-utility audits", page_icon=":material/shield:", layout="wide")
-    pages = [st.Page(path, title=title, icon=icon, url_path=url, default=(i == 0))
+    st.set_page_config(page_title="qlb - privacy-utility audits", page_icon=tab_icon(), layout="wide")
+    pages = [st.Page(path, title=title, icon=icon, url_path=url if i else "home", default=(i == 0))
              for i, (path, title, icon, url) in enumerate(PAGES)]
-    navigation = st.navigation(pages)
+    # the first page is served at "/"; "/overview" opens it too (a hidden second entry for the same script)
+    path0, title0, icon0, url0 = PAGES[0]
+    alias = st.Page(path0, title=title0, icon=icon0, url_path=url0, visibility="hidden")
+    navigation = st.navigation([*pages, alias])
     path = data_access.warehouse_path()
     with data_access.reading(path):        # one read-only handle for the whole page run, released after
         try:

@@ -9,7 +9,7 @@ import streamlit as st
 from dashboard import data_access as da
 from dashboard.routing import page_entry
 from dashboard.widgets import chart, current_dataset, md_text, simulated_banner, stat_row, table
-from qlb.present.figures import plot_texts
+from qlb.present.figures import plot_texts, recovery_figure
 from qlb.present.paper import checks_frame, paper_checks
 from qlb.present.report import headline
 from qlb.records.ontology import SPLITS
@@ -19,7 +19,7 @@ from qlb.records.ontology import SPLITS
 MODEL_COLUMNS = {"model": "model", "native_responses": "native responses", "native_ok": "valid ok",
                  "native_unavailable": "unavailable", "native_invalid": "invalid (kept)",
                  "choice_not_argmax": "choice not argmax", "refusal_responses": "refusal responses",
-                 "refusal_unavailable": "refusal unavailable", "description": "description"}
+                 "refusal_unavailable": "refusal unavailable"}
 
 # Okabe-Ito colours (colour-blind safe)
 OUTCOME_COLOURS = {"unavailable": "#999999", "invalid (kept)": "#D55E00", "choice not argmax": "#56B4E9"}
@@ -62,6 +62,7 @@ def headline_findings(path: str, dataset: str) -> None:
         left, right = st.columns([6, 1], vertical_alignment="center")
         left.markdown(f"- {md_text(sentence)}")
         right.page_link(FINDING_PAGES[topic], label="Details", icon=":material/arrow_forward:")
+    key_chart(d)
     st.caption(f"From audit run {md_text(str(d.run['run_id']))}; the report in the sidebar says the same with "
                "its charts and tables.")
     if d.tuple_task:
@@ -75,6 +76,30 @@ def headline_findings(path: str, dataset: str) -> None:
                 table(checks_frame(known).assign(holds=lambda f: f["holds"].map({True: "yes", False: "NO"}))
                       [["finding", "paper", "band", "run", "holds"]].rename(columns={"run": "this run"}),
                       "paper_comparison", "The paper's findings (TUPLE.md section 8) against this run.")
+
+
+def model_descriptions(models: pd.DataFrame) -> None:
+    """Each model's description (from its manifest, or the simulator's), one line per model in an
+    expander: long sentences read better as a list than as a table column."""
+    described = models[models["description"].fillna("").astype(str).str.strip() != ""]
+    if described.empty:
+        return
+    with st.expander(f"What each of the {len(described)} models is"):
+        st.markdown("\n".join(f"- **{md_text(m)}**: {md_text(d)}"
+                               for m, d in zip(described["model"], described["description"])))
+
+
+def key_chart(d) -> None:
+    """The one chart behind the headline: secret recovery per model and release view (pooled test
+    worlds, 95% intervals), when the run decoded the release views."""
+    pooled = d.recovery[d.recovery["scope"] == "pooled"] if not d.recovery.empty else d.recovery
+    if pooled.empty:
+        return
+    chart(recovery_figure(pooled), pooled[["model", "view", "accuracy", "ci_low", "ci_high", "n"]],
+          "overview_recovery",
+          "How often an attacker recovers the protected mechanism from each release view (pooled test worlds, "
+          "95% pair-clustered intervals); the dashed line is guessing between the two hypotheses (50%). "
+          "Details on the Release-view recovery page.")
 
 
 def render() -> None:
@@ -130,8 +155,8 @@ def render() -> None:
                       "Invalid responses are kept with valid = false and enter the audits as unavailable.")
             table(models[list(MODEL_COLUMNS)].rename(columns=MODEL_COLUMNS), "models",
                   "Per model: native and refusal responses, valid answers, unavailable, invalid (kept, never "
-                  "repaired), and choices that are not the unique argmax of the released probabilities; the "
-                  "model's description last.")
+                  "repaired), and choices that are not the unique argmax of the released probabilities.")
+            model_descriptions(models)
     elif section == sections[1]:
         corpus = da.query(path, "corpus_summary", (dataset,))
         if corpus.empty:

@@ -11,12 +11,11 @@ import streamlit as st
 from dashboard import data_access as da
 from dashboard.highlight import document_html, legend_html, policy_chips
 from dashboard.routing import page_entry
-from dashboard.widgets import audit_page_start, chart, html_block, md_text, table
+from dashboard.widgets import audit_page_start, chart, finding, html_block, md_text, table
 from qlb.present.figures import f1_figure, plot_text, plot_texts
-from qlb.quasileak.scoring import HEADLINE, METRIC_KEYS, explain_targets
+from qlb.present.names import QL_METRIC_HELP, QL_METRIC_NAMES, pct, pct_interval, points_interval
+from qlb.quasileak.scoring import HEADLINE, METRIC_KEYS, explain_targets, verify_group
 
-LEADERBOARD_METRICS = ("complete_recall", "graded_recall", "strict_precision", "lenient_precision", "complete_f1",
-                       "graded_f1", "binding_error_rate", "over_flag_rate", "document_flag_recall", "span_f1")
 DETECTOR_PALETTE = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#999999"]
 
 
@@ -28,35 +27,77 @@ INTRO = (
 )
 
 
-def _fmt(v, lo=None, hi=None) -> str:
-    if v is None or pd.isna(v):
-        return "N/A"
-    if lo is None or pd.isna(lo):
-        return f"{v:.3f}"
-    return f"{v:.3f} [{lo:.3f}, {hi:.3f}]"
+MAIN_METRICS = ("complete_f1", "complete_recall", "strict_precision", "binding_error_rate", "over_flag_rate")
+MORE_METRICS = ("graded_f1", "graded_recall", "lenient_precision", "document_flag_recall", "span_f1")
+CI = " [95% CI]"
 
 
-def leaderboard_frame(scores: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(display table with intervals, numeric table) from the run's 'all' slice."""
+def leaderboard_frame(scores: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """(main table, more-metrics table, numeric table) from the run's 'all' slice, best complete F1
+    first; rates as percent with their 95% intervals where the run has one."""
     a = scores[scores["slice_kind"] == "all"]
     numeric = a.pivot_table(index="detector", columns="metric", values="value", aggfunc="first")
     lo = a.pivot_table(index="detector", columns="metric", values="ci_low", aggfunc="first")
     hi = a.pivot_table(index="detector", columns="metric", values="ci_high", aggfunc="first")
     sim = a.groupby("detector")["simulated"].first()
-    rows = []
-    for det in numeric.sort_values("complete_f1", ascending=False).index:
-        row = {"detector": det, "simulated": "SIMULATED" if sim[det] else "",
-               "targets": int(numeric.loc[det, "targets"]), "predicted groups": int(numeric.loc[det, "predicted_groups"])}
-        for m in LEADERBOARD_METRICS:
-            has_ci = m in HEADLINE
-            row[m.replace("_", " ")] = _fmt(numeric.loc[det, m], lo.loc[det, m] if has_ci else None,
-                                             hi.loc[det, m] if has_ci else None)
-        rows.append(row)
+    order = numeric.sort_values("complete_f1", ascending=False).index
+
+    def cells(metrics: tuple[str, ...], det: str) -> dict[str, str]:
+        return {QL_METRIC_NAMES[m] + (CI if m in HEADLINE else ""):
+                pct_interval(numeric.loc[det, m], *((lo.loc[det, m], hi.loc[det, m]) if m in HEADLINE else ()))
+                for m in metrics}
+
+    main = pd.DataFrame([{"detector": det, "simulated": bool(sim[det]),
+                          "targets": int(numeric.loc[det, "targets"]),
+                          "predicted groups": int(numeric.loc[det, "predicted_groups"]), **cells(MAIN_METRICS, det)}
+                         for det in order])
+    more = pd.DataFrame([{"detector": det, **cells(MORE_METRICS, det)} for det in order])
     out = numeric.reset_index()
     for m in HEADLINE:
         out[f"{m}_ci_low"] = out["detector"].map(lo[m])
         out[f"{m}_ci_high"] = out["detector"].map(hi[m])
-    return pd.DataFrame(rows), out
+    return main, more, out
+
+
+def findings(numeric: pd.DataFrame) -> None:
+    """The leaderboard in sentences: the best detector, how far span-level scores overstate group
+    detection, and over-flagging; every figure from the run."""
+    d = numeric.set_index("detector")
+    best = d["complete_f1"].idxmax()
+    r = d.loc[best]
+    finding(f"{best} finds the most complete groups: complete-group F1 "
+            f"{pct_interval(r['complete_f1'], r['complete_f1_ci_low'], r['complete_f1_ci_high'])}, recovering "
+            f"{pct(r['complete_recall'])} of the {int(r['targets']):,} target groups whole and bound to the right "
+            f"attribute.", "Best detector.")
+    gap = (d["span_f1"] - d["complete_f1"]).dropna()
+    if not gap.empty:
+        over = gap[gap >= 0.10]
+        worst = gap.idxmax()
+        if len(over):
+            finding(f"For {len(over)} of {len(gap)} detectors the usual span-level F1 is at least 10 points "
+                    f"higher than the complete-group F1 (largest gap: {worst}, span F1 {pct(d.loc[worst, 'span_f1'])} "
+                    f"against {pct(d.loc[worst, 'complete_f1'])}): finding the cues is not finding the groups.",
+                    "Span scores overstate.")
+        else:
+            finding(f"No detector's span-level F1 exceeds its complete-group F1 by 10 points or more (largest gap "
+                    f"{points_interval(gap.max())} points, {worst}).", "Span scores agree.")
+    flags = d["over_flag_rate"].dropna()
+    if not flags.empty:
+        high = flags[flags > 0.10]
+        top = flags.idxmax()
+        finding(f"{len(high)} of {len(flags)} detectors report more than 10% of their groups for attributes the "
+                f"policy keeps or leaves neutral (highest: {top}, "
+                f"{pct_interval(flags[top], d.loc[top, 'over_flag_rate_ci_low'], d.loc[top, 'over_flag_rate_ci_high'])})."
+                if len(high) else
+                f"No detector reports more than 10% of its groups for attributes the policy keeps or leaves "
+                f"neutral (highest: {top}, {pct(flags[top])}).", "Over-flagging.")
+
+
+def metric_help(frame: pd.DataFrame) -> dict[str, object]:
+    """Header tooltips for the leaderboard's metric columns (QUASILEAK.md section 3's definitions)."""
+    by_label = {QL_METRIC_NAMES[m]: QL_METRIC_HELP[m] for m in QL_METRIC_HELP}
+    return {c: st.column_config.TextColumn(c, help=by_label[c.removesuffix(CI)])
+            for c in frame.columns if c.removesuffix(CI) in by_label}
 
 
 def breakdown_figure(data: pd.DataFrame, metric: str, kind: str) -> go.Figure:
@@ -66,10 +107,10 @@ def breakdown_figure(data: pd.DataFrame, metric: str, kind: str) -> go.Figure:
     for i, (det, sub) in enumerate(data.groupby("detector", sort=True)):
         fig.add_bar(name=plot_text(det), x=plot_texts(sub["slice"]), y=sub["value"],
                     marker_color=DETECTOR_PALETTE[i % len(DETECTOR_PALETTE)],
-                    hovertemplate="%{x}<br>%{fullData.name}: %{y:.3f}<extra></extra>")
+                    hovertemplate="%{x}<br>%{fullData.name}: %{y:.1%}<extra></extra>")
     fig.update_layout(barmode="group", height=360, margin=dict(l=10, r=10, t=30, b=10),
-                      xaxis_title=kind, yaxis_title=metric.replace("_", " "),
-                      legend=dict(orientation="h", y=1.15))
+                      xaxis_title=kind, yaxis=dict(title=f"{QL_METRIC_NAMES.get(metric, metric)} (%)", tickformat=".0%"),
+                      legend=dict(orientation="h", y=1.15, title_text="detector"))
     return fig
 
 
@@ -85,6 +126,7 @@ def render() -> None:
                                                            "through the engine as a new run."):
         with st.spinner("Scoring ..."):
             run = da.run_audit_now(path, dataset)
+        st.session_state["ql_run"] = run.run_id          # the picker shows the new run
         st.toast(f"Stored run {md_text(run.run_id)}")
         st.rerun()
     if runs.empty:
@@ -95,26 +137,33 @@ def render() -> None:
     scores = da.query(path, "ql_scores", (run_id,))
     split = scores["split"].iloc[0]
 
-    st.subheader("Leaderboard")
-    display, numeric = leaderboard_frame(scores)
-    table(display, "quasileak_leaderboard",
-          f"All metrics micro over the targets and predicted groups of split '{md_text(split)}'; "
-          f"run {md_text(run_id)}. "
-          "Intervals for the recall, precision, F1, binding and over-flag metrics. Span F1 is the span-level "
-          "reference that ignores groups and attributes. SIMULATED detectors are derived from the gold groups.")
+    main, more, numeric = leaderboard_frame(scores)
+    findings(numeric)
     chart(f1_figure(numeric), numeric, "quasileak_f1",
-          f"Complete F1 (strict precision x complete recall) and graded F1 (lenient precision x graded recall) "
-          f"per detector with 95% bootstrap intervals; split '{md_text(split)}', run {md_text(run_id)}.")
+          f"Complete-group F1 (strict precision with complete recall) and graded F1 (lenient precision with graded "
+          f"recall) per detector with 95% bootstrap intervals; split '{md_text(split)}', run {md_text(run_id)}.")
+
+    st.subheader("Leaderboard")
+    table(main, "quasileak_leaderboard",
+          f"Micro over the target groups and predicted groups of split '{md_text(split)}', best complete-group F1 "
+          f"first; run {md_text(run_id)}. Simulated detectors are derived from the gold groups. Hover a header "
+          "for its definition (also in the Glossary).", column_config=metric_help(main))
+    with st.expander("More metrics: graded credit, document flags and the span-level reference"):
+        table(more, "quasileak_more_metrics",
+              "Graded recall gives partial credit for part of a group; span F1 ignores groups and attributes "
+              "(the span-level score the QuasiLeak paper says cannot measure this task).",
+              column_config=metric_help(more))
 
     st.subheader("Breakdowns")
     b1, b2 = st.columns(2)
     kind = b1.selectbox("By", ["arity", "attribute", "distance", "context"], key="ql_breakdown_kind",
                         help="distance: characters from the first cue's start to the last cue's end.")
     metric = b2.selectbox("Metric", [m for m in METRIC_KEYS if m not in ("targets", "predicted_groups")],
-                          key="ql_breakdown_metric")
+                          key="ql_breakdown_metric", format_func=lambda m: QL_METRIC_NAMES.get(m, m),
+                          help="Hover the leaderboard's headers for each metric's definition.")
     data = scores[(scores["slice_kind"] == kind) & (scores["metric"] == metric)][["detector", "slice", "value"]]
     chart(breakdown_figure(data, metric, kind), data, f"quasileak_by_{kind}",
-          f"{metric.replace('_', ' ')} by {kind}; in a slice, precision counts only predicted groups bound to "
+          f"{QL_METRIC_NAMES.get(metric, metric)} by {kind}; in a slice, precision counts only predicted groups bound to "
           f"the slice's targets. Split '{md_text(split)}', run {md_text(run_id)}. Missing bars: the metric is "
           "undefined (N/A).")
     document_viewer(path, dataset, scores, split)
@@ -156,6 +205,35 @@ def document_viewer(path: str, dataset: str, scores: pd.DataFrame, split: str) -
                           for i, (a, cues) in enumerate(predicted)])
     if not preds.empty:
         table(preds, "quasileak_document_predictions", "The detector's groups; keep or neutral ones are over-flags.")
+    if gold:
+        construction_check(doc["text"], gold)
+
+
+def construction_check(text: str, gold: list[tuple[str, list[tuple[int, int]]]]) -> None:
+    """The reverse-construction check (QUASILEAK.md section 2) for one gold group of the document:
+    the auditor enters a verifier's confidence for the sender's true value from each cue alone and
+    from the whole group; the engine's ``verify_group`` turns them into lift and says whether the
+    group is weak cue by cue and revealing as a whole."""
+    with st.expander("Construction check: is a gold group weak cue by cue, and revealing as a whole?"):
+        st.caption("Lift L = (confidence - chance) / (1 - chance), chance = 1 / number of values of the attribute. "
+                   "A group is verified when every single cue's lift is at most 0.35 and the whole group's is at "
+                   "least 0.70. Enter your verifier's confidences (for a corpus built elsewhere, "
+                   "`qlb quasileak verify --groups FILE` checks many groups at once).")
+        labels = [f"group {i + 1}: {a} ({len(c)} cues)" for i, (a, c) in enumerate(gold)]
+        g = st.selectbox("Gold group", range(len(gold)), format_func=lambda i: labels[i], key="ql_check_group")
+        attribute, cues = gold[g]
+        n_values = st.number_input(f"Number of values of {attribute}", min_value=2, value=2, step=1,
+                                   key="ql_check_values", help="At the granularity the verifier recovers it.")
+        cols = st.columns(len(cues) + 1)
+        singles = [cols[i].number_input(f"cue {i + 1} alone", 0.0, 1.0, value=None, step=0.05,
+                                        key=f"ql_check_cue_{g}_{i}", help=text[s_:e_][:200])
+                   for i, (s_, e_) in enumerate(cues)]
+        whole = cols[-1].number_input("whole group", 0.0, 1.0, value=None, step=0.05, key=f"ql_check_whole_{g}")
+        if whole is None or any(v is None for v in singles):
+            st.caption("Enter every confidence to run the check.")
+            return
+        ok, why = verify_group(singles, whole, int(n_values))
+        (st.success if ok else st.warning)(md_text(why), icon=":material/check:" if ok else ":material/warning:")
 
 
 page_entry(render)

@@ -67,6 +67,28 @@ OUTCOME_NAMES = {
     "residual_tied": "withheld, residual tied",
     "residual_zero_mass": "withheld, no residual mass",
 }
+QL_METRIC_NAMES = {
+    "complete_f1": "complete-group F1", "complete_recall": "complete recall", "strict_precision": "strict precision",
+    "graded_f1": "graded F1", "graded_recall": "graded recall", "lenient_precision": "lenient precision",
+    "binding_error_rate": "binding error", "over_flag_rate": "over-flag", "document_flag_recall": "document flag recall",
+    "span_f1": "span F1", "targets": "targets", "predicted_groups": "predicted groups",
+}
+QL_METRIC_HELP = {
+    "complete_f1": "Harmonic mean of strict precision and complete recall: whole groups found, bound to the right "
+                   "attribute, only where the policy says hide.",
+    "complete_recall": "Share of target groups (gold groups of a hide attribute) whose every cue one predicted "
+                       "group of the same attribute found.",
+    "strict_precision": "Share of predicted groups that completely cover a target of the same attribute.",
+    "graded_f1": "Harmonic mean of lenient precision and graded recall: partial credit for part of a group.",
+    "graded_recall": "Target groups' mean share of cues found (partial credit).",
+    "lenient_precision": "Share of predicted groups that overlap a target group of the same attribute.",
+    "binding_error_rate": "Share of targets that a predicted group covers completely, but only under a wrong "
+                          "attribute.",
+    "over_flag_rate": "Share of predicted groups for attributes the policy keeps or leaves neutral.",
+    "document_flag_recall": "Share of documents with a target in which the detector reports at least one group "
+                            "of a hide attribute.",
+    "span_f1": "Span-level F1 that ignores groups and attributes: the usual PII-detector score.",
+}
 SCOPE_NAMES = {"pooled": "all domains", "macro": "domain average", "all": "all domains"}
 
 VALUE_NAMES: dict[str, dict[str, str]] = {
@@ -188,7 +210,7 @@ def pct(v: float | None, digits: int = 1) -> str:
     return "N/A" if v is None or pd.isna(v) else f"{100 * v:.{digits}f}%"
 
 
-def pct_interval(v: float | None, lo: float | None, hi: float | None, digits: int = 1) -> str:
+def pct_interval(v: float | None, lo: float | None = None, hi: float | None = None, digits: int = 1) -> str:
     """A rate with its 95% interval: ``63.4% [60.9, 65.8]``; the rate alone when there is no interval."""
     if v is None or pd.isna(v):
         return "N/A"

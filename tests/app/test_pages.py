@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 
 import numpy as np
 
@@ -69,7 +70,10 @@ def test_overview_shows_the_demo(app):
     tables = frames(at)
     models = next(f for f in tables if "model" in f.columns and "native responses" in f.columns)
     assert len(models) == 9 and models["native responses"].sum() == 12960
-    assert models["invalid (kept)"].sum() > 0 and models.columns[-1] == "description"
+    assert models["invalid (kept)"].sum() > 0 and "description" not in models.columns
+    described = next(e for e in at.expander if e.label.startswith("What each of the 9 models is"))
+    assert described.markdown[0].value.count("- **sim") == 9
+    assert any(c.label == "Details" for c in at.get("page_link"))
     splits = next(f for f in tables if "domain" in f.columns and "train" in f.columns)
     assert list(splits.columns) == ["domain", "train", "validation", "test"]
     assert splits[["train", "validation", "test"]].sum().tolist() == [864, 288, 288]
@@ -89,6 +93,36 @@ def test_data_page_quarantine(app):
     at.selectbox(key="quarantine_kind").select("refusal").run()
     rejects = next(f for f in frames(at) if "raw_text" in f.columns)
     assert len(rejects) == 2
+
+
+def test_data_page_upload_proposes_an_own_dataset_and_lists_every_problem(app, tmp_path):
+    """The current dataset is simulated: an upload is proposed a dataset of its own, with the reason.
+    A file whose lines break several rules: every error of every line is listed (file, line,
+    field, problem), not only the first, and nothing is written."""
+    at = app.run()
+    at.switch_page("pages/data.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.text_input[0].label == "Into dataset" and at.text_input[0].value == "my-audit"
+    assert any("simulated\\-reference, is SIMULATED" in c.value for c in at.caption)
+    at.text_input[0].set_value("simulated-reference").run()
+    assert any("is a SIMULATED dataset" in w.value for w in at.warning)
+    at.text_input[0].set_value("my-audit").run()
+    next(s for s in at.selectbox if s.label == "Kind").select("responses").run()
+    lines = [b'{"model": 5, "world_id": 3, "status": "maybe"}', b"not json", b'{"world_id": "w1"}']
+    at.file_uploader(key="upload").set_value(("bad.jsonl", b"\n".join(lines) + b"\n", "application/json"))
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    problems = next(f for f in frames(at) if "problem" in f.columns)
+    assert list(problems.columns) == ["file", "line", "outcome", "field", "problem"]
+    assert (problems["file"] == "bad.jsonl").all() and (problems["outcome"] == "rejected").all()
+    first = problems[problems["line"] == 1]
+    assert first["field"].tolist() == ["model", "world_id", "status"]
+    assert "Input should be 'ok' or 'unavailable' (got 'maybe')" in first["problem"].tolist()
+    assert problems[problems["line"] == 2]["problem"].str.startswith("line is not valid JSON").tolist() == [True]
+    assert problems[problems["line"] == 3][["field", "problem"]].values.tolist() == [
+        ["status", "required field is missing"]]
+    assert any("3 lines: 0 will be stored; 3 will be quarantined, with 5 problems" in m.value for m in at.markdown)
+    assert "my-audit" not in set(at.sidebar.selectbox[0].options)          # nothing written
 
 
 def test_no_warehouse_yet(tmp_path, monkeypatch):
@@ -113,43 +147,70 @@ def test_overview_sections_and_chart(app):
 
 
 def test_refusal_page(app):
+    from scipy.stats import binomtest
     at = app.run()
     at.switch_page("pages/refusal.py").run()
     assert not at.exception, [e.value for e in at.exception]
     assert at.title[0].value == "Refusal audit"
+    findings = [m.value for m in at.markdown if "qlb-finding" in m.value]
+    assert len(findings) == 2 and "Refusal does not stop the leak: across 9 models" in findings[0]
+    assert "Wilson 95% interval" in findings[0] and "sim-juniper never withheld" in findings[1]
     tables = frames(at)
-    by_model = next(f for f in tables if "conditional_residual_recovery" in f.columns and "domain" not in f.columns)
-    assert len(by_model) == 9 and by_model["n"].sum() > 12800
+    by_model = next(f for f in tables if "recovered when withheld" in f.columns)
+    assert len(by_model) == 9 and by_model["cases"].sum() > 12800
     juniper = by_model.set_index("model").loc["sim-juniper"]
-    assert juniper["withheld"] == 0 and juniper["conditional_residual_recovery"] == "N/A"
+    assert juniper["recovered when withheld"] == "N/A"
+    assert juniper["withheld (share)"].startswith("0.0% [0.0, ")
+    # every rate is shown with its Wilson interval: the same as scipy's, from the counts behind it
+    direct = next(f for f in tables if "named the mechanism" in f.columns).set_index("model")
+    partition = next(f for f in tables if "true first" in f.columns).set_index("model")
+    alder = by_model.set_index("model").loc["sim-alder"]
+    recovered = int(direct.loc["sim-alder", "named the mechanism"] + partition.loc["sim-alder", "true first"])
+    ci = binomtest(recovered, int(alder["cases"])).proportion_ci(method="wilson")
+    assert alder["recovered overall"] == f"{100 * recovered / alder['cases']:.1f}% [{100 * ci.low:.1f}, {100 * ci.high:.1f}]"
     charts = at.get("plotly_chart")
     assert len(charts) == 2                      # recovery routes + one response's 17 scores
     routes = plotly_traces(charts[0])
+    assert [t["name"] for t in routes if t["type"] == "bar"] == ["named the mechanism",
+                                                                 "withheld, residual ranks it first"]
     stacked = [sum(v) for v in zip(*(t["y"] for t in routes if t["type"] == "bar"))]
-    overall = by_model.set_index("model")["overall_recovery"].str.rstrip("%").astype(float) / 100
-    assert [round(v, 4) for v in stacked] == [round(v, 4) for v in overall.tolist()]
+    total = next(t for t in routes if t["type"] == "scatter")          # the overall recovery with its interval
+    assert [round(v, 6) for v in stacked] == [round(v, 6) for v in total["y"]]
+    overall = by_model.set_index("model")["recovered overall"].str.split("%").str[0].astype(float)
+    assert [round(100 * v, 1) for v in stacked] == overall.tolist()
     scores = plotly_traces(charts[1])
     assert len(scores[0]["x"]) == 17
     # filters: one domain, two models
     at.selectbox(key="refusal_domain").select("it").run()
     at.multiselect(key="refusal_models").set_value(["sim-alder", "sim-juniper"]).run()
-    by_model = next(f for f in frames(at) if "conditional_residual_recovery" in f.columns and "domain" not in f.columns)
+    by_model = next(f for f in frames(at) if "recovered when withheld" in f.columns and "domain" not in f.columns)
     assert by_model["model"].tolist() == ["sim-alder", "sim-juniper"]
-    assert by_model["n"].max() < 500             # one domain only
+    assert by_model["cases"].max() < 500             # one domain only
+    per_domain = next(f for f in frames(at) if "equipment" in f.columns)
+    assert per_domain["model"].tolist() == ["sim-alder", "sim-juniper"] and list(per_domain.columns) == [
+        "model", "delivery", "equipment", "it"]
+    at.segmented_control(key="refusal_domain_rate").set_value("conditional_residual_recovery").run()
+    per_domain = next(f for f in frames(at) if "equipment" in f.columns).set_index("model")
+    assert (per_domain.loc["sim-juniper"] == "N/A").all()
     at.selectbox(key="drill_outcome").select("residual_tied").run()
     assert not at.exception
+    assert "withheld, residual tied" in at.selectbox(key="drill_outcome").options
     assert any("exact" in m.value or "shared" in m.value for m in at.markdown)
+    assert not any("residual_tied" in m.value for m in at.markdown)
 
 
 def test_quasileak_page(app):
     at = app.run()
     at.switch_page("pages/quasileak.py").run()
     assert not at.exception, [e.value for e in at.exception]
-    board = next(f for f in frames(at) if "complete recall" in f.columns)
+    board = next(f for f in frames(at) if "complete recall [95% CI]" in f.columns)
     assert set(board["detector"]) == {"pattern-pii", "lexicon-cues", "sim-det-strong", "sim-det-local",
                                       "sim-det-binder"}
     assert board["detector"].iloc[0] == "sim-det-strong"            # sorted by complete F1
-    assert (board.set_index("detector")["simulated"]["sim-det-local"] == "SIMULATED")
+    assert board.set_index("detector")["simulated"]["sim-det-local"]
+    assert not board.set_index("detector")["simulated"]["lexicon-cues"]
+    assert all(re.fullmatch(r"\d+\.\d% \[\d+\.\d, \d+\.\d\]", v) for v in board["complete-group F1 [95% CI]"])
+    assert any("finds the most complete groups" in m.value and "sim-det-strong" in m.value for m in at.markdown)
     assert board["targets"].nunique() == 1 and board["targets"].iloc[0] > 900
     f1 = plotly_traces(at.get("plotly_chart")[0])
     assert len(f1[0]["x"]) == 5
@@ -222,6 +283,7 @@ def test_refusal_recompute_now_stores_a_quick_new_run(demo_warehouse, tmp_path, 
     assert not at.exception, [e.value for e in at.exception]
     after = at.selectbox(key="refusal_run").options
     assert len(after) == len(before) + 1
+    assert at.selectbox(key="refusal_run").value == after[0] not in before     # the picker shows the new run
     from dashboard.data_access import release_readers
     release_readers()
     con = duckdb.connect(str(wh), read_only=True)
@@ -335,21 +397,75 @@ def test_defenses_page(decoded_warehouse, monkeypatch):
         release_readers()
 
 
+REFUSAL_COLUMNS = ["model", "run A [95% CI]", "run B [95% CI]", "B − A (points)"]
+
+
 def test_compare_runs_page(decoded_warehouse, monkeypatch):
-    """The decoded warehouse holds the demo run and a second run on the same data: the utility
-    both computed (the two decoded models) must agree exactly."""
+    """The decoded warehouse holds the demo run and a second run on the same data: the pickers
+    name each run by its start (to the minute) and audits, and what both computed (utility and
+    refusal of the two decoded models, every QuasiLeak score) agrees exactly, as the findings say."""
     monkeypatch.setenv("QLB_WAREHOUSE", str(decoded_warehouse))
     monkeypatch.chdir(ROOT)
     at = AppTest.from_file(APP, default_timeout=120).run()
     at.switch_page("pages/compare.py").run()
     try:
         assert not at.exception, [e.value for e in at.exception]
-        util = next(f for f in frames(at) if "mean_cost (A)" in f.columns)
-        assert len(util) == 2 * 5 * 3 and (util["B − A"].abs() < 1e-12).all()
-        ref = next(f for f in frames(at) if "overall_recovery (A)" in f.columns)
-        assert (ref["B − A"].abs() < 1e-12).all()
+        labels = at.selectbox(key="run_a").options + at.selectbox(key="run_b").options
+        assert all(re.fullmatch(r"\d{1,2} \w{3} \d{4} \d{2}:\d{2} UTC · [\w, ]+ · (\d models · )?run-…\w{6}", x)
+                   for x in labels), labels
+        assert at.selectbox(key="run_a").value != at.selectbox(key="run_b").value
+        shown = texts(at)
+        assert "No change." in shown and "rates both runs hold are the same in the two runs" in shown
+        assert "none of the" in shown and "Downstream cost." in shown
+        assert "Not compared: secret recovery" in shown
+        views = at.selectbox(key="compare_cost_view").options
+        assert len(views) == 5
+        for view in views:
+            at.selectbox(key="compare_cost_view").select(view).run()
+            util = next(f for f in frames(at) if "B − A (cost units)" in f.columns)
+            assert len(util) == 2 * 3 and (util["B − A (cost units)"].abs() < 1e-12).all()
+            assert (util["run A [95% CI]"] == util["run B [95% CI]"]).all()
+        ref = next(f for f in frames(at) if list(f.columns) == REFUSAL_COLUMNS)     # recovery: only in run B
+        assert len(ref) == 2 and (ref["B − A (points)"].abs() < 1e-12).all()
+        assert ref["run A [95% CI]"].str.fullmatch(r"\d+\.\d% \[\d+\.\d, \d+\.\d\]").all()
+        for metric in at.selectbox(key="compare_ql_metric").options:
+            at.selectbox(key="compare_ql_metric").select(metric).run()
+            ql = next(f for f in frames(at) if "detector" in f.columns and "B − A (points)" in f.columns)
+            assert len(ql) == 5 and (ql["B − A (points)"].abs() < 1e-12).all()
         at.switch_page("pages/glossary.py").run()
         assert not at.exception and "WCPQ" in texts(at)
+    finally:
+        from dashboard.data_access import release_readers
+        release_readers()
+
+
+def test_compare_runs_page_names_the_largest_change(decoded_warehouse, tmp_path, monkeypatch):
+    """A third run after a change of the data (a sixth of sim-alder's refusal answers lost): the
+    findings name the largest change with both runs' intervals, and the refusal table puts it first."""
+    import shutil
+
+    from qlb.runs.audit import run_audits
+    from warehouse.db import writer
+    wh = tmp_path / "qlb.duckdb"
+    shutil.copy(decoded_warehouse, wh)           # this test writes: keep the shared one as it is
+    with writer(wh) as con:
+        con.execute("UPDATE refusal_responses SET status = 'unavailable', choice = NULL, scores = NULL "
+                    "WHERE model = 'sim-alder' AND hash(world_id) % 6 = 0")
+        run_audits(con, "simulated-reference", force=True, decode=False, utility=False, n_boot=100)
+    monkeypatch.setenv("QLB_WAREHOUSE", str(wh))
+    monkeypatch.chdir(ROOT)
+    at = AppTest.from_file(APP, default_timeout=120).run()
+    at.switch_page("pages/compare.py").run()
+    try:
+        assert not at.exception, [e.value for e in at.exception]
+        ref = next(f for f in frames(at) if list(f.columns) == REFUSAL_COLUMNS)
+        assert ref["model"].iloc[0] == "sim-alder" and ref["B − A (points)"].iloc[0] != 0
+        assert (ref["B − A (points)"].iloc[1:] == 0).all()
+        shown = texts(at)
+        change = ref["B − A (points)"].iloc[0]
+        lead = "Largest change." if abs(change) >= 1 else "No rate moved by more than 1 point."
+        assert lead in shown and "efusal-probe recovery of sim-alder went from " in shown
+        assert f"({change:+.1f} points)".translate(str.maketrans({"(": "&#40;", ")": "&#41;"})) in shown
     finally:
         from dashboard.data_access import release_readers
         release_readers()
