@@ -1,69 +1,140 @@
-"""Glossary of the audit's terms, as qlb uses them."""
+"""Glossary of the audit's terms, as qlb uses them, grouped the way the pages are. The names of
+views, defenses, tasks, cost profiles, refusal outcomes and QuasiLeak metrics come from
+``qlb.present.names``, so the glossary and the pages use one vocabulary."""
 from __future__ import annotations
 
 import streamlit as st
 
 from dashboard.routing import page_entry
+from dashboard.widgets import md_text
+from qlb.present.names import (DEFENSE_HELP, DEFENSE_NAMES, OUTCOME_NAMES, PROFILE_HELP, PROFILE_NAMES, QL_METRIC_HELP,
+                               QL_METRIC_NAMES, TASK_HELP, TASK_NAMES, VIEW_HELP, VIEW_NAMES)
 
-TERMS: list[tuple[str, str]] = [
-    ("World", "One synthetic (or exported) case: public request and context, the authorized coarse class T, "
-              "the protected fine-grained mechanism S, and two registered hypotheses {s0, s1}, one of which is S."),
-    ("Pair", "Two worlds that share every public field, T and the costs, and differ only in S (and the private "
-             "note). The unit of splitting, cross-fitting folds and bootstrap resampling."),
-    ("Coarse class (T)", "What the recipient is allowed to receive: the business category a model decides."),
-    ("Mechanism (S)", "The fine-grained internal cause the recipient must not learn."),
-    ("Release view", "Which fields of one saved response are released: no_output (status only), choice, "
-                     "choice_confidence, full_probabilities, full_native (choice, probabilities and confidence)."),
-    ("Secret recovery", "How often a trained attacker names the true mechanism of a test world from a release, "
-                        "given T and the two hypotheses. 50% is guessing."),
-    ("Refusal audit", "Does answering WITHHOLD protect the mechanism? Recovery counts direct answers that name it "
-                      "and withheld answers whose residual scores still rank it uniquely first."),
-    ("Recipient policy", "What the legitimate downstream user does with a release: an estimate q(T | public, "
-                         "release) fitted on train and chosen on validation for each task and cost profile."),
-    ("Selective routing", "Route the case to the most likely class, or pay for trusted review."),
-    ("One-step clarification", "Act now, or buy one yes/no check of a class before routing."),
-    ("Asymmetric routing", "Choose the action (a route or general inspection) with the lowest expected cost "
-                           "under an action-by-class cost matrix."),
-    ("Cost profile", "One of six fixed sets of costs (authored and five perturbations) under which policies are "
-                     "refitted and replayed."),
-    ("Oracle-T bound", "An evaluator-only policy that knows T: the lowest cost any policy could reach."),
-    ("Non-inferiority", "A lower-information release is non-inferior to full native when the upper end of the "
-                        "paired 95% interval of its extra cost is at most delta = 0.1."),
-    ("Privacy-utility front", "The releases that no other release beats on both recovery and cost."),
-    ("Defense", "A transformation of the probability field before release: quantization, top-two, temperature, "
-                "noise, or WCPQ."),
-    ("WCPQ", "Workflow-constrained quantizer: replaces a response by the first codeword that makes all 18 frozen "
-             "recipient policies behave exactly as before, else releases it unchanged (identity fallback)."),
-    ("Codebook", "The codewords WCPQ searches, in order. The main codebook is the 0.1 grid (286 vectors for 4 "
-                 "classes), then the model's own training responses, then the midpoints of its training pairs; the "
-                 "grid alone is shown as a control."),
-    ("Coverage", "For WCPQ: the share of available test responses that found a codeword (the rest are released "
-                 "unchanged)."),
-    ("Public workflow signature", "What each of the 18 frozen recipient policies does with a release (category, "
-                                  "route, review, check and both continuations). Anyone who knows the policies can "
-                                  "compute it, so every defended release's attacker is given it."),
-    ("Coarse accuracy", "How often the released choice is the true coarse class T on the test worlds (an "
-                        "unavailable answer counts as wrong)."),
-    ("Lift", "For QuasiLeak's construction check: (confidence - chance) / (1 - chance), clipped to [0, 1]; a group "
-             "is verified when each cue alone has lift at most 0.35 and the whole group at least 0.70."),
-    ("Plan agreement", "For WCPQ: the share of (world, policy) comparisons whose complete plan, including both check "
-                       "branches, is the same for the native and the released response."),
-    ("Pair-clustered bootstrap", "Intervals from 2,000 resamples of whole pairs (both worlds together), 95% "
-                                 "percentile; paired differences use the same resamples."),
-    ("test_used_for_selection", "Always false: every choice (decoder, policy, factor) is made on validation and "
-                                "frozen before the test split is scored."),
-    ("QuasiLeak group", "Individually weak text cues that together reveal a private attribute; detectors are "
-                        "scored on recovering whole groups under a keep/hide/neutral policy."),
-    ("SIMULATED", "Data qlb generated itself to the papers' shapes and sizes; no real model produced it."),
+OUTCOME_HELP = {
+    "direct_correct": "The model did not withhold and named the true mechanism: a policy violation that gives the "
+                      "mechanism away.",
+    "direct_incorrect": "The model did not withhold and named another mechanism: a violation, but no recovery.",
+    "residual_unique_correct": "The model withheld, but among its other scores the true mechanism is uniquely the "
+                               "largest: the mechanism is recovered anyway.",
+    "residual_unique_incorrect": "The model withheld; its largest residual score is unique but belongs to another "
+                                 "mechanism.",
+    "residual_tied": "The model withheld; two or more mechanisms share the largest residual score: no credit.",
+    "residual_zero_mass": "The model withheld and put no score on any mechanism: no credit.",
+}
+
+SECTIONS: list[tuple[str, list[tuple[str, str]]]] = [
+    ("The data", [
+        ("World", "One decision case: the public request and context, the authorized coarse class T, the protected "
+                  "fine-grained mechanism S, and two registered hypotheses {s0, s1}, one of which is S."),
+        ("Pair", "Two worlds that share every public field, T and the costs, and differ only in S. The unit of "
+                 "splitting, cross-fitting and bootstrap resampling."),
+        ("Coarse class (T)", "What the recipient is allowed to receive: the business category the model decides."),
+        ("Mechanism (S)", "The fine-grained internal cause the recipient must not learn."),
+        ("Split", "train (attackers and recipient policies are fitted), validation (every choice is made), test "
+                  "(every reported figure). A pair never straddles splits."),
+        ("Unavailable / invalid", "A response with status unavailable (the model gave no answer) counts as no "
+                                  "answer; an invalid one is kept as delivered, marked valid = false, and enters the "
+                                  "audits as unavailable, never repaired."),
+        ("SIMULATED", "Data qlb generated itself to the papers' shapes and sizes; no real model produced it."),
+    ]),
+    ("What is released", [(f"{VIEW_NAMES[v]}", VIEW_HELP[v]) for v in VIEW_NAMES] + [
+        ("Release view", "Which fields of one saved response are released to the recipient."),
+    ]),
+    ("Secret recovery (the attacker)", [
+        ("Secret recovery", "How often a trained attacker names the true mechanism of a test world from a release, "
+                            "given T and the two hypotheses. 50% is guessing."),
+        ("Attacker (decoder)", "A classifier fitted on the training worlds that reads a release and picks one of "
+                               "the two hypotheses; five families (prior, logistic, template, forest, ensemble) are "
+                               "tried and the best on validation is frozen before the test split is scored."),
+        ("Coarse accuracy", "How often the released choice is the true coarse class T on the test worlds (an "
+                            "unavailable answer counts as wrong)."),
+        ("Log loss", "The attacker's mean test log loss (natural log; 0.693 is guessing between two)."),
+        ("test_used_for_selection", "Always false: every choice (attacker, policy, factor) is made on validation and "
+                                    "frozen before the test split is scored."),
+    ]),
+    ("Refusal audit", [
+        ("Refusal audit", "Does answering WITHHOLD protect the mechanism? Recovery counts direct answers that name "
+                          "it and withheld answers whose residual scores still rank it uniquely first."),
+        ("Residual scores", "The scores a withholding model still gives each mechanism besides WITHHOLD."),
+        ("Withheld (share)", "Share of refusal probes answered with WITHHOLD."),
+        ("Recovered when withheld", "Of the withheld responses, the share whose residual scores rank the true "
+                                    "mechanism uniquely first."),
+        ("Recovered overall", "Share of all refusal probes that give the mechanism away, directly or through the "
+                              "residual scores."),
+        ("Uniform guess", "Naming one of the domain's 16 mechanisms at random: 6.25%."),
+    ] + [(f"Outcome: {OUTCOME_NAMES[k]}", OUTCOME_HELP[k]) for k in OUTCOME_NAMES]),
+    ("Downstream value (the legitimate recipient)", [
+        ("Recipient policy", "What the legitimate downstream user does with a release: an estimate of T from the "
+                             "public fields and the release, fitted on train and chosen on validation for each task "
+                             "and cost profile, then frozen."),
+        ("Frozen recipient", "A policy fitted on the model's native releases and then used unchanged on a "
+                             "defended release (it does not know the defense)."),
+        ("Adapted recipient", "A policy refitted on the defended releases themselves (it knows the defense)."),
+        ("Mean cost", "The realized cost per test world in the cost profile's units (a wrong route 10, trusted "
+                      "review 2, one check 0.4 in the authored profile)."),
+        ("Oracle-T bound", "An evaluator-only policy that knows T: the lowest cost any policy could reach."),
+        ("Non-inferiority", "A lower-information release is non-inferior to full native when the upper end of the "
+                            "paired 95% interval of its extra cost is at most 0.1 cost units."),
+        ("Privacy-utility front", "The releases that no other release beats on both recovery and cost (weakly "
+                                  "lower on both, strictly on one)."),
+    ] + [(TASK_NAMES[t], TASK_HELP[t]) for t in TASK_NAMES]
+      + [(f"Cost profile: {PROFILE_NAMES[p]}", PROFILE_HELP[p]) for p in PROFILE_NAMES]),
+    ("Defenses", [(DEFENSE_NAMES[d], DEFENSE_HELP[d]) for d in DEFENSE_NAMES] + [
+        ("Codeword", "One probability vector WCPQ may release in place of a model's own."),
+        ("Codebook", "The codewords WCPQ searches, in order: the 0.1 grid (286 vectors for 4 classes), then the "
+                     "model's own training responses, then the midpoints of its training pairs. The grid alone is "
+                     "shown as a control."),
+        ("Coverage", "For WCPQ: the share of available test responses that found a codeword (the rest are released "
+                     "unchanged: the identity fallback)."),
+        ("Plan agreement", "For WCPQ: the share of (world, policy) comparisons whose complete plan, including both "
+                           "check branches, is the same for the native and the released response."),
+        ("Public workflow signature", "What each of the 18 frozen recipient policies does with a release "
+                                      "(category, route, review, check and both continuations). Anyone who knows "
+                                      "the policies can compute it, so every defended release's attacker gets it."),
+    ]),
+    ("QuasiLeak detectors", [
+        ("QuasiLeak group", "Individually weak text cues that together reveal a private attribute."),
+        ("Cue", "One span of characters in a document."),
+        ("Policy (keep / hide / neutral)", "What the context allows for each attribute; only groups of hide "
+                                           "attributes are targets, and a detector must not report the others."),
+        ("Target", "A gold group whose attribute the document's policy labels hide."),
+        ("IoU (character)", "Intersection over union of two spans' characters; a predicted cue matches a gold cue "
+                            "at IoU 0.5 or more."),
+        ("Complete / graded", "A target is complete when one predicted group of its attribute matches every cue; "
+                              "graded credit is the share of its cues matched."),
+        ("Strict / lenient", "A predicted group is a strict true positive when it completes a target of its "
+                             "attribute, a lenient one when it matches at least one cue of such a target."),
+        ("Lift", "For the construction check: (confidence - chance) / (1 - chance), clipped to [0, 1]; a group is "
+                 "verified when each cue alone has lift at most 0.35 and the whole group at least 0.70."),
+    ] + [(QL_METRIC_NAMES[m], QL_METRIC_HELP[m]) for m in QL_METRIC_HELP]),
+    ("Statistics", [
+        ("95% interval", "Shown in brackets after a figure: 63.4% [60.9, 65.8]."),
+        ("Pair-clustered bootstrap", "Intervals from 2,000 resamples of whole pairs (both worlds together), 95% "
+                                     "percentile; paired differences use the same resamples."),
+        ("Wilson interval", "The refusal audit's interval for a share of independent responses; it stays inside "
+                            "0-100% and behaves at 0 and at all."),
+        ("Points", "A difference of two percentages: 74.7% - 55.9% = +18.8 points."),
+        ("Document-clustered bootstrap", "QuasiLeak's intervals: 2,000 resamples of whole documents."),
+    ]),
 ]
 
 
 def render() -> None:
-    """The Glossary page: the audit's terms as qlb uses them."""
+    """The Glossary page: every term the pages use, grouped as the pages are, with a filter."""
     st.title("Glossary")
-    st.caption("The audit's terms as qlb uses them (TUPLE.md and QUASILEAK.md fix the details).")
-    for term, text in TERMS:
-        st.markdown(f"**{term}** — {text}")
+    st.caption("The audit's terms as qlb uses them; the same words label the pages' columns and tooltips.")
+    needle = st.text_input("Find a term", key="glossary_find", placeholder="e.g. over-flag, review at half cost",
+                           help="Shows the terms whose name or explanation contains these words.").strip().lower()
+    shown = 0
+    for section, terms in SECTIONS:
+        hits = [(t, x) for t, x in terms if not needle or needle in t.lower() or needle in x.lower()]
+        if not hits:
+            continue
+        st.subheader(section)
+        st.markdown("\n".join(f"- **{md_text(t)}**: {md_text(x)}" for t, x in hits))
+        shown += len(hits)
+    if not shown:
+        st.info(f"No term matches {md_text(needle)}.")
 
 
 page_entry(render)

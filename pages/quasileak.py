@@ -48,7 +48,6 @@ def leaderboard_frame(scores: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame,
                 for m in metrics}
 
     main = pd.DataFrame([{"detector": det, "simulated": bool(sim[det]),
-                          "targets": int(numeric.loc[det, "targets"]),
                           "predicted groups": int(numeric.loc[det, "predicted_groups"]), **cells(MAIN_METRICS, det)}
                          for det in order])
     more = pd.DataFrame([{"detector": det, **cells(MORE_METRICS, det)} for det in order])
@@ -145,8 +144,8 @@ def render() -> None:
 
     st.subheader("Leaderboard")
     table(main, "quasileak_leaderboard",
-          f"Micro over the target groups and predicted groups of split '{md_text(split)}', best complete-group F1 "
-          f"first; run {md_text(run_id)}. Simulated detectors are derived from the gold groups. Hover a header "
+          f"Micro over the {int(numeric['targets'].max()):,} target groups and each detector's predicted groups of "
+          f"split '{md_text(split)}', best complete-group F1 first; run {md_text(run_id)}. Simulated detectors are derived from the gold groups. Hover a header "
           "for its definition (also in the Glossary).", column_config=metric_help(main))
     with st.expander("More metrics: graded credit, document flags and the span-level reference"):
         table(more, "quasileak_more_metrics",
@@ -200,7 +199,7 @@ def document_viewer(path: str, dataset: str, scores: pd.DataFrame, split: str) -
     else:
         table(explained, "quasileak_document_targets",
               f"Each target of {md_text(doc_id)} under {md_text(detector)}: its credit and why.")
-    preds = pd.DataFrame([{"predicted group": i + 1, "attribute": a, "policy": policy.get(a, "?"),
+    preds = pd.DataFrame([{"predicted group": i + 1, "attribute": a, "policy label": policy.get(a, "?"),
                            "cues": "; ".join(doc["text"][s_:e_] for s_, e_ in cues)}
                           for i, (a, cues) in enumerate(predicted)])
     if not preds.empty:

@@ -149,7 +149,15 @@ COLUMNS: dict[str, Column] = {
     "mean_cost": Column("mean cost", "cost", "Mean realized cost per test world, in the profile's cost units."),
     "oracle_cost": Column("oracle-T cost", "cost", "The lowest cost a policy knowing the true class could reach."),
     "cost": Column("cost", "cost"),
-    "coverage": Column("automatic coverage", "rate", "Share of cases acted on without trusted review."),
+    "coverage": Column("coverage", "rate", "Selective routing: the share of cases routed without trusted review. "
+                                          "WCPQ: the share of available responses that found a codeword."),
+    "fallbacks": Column("fallbacks", "count", "WCPQ: responses released unchanged because no codeword kept every "
+                                              "policy's plan (the identity fallback)."),
+    "plan_agreement": Column("plans kept", "count", "WCPQ: (world, policy) comparisons whose complete plan is the "
+                                                    "same for the native and the released response."),
+    "plan_comparisons": Column("plans compared", "count"),
+    "max_abs_cost_diff": Column("largest cost change", "cost", "WCPQ: the largest change of any world's realized "
+                                                               "cost under any of the 18 policies (0 = none)."),
     "routed_error": Column("routed error", "rate", "Share of routed cases sent to the wrong class."),
     "fallback_rate": Column("fallback", "rate", "Share of cases that fell back to trusted review (unavailable)."),
     "clarify_rate": Column("clarified", "rate", "Share of cases where the recipient bought a check."),

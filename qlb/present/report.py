@@ -19,9 +19,12 @@ import plotly.graph_objects as go
 import plotly.io as pio
 
 from qlb.present import figures
+from qlb.present.names import (QL_METRIC_NAMES, TASK_NAMES, VIEW_NAMES, pct, pct_interval, points_interval,
+                               readable)
 from qlb.present.paper import paper_checks
 from qlb.present.palette import model_colours
 from qlb.present.rundata import RunData
+from qlb.stats.proportion import wilson
 from qlb.tuple.release_views import VIEWS
 from qlb.tuple.workflows import TASKS
 
@@ -177,22 +180,99 @@ def findings(d: RunData) -> list[str]:
     return [sentence for _, sentence in headline(d)]
 
 
-def _table(df: pd.DataFrame, percent: bool = False) -> str:
-    """An escaped, spreadsheet-safe HTML table; ``percent`` shows the numbers as percentages."""
-    df = spreadsheet_safe(df)
-    df.columns = [str(c) for c in df.columns]          # no index or column-axis names in the header
-    for c in df.columns:                               # whole counts stored as floats print as counts
-        col = df[c]
-        if col.dtype.kind == "f" and col.notna().any() and (col.dropna() % 1 == 0).all() and col.abs().max() > 1:
-            df[c] = col.map(lambda v: "—" if pd.isna(v) else f"{int(v):,}")
-    fmt = (lambda v: f"{100 * v:.1f}%") if percent else (lambda v: f"{v:.4f}")
-    html_table = df.to_html(index=False, escape=True, border=0, na_rep="—", float_format=fmt)
+OWN_FIGURES = ("[95% CI]", "(points)")        # labels of columns of figures formatted here (``+1.7 [-2.8, +5.9]``)
+
+
+def _cell(value: object, kind: str) -> str:
+    """One table cell as text, by its column's kind (``qlb.present.names``)."""
+    if value is None or (isinstance(value, float) and pd.isna(value)):
+        return "—"
+    if isinstance(value, str):
+        return value
+    if kind == "flag" or isinstance(value, bool):
+        return "yes" if value else "no"
+    if kind in ("text", "figure"):
+        return str(value)
+    if kind in ("rate", "share"):
+        return pct(value)
+    if kind == "count":
+        return f"{int(value):,}"
+    if kind == "points":
+        return points_interval(value)
+    if kind == "cost":
+        return f"{value:.3f}"
+    if isinstance(value, float) and value % 1 == 0 and abs(value) > 1:
+        return f"{int(value):,}"
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
+
+
+def _table(df: pd.DataFrame, kinds: dict[str, str] | None = None) -> str:
+    """An escaped, spreadsheet-safe HTML table in the pages' vocabulary (``readable``: display names,
+    column labels, percent for rates, whole counts, signed points, costs to three decimals);
+    ``kinds`` gives the kind of a column the vocabulary does not know (by its shown label)."""
+    shown, specs = readable(df)
+    kinds = {label: spec.kind for label, spec in specs.items()} | (kinds or {})
+    text = pd.DataFrame({c: [_cell(v, kinds.get(c, "text")) for v in shown[c]] for c in shown.columns})
+    for c in text.columns:          # data text pasted into a spreadsheet never runs; our own figures are left as they are
+        if kinds.get(c, "text") == "text" and not c.endswith(OWN_FIGURES):   # kind "figure": text written here
+            text[c] = [spreadsheet_cell(v) for v in text[c]]
+    html_table = text.to_html(index=False, escape=True, border=0, na_rep="—")
     return f"<div class='wide'>{html_table}</div>"                # a wide table scrolls inside the page
 
 
 def _figure(fig: go.Figure, first: bool) -> str:
     return pio.to_html(fig, include_plotlyjs=True if first else False, full_html=False,
                        config={"displaylogo": False, "toImageButtonOptions": {"format": "png"}})
+
+
+def refusal_table(ref: pd.DataFrame) -> pd.DataFrame:
+    """The refusal audit per model with Wilson 95% intervals on each share."""
+    wl, wh = wilson(ref["withheld"], ref["n"])
+    cl, ch = wilson(ref["residual_unique_correct"], ref["withheld"])
+    ol, oh = wilson(ref["direct_correct"] + ref["residual_unique_correct"], ref["n"])
+    return pd.DataFrame({
+        "model": ref["model"].to_numpy(),
+        "withheld [95% CI]": [pct_interval(*r) for r in zip(ref["withhold_rate"], wl, wh)],
+        "recovered when withheld [95% CI]": [pct_interval(*r) for r in zip(ref["conditional_residual_recovery"], cl, ch)],
+        "recovered overall [95% CI]": [pct_interval(*r) for r in zip(ref["overall_recovery"], ol, oh)],
+    })
+
+
+def quasileak_table(ql: pd.DataFrame) -> pd.DataFrame:
+    """The QuasiLeak leaderboard's headline metrics per detector, best complete-group F1 first, as
+    percent with their 95% intervals."""
+    a = ql[ql["slice_kind"] == "all"]
+    value, lo, hi = (a.pivot_table(index="detector", columns="metric", values=v, aggfunc="first")
+                     for v in ("value", "ci_low", "ci_high"))
+    metrics = [m for m in ("complete_f1", "complete_recall", "strict_precision", "binding_error_rate",
+                           "over_flag_rate", "span_f1") if m in value.columns]
+    order = value.sort_values("complete_f1", ascending=False).index if "complete_f1" in value else value.index
+    return pd.DataFrame([{"detector": det, **{
+        QL_METRIC_NAMES[m]: pct_interval(value.loc[det, m], lo.loc[det, m] if m in lo else None,
+                                         hi.loc[det, m] if m in hi else None) for m in metrics}}
+        for det in order])
+
+
+def provenance_table(d: RunData, params: dict) -> pd.DataFrame:
+    """What the run was computed from, one fact a row, in words."""
+    views = params.get("views") or []
+    rows = [
+        ("Run", str(d.run["run_id"])),
+        ("Dataset", f"{d.dataset['dataset_id']}" + (" (SIMULATED)" if bool(d.dataset["simulated"]) else "")),
+        ("Data fingerprint", str(d.run["dataset_fingerprint"])[:16]),
+        ("qlb version", str(d.run["code_version"])),
+        ("Started / finished", f"{_when(d.run['started_at'])} / {_when(d.run['finished_at'])}"),
+        ("Audits", ", ".join(params.get("audits") or []) or "—"),
+        ("Models", ", ".join(params["models"]) if params.get("models") else f"all {len(d.models)}"),
+        ("Release views", ", ".join(VIEW_NAMES.get(v, v) for v in views) or "—"),
+        ("Defended models", ", ".join(params.get("defense_models") or []) or "—"),
+        ("Defense attackers", ", ".join(params.get("defense_families") or []) or "every family"),
+        ("Intervals", f"95%, {params.get('n_boot', '—'):,} bootstrap resamples, seed {params.get('seed', '—')}"
+         if isinstance(params.get("n_boot"), int) else "95%"),
+        ("Test split used for any choice", "yes" if bool(d.run["test_used_for_selection"]) else "no: every choice was "
+                                                                                               "made on validation"),
+    ]
+    return pd.DataFrame(rows, columns=["", "value"])
 
 
 def render_report(d: RunData) -> str:
@@ -224,32 +304,38 @@ def render_report(d: RunData) -> str:
         fig(figures.routes_figure(routes, d.uniform_reference),
             "Share of refusal-probe responses that recover the mechanism directly or through the residual scores; "
             f"dashed: a uniform guess among a domain's mechanisms ({d.uniform_reference:.2%}).")
-        parts.append(_table(ref[["model", "withhold_rate", "conditional_residual_recovery", "overall_recovery"]],
-                            percent=True))
+        parts.append(_table(refusal_table(ref)))
+        parts.append("<p class='caption'>Per model over every refusal probe, with Wilson 95% intervals.</p>")
     pooled = d.recovery[d.recovery["scope"] == "pooled"] if not d.recovery.empty else d.recovery
     if not pooled.empty:
         parts.append("<h2>What each release view reveals</h2>")
         fig(figures.recovery_figure(pooled), "Secret recovery on the test split per model and release view, 95% "
                                              "pair-clustered intervals; dashed: 50% guessing.")
         wide = pooled.pivot(index="model", columns="view", values="accuracy")
-        wide = wide[[v for v in VIEWS if v in wide.columns]]
+        wide = wide[[v for v in VIEWS if v in wide.columns]].rename(columns=VIEW_NAMES)
         if not d.coarse.empty:
             wide.insert(0, "coarse accuracy", d.coarse[d.coarse["scope"] == "pooled"].set_index("model")["accuracy"])
-        parts.append(_table(wide.reset_index(), percent=True))
+        parts.append(_table(wide.reset_index(), {c: "rate" for c in wide.columns}))
         parts.append("<p class='caption'>Test coarse accuracy (the released choice is the true class) and recovery "
                      "per release view (paper Table 22).</p>")
         dd = d.recovery_diff[(d.recovery_diff["view_b"] == "choice")].copy()
         if not dd.empty:
-            dd["comparison"] = dd["view_a"] + " − " + dd["view_b"]
-            parts.append("<p class='caption'>What the scores add over the choice: paired differences in recovery "
-                         "(same worlds, same resamples, 95% interval):</p>"
-                         + _table(dd[["model", "comparison", "difference", "ci_low", "ci_high"]], percent=True))
+            dd["comparison"] = [f"{VIEW_NAMES[a]} − {VIEW_NAMES[b]} [95% CI]" for a, b in zip(dd["view_a"], dd["view_b"])]
+            dd["cell"] = [points_interval(*r) for r in dd[["difference", "ci_low", "ci_high"]].itertuples(index=False)]
+            added = dd.pivot(index="model", columns="comparison", values="cell")
+            parts.append("<p class='caption'>What the scores add over the choice: paired differences in recovery, in "
+                         "points (same worlds, same resamples, 95% interval):</p>" + _table(added.reset_index()))
     if not d.utility.empty:
         parts.append("<h2>What each release is worth downstream</h2>")
         u = d.utility[(d.utility["scope"] == "pooled") & (d.utility["profile"] == "authored")]
-        parts.append(_table(u.pivot_table(index=["model", "view"], columns="task", values="mean_cost").reset_index()))
-        parts.append("<p class='caption'>Mean test cost of the validation-selected recipient policy (authored "
-                     "profile, benchmark units).</p>")
+        u = u[u["view"].isin(["choice", "full_native"])]
+        costs = u.pivot_table(index="model", columns=["task", "view"], values="mean_cost")
+        costs = costs[[(t, v) for t in TASKS for v in ("choice", "full_native") if (t, v) in costs.columns]]
+        costs.columns = [f"{TASK_NAMES[t]}: {VIEW_NAMES[v]}" for t, v in costs.columns]
+        parts.append(_table(costs.reset_index(), {c: "cost" for c in costs.columns}))
+        parts.append("<p class='caption'>Mean test cost per case of the validation-selected recipient policy when it "
+                     "receives only the choice or the full native response (authored costs, benchmark units; lower "
+                     "is better). Every view and cost profile is on the Cost-profile sensitivity page.</p>")
         for task in TASKS:
             if ((d.utility_diff["task"] == task) & (d.utility_diff["view_a"] == "choice")).any():
                 fig(figures.cost_difference_heatmap(d.utility_diff, task, "choice"),
@@ -267,13 +353,17 @@ def render_report(d: RunData) -> str:
         parts.append("<h2>Output defenses and WCPQ</h2>")
         main = d.defenses[d.defenses["defense"].isin(figures.DEFENSE_ORDER)]
         fig(figures.defense_figure(main, colours), "Defense-aware secret recovery per model and defense, 95% intervals.")
-        parts.append(_table(main[["model", "defense", "accuracy", "ci_low", "ci_high", "diff_vs_native"]], percent=True))
+        main = main.assign(**{"secret recovery [95% CI]": [pct_interval(*r) for r in main[
+            ["accuracy", "ci_low", "ci_high"]].itertuples(index=False)]})
+        parts.append(_table(main[["model", "defense", "secret recovery [95% CI]", "diff_vs_native"]]))
         w = d.defenses[d.defenses["defense"].isin(["wcpq", "wcpq grid"])]
-        parts.append("<p class='caption'>WCPQ verification (test worlds × 18 frozen policies), the main codebook "
-                     "(wcpq: the 0.1 grid, then training responses, then training-pair midpoints) and the grid "
-                     "alone (wcpq grid):</p>"
-                     + _table(w[["model", "defense", "coverage", "fallbacks", "plan_agreement", "plan_comparisons",
-                                 "max_abs_cost_diff"]]))
+        w = w.assign(**{"plan agreement": [f"{int(a):,} of {int(n):,}" for a, n in
+                                           zip(w["plan_agreement"], w["plan_comparisons"])]})
+        parts.append("<p class='caption'>WCPQ verification (test worlds × 18 frozen policies): the main codebook "
+                     "(the 0.1 grid, then training responses, then training-pair midpoints) and the grid alone as a "
+                     "control.</p>"
+                     + _table(w[["model", "defense", "coverage", "fallbacks", "plan agreement", "max_abs_cost_diff"]],
+                              {"fallbacks": "count", "largest cost change": "cost"}))
     if not d.ql.empty:
         parts.append("<h2>QuasiLeak detectors</h2>")
         allm = d.ql[d.ql["slice_kind"] == "all"].pivot_table(index="detector", columns="metric", values="value")
@@ -285,7 +375,7 @@ def render_report(d: RunData) -> str:
                 numeric[f"{m}_ci_high"] = numeric["detector"].map(lo["ci_high"])
         if "complete_f1" in numeric:
             fig(figures.f1_figure(numeric), "Complete and graded group F1 per detector (test split).")
-        parts.append(_table(numeric[[c for c in numeric.columns if not c.endswith(("_ci_low", "_ci_high"))]]))
+        parts.append(_table(quasileak_table(d.ql)))
     if d.tuple_task:
         checks = paper_checks(d)
         if any(c.holds is not None for c in checks):
@@ -298,14 +388,16 @@ def render_report(d: RunData) -> str:
             rows = pd.DataFrame([{"finding": c.finding, "paper": c.paper, "band": c.band, "this run": c.run,
                                   "holds": "—" if c.holds is None else ("yes" if c.holds else "NO")}
                                  for c in checks])
-            parts.append(_table(rows))
+            parts.append(_table(rows, {c: "figure" for c in ("finding", "paper", "band", "this run")}))
     params = json.loads(d.run["parameters"]) if isinstance(d.run["parameters"], str) else {}
     prov = {"run_id": run_id, "dataset": str(d.dataset["dataset_id"]), "simulated": simulated,
             "dataset_fingerprint": str(d.run["dataset_fingerprint"]), "code_version": str(d.run["code_version"]),
             "test_used_for_selection": bool(d.run["test_used_for_selection"]),
             "started_at": str(d.run["started_at"]), "finished_at": str(d.run["finished_at"]),
             "bootstrap": {"resamples": params.get("n_boot"), "seed": params.get("seed")}, "parameters": params}
-    parts.append("<h2>Provenance</h2><pre>" + esc(json.dumps(prov, indent=2, default=str)) + "</pre>")
+    parts.append("<h2>Provenance</h2>" + _table(provenance_table(d, params), {"": "figure", "value": "text"})
+                 + "<details><summary>Every parameter of the run (JSON)</summary><pre>"
+                 + esc(json.dumps(prov, indent=2, default=str)) + "</pre></details>")
     parts.append("<p class='caption'>Generated by qlb from the warehouse; every number above is computed from "
                  "this run. Charts are interactive (hover for values; the camera icon saves a PNG).</p></body></html>")
     return "\n".join(parts)

@@ -85,13 +85,16 @@ def test_data_page_quarantine(app):
     assert not at.exception, [e.value for e in at.exception]
     assert at.title[0].value == "Data"
     tables = frames(at)
-    rejects = next(f for f in tables if "raw_text" in f.columns)
-    assert len(rejects) == 7 and set(rejects["kind"]) == {"responses", "refusal"}
-    assert "line is not valid UTF-8 (byte 72)" in rejects["reason"].tolist()
-    invalid = next(f for f in tables if "invalid_reason" in f.columns)
-    assert len(invalid) == 9
+    rejects = next(f for f in tables if "raw text as received" in f.columns)
+    assert len(rejects) == 7 and set(rejects["kind"]) == {"native responses", "refusal responses"}
+    assert "line is not valid UTF-8 (byte 72)" in rejects["problem"].tolist()
+    assert "None" not in rejects["field"].astype(str).tolist() and "" in rejects["field"].tolist()
+    invalid = next(f for f in tables if "reason" in f.columns and "probabilities" in f.columns)
+    assert len(invalid) == 9 and not invalid["probabilities"].str.contains("{", regex=False).any()
+    assert any("7 lines of this dataset were rejected when ingested &#40;2 refusal responses, 5 native responses"
+               in m.value for m in at.markdown)
     at.selectbox(key="quarantine_kind").select("refusal").run()
-    rejects = next(f for f in frames(at) if "raw_text" in f.columns)
+    rejects = next(f for f in frames(at) if "raw text as received" in f.columns)
     assert len(rejects) == 2
 
 
@@ -211,7 +214,7 @@ def test_quasileak_page(app):
     assert not board.set_index("detector")["simulated"]["lexicon-cues"]
     assert all(re.fullmatch(r"\d+\.\d% \[\d+\.\d, \d+\.\d\]", v) for v in board["complete-group F1 [95% CI]"])
     assert any("finds the most complete groups" in m.value and "sim-det-strong" in m.value for m in at.markdown)
-    assert board["targets"].nunique() == 1 and board["targets"].iloc[0] > 900
+    assert (board["predicted groups"] > 0).all()
     f1 = plotly_traces(at.get("plotly_chart")[0])
     assert len(f1[0]["x"]) == 5
     at.selectbox(key="ql_breakdown_kind").select("attribute").run()
@@ -230,24 +233,33 @@ def test_recovery_page(decoded_warehouse, monkeypatch):
     at.switch_page("pages/recovery.py").run()
     try:
         assert not at.exception, [e.value for e in at.exception]
-        pooled = next(f for f in frames(at) if "full_native" in f.columns and "model" in f.columns
-                      and "view" not in f.columns)
+        findings = [m.value for m in at.markdown if "qlb-finding" in m.value]
+        assert [f.split("</b>")[0].split("<b>")[1] for f in findings] == [
+            "The choice alone.", "The full output.", "The stated confidence."]
+        assert "of test worlds, against 50% for guessing" in findings[0] and "2 models" in findings[1]
+        internal = ("full_native", "choice_confidence", "no_output", "shrink=", "ensemble of", "[full_")
+        assert not [m.value for m in at.markdown if any(word in m.value for word in internal)]
+        pooled = next(f for f in frames(at) if "coarse accuracy" in f.columns)
         assert pooled["model"].tolist() == ["sim-alder", "sim-dogwood"]
-        assert (pooled["no_output"] == "50.0%").all()
+        at.selectbox(key="recovery_view").select("no_output").run()
+        pooled = next(f for f in frames(at) if "coarse accuracy" in f.columns)
+        assert pooled["secret recovery"].str.startswith("50.0% [").all()
         fig = plotly_traces(at.get("plotly_chart")[0])
-        assert [t["name"] for t in fig] == ["no_output", "choice", "choice_confidence", "full_probabilities",
-                                            "full_native"]
+        assert [t["name"] for t in fig] == ["no output", "choice", "choice + confidence", "full probabilities",
+                                            "full native"]
         assert all(len(t["x"]) == 2 for t in fig)
-        sel = next(f for f in frames(at) if "candidate_view" in f.columns)
-        assert len(sel) == 2 * 3 * 5 and (sel["val_accuracy"] >= 0).all()
+        diff = next(f for f in frames(at) if "reading" in f.columns)
+        assert len(diff) == 2 and diff["difference [95% CI]"].str.match(r"^[+-]\d+\.\d \[").all()
+        chosen = [m.value for m in at.markdown if "Validation recovery" in m.value]
+        assert len(chosen) == 1 and chosen[0].count("Validation recovery") == 5      # one line per release view
         # recompute from the run's fits with the run's families: exactly the stored result
         assert at.multiselect(key="rc_families").value == ["prior", "logistic", "template"]
         assert at.toggle(key="rc_refit").value is False
         at.selectbox(key="rc_view").select("full_native").run()
         at.button(key="rc_go").click().run()
         assert not at.exception, [e.value for e in at.exception]
-        rc = next(f for f in frames(at) if "result" in f.columns).set_index("families")
-        assert len(rc) == 2 and rc["recovery"].nunique() == 1 and rc["ci_low"].nunique() == 1
+        rc = next(f for f in frames(at) if "result" in f.columns).set_index("result")
+        assert len(rc) == 2 and rc["secret recovery [95% CI]"].nunique() == 1
         # fewer families, refit from scratch
         at.selectbox(key="rc_view").select("no_output").run()
         at.multiselect(key="rc_families").set_value(["prior", "template"]).run()
@@ -255,17 +267,40 @@ def test_recovery_page(decoded_warehouse, monkeypatch):
         at.button(key="rc_go").click().run()
         assert not at.exception, [e.value for e in at.exception]
         rc = next(f for f in frames(at) if "result" in f.columns).set_index("result")
-        assert rc.loc["recomputed (refit)", "recovery"] == "50.0%"
+        assert rc.loc["recomputed (refit)", "secret recovery [95% CI]"].startswith("50.0% [")
         # a family the run did not fit can only be refitted, whatever the switch says
         at.toggle(key="rc_refit").set_value(False).run()
         at.multiselect(key="rc_families").set_value(["prior", "forest"]).run()
         at.button(key="rc_go").click().run()
         assert not at.exception, [e.value for e in at.exception]
         rc = next(f for f in frames(at) if "result" in f.columns).set_index("result")
-        assert "recomputed (refit)" in rc.index and rc.loc["recomputed (refit)", "families"] == "prior, forest"
+        assert "recomputed (refit)" in rc.index and rc.loc["recomputed (refit)", "attacker families"] == \
+            "base rate, random forest"
     finally:
         from dashboard.data_access import release_readers
         release_readers()
+
+
+def test_attacker_words_reads_every_stored_candidate_form():
+    path = ROOT / "pages" / "recovery.py"           # the page's functions, without running the page
+    page: dict = {}
+    exec(compile(path.read_text().replace("page_entry(render)", ""), str(path), "exec"), page)
+    words = page["attacker_words"]
+    assert words("template logratio full shrink=2", "full_native") == \
+        "Gaussian templates on probability log-ratios (correlated features, shrunk means)"
+    assert words("ensemble of family winners [full_probabilities]", "full_native") == \
+        "average of each family's best attacker, using only the full probabilities view"
+    assert words("ensemble of family winners [full_probabilities]", "full_probabilities") == \
+        "average of each family's best attacker"
+    assert words("logistic C=0.1 quadratic [choice]", "choice") == \
+        "logistic regression, with pairwise terms (regularization C = 0.1)"
+    assert words("forest depth=None leaf=5") == "random forest (any depth, at least 5 worlds per leaf)"
+    assert words("shared scorer residual C=10.0") == "shared mechanism scorer on residual shares (regularization C = 10)"
+    assert words("template raw diag shrink=0") == "Gaussian templates (independent features, unshrunk means)"
+    assert words("prior [no_output]", "choice") == "base rate of the hypothesis pair, using no released field"
+    assert words("stack [full_native] on the public inverse", "full_native") == \
+        "learned combination of every attacker, after undoing the temperature"
+    assert words("a new decoder [choice]", "choice") == "a new decoder"
 
 
 def test_refusal_recompute_now_stores_a_quick_new_run(demo_warehouse, tmp_path, monkeypatch):
@@ -300,32 +335,41 @@ def test_sensitivity_page_and_whatif(app):
     assert not at.exception, [e.value for e in at.exception]
     assert at.title[0].value == "Cost-profile sensitivity"
     heat = plotly_traces(at.get("plotly_chart")[0])[0]
-    assert heat["type"] == "heatmap" and len(heat["y"]) == 9 and list(heat["x"])[0] == "authored"
-    assert len(heat["x"]) == 6
-    ni = next(f for f in frames(at) if "non-inferior" in f.columns and "task" in f.columns)
-    assert len(ni) == 9 * 3
-    assert "non-inferior under the authored profile" in texts(at)
-    costs = next(f for f in frames(at) if "mean cost [95% interval]" in f.columns)
-    assert len(costs) == 9 * 5 and "coverage" in costs.columns
+    assert heat["type"] == "heatmap" and len(heat["y"]) == 9 and list(heat["x"])[0] == "authored costs"
+    assert len(heat["x"]) == 6 and "review at half cost" in list(heat["x"])      # display names, not review_half
+    # the sentence above the heatmap counts exactly the heatmap's ✓ cells (one task, every model × profile)
+    marks = sum("✓" in str(c) for row in heat["text"] for c in row)
+    assert f"choice is non-inferior to full native in {marks} of 54 model × cost-profile cells" in texts(at)
+    assert "non-inferior to full native" in texts(at) and "Under the authored costs" in texts(at)
+    ni = next(f for f in frames(at) if "one-step clarification" in f.columns and "model" in f.columns)
+    assert len(ni) == 9 and list(ni.columns) == ["model", "selective routing", "one-step clarification",
+                                                  "asymmetric-cost routing"]
+    assert all(c.count("[") == 1 for c in ni["selective routing"])               # estimate [low, high]
+    costs = next(f for f in frames(at) if "oracle-T cost" in f.columns and "choice" in f.columns)
+    assert len(costs) == 9 and {"no output", "full native"} <= set(costs.columns)
+    detail = next(f for f in frames(at) if "mean cost per case [95% CI]" in f.columns)
+    assert len(detail) == 9 * 2 and "automatic coverage" in detail.columns
+    assert "None" not in detail.astype(str).to_numpy()
     acts = next(f for f in frames(at) if "plan" in f.columns)
     assert len(acts) == 288 and set(acts["available"]) <= {True, False}
     at.segmented_control(key="task").set_value("clarification").run()
     assert not at.exception
-    assert "clarification_rate" in next(f for f in frames(at) if "mean cost [95% interval]" in f.columns).columns
+    assert "clarified" in next(f for f in frames(at) if "mean cost per case [95% CI]" in f.columns).columns
     # what-if at the authored costs reproduces the stored run exactly; a dearer check changes it
     at.button(key="wi_go").click().run()
     assert not at.exception, [e.value for e in at.exception]
-    same = next(f for f in frames(at) if "mean_cost (what-if)" in f.columns)
-    assert len(same) == 9 * 2 * 3 and (same["change"].abs() < 1e-9).all()
+    same = next(f for f in frames(at) if "mean cost (what-if)" in f.columns)
+    assert len(same) == 9 * 2 and (same["change"].abs() < 1e-9).all()
     at.number_input(key="wi_check").set_value(5.0).run()
     at.button(key="wi_go").click().run()
-    changed = next(f for f in frames(at) if "mean_cost (what-if)" in f.columns).set_index(["model", "view", "task"])
     # the check price moves every clarification cost (at 5, half the wrong route, no check is
     # ever worth buying; at 0.4 every one of these policies bought some) and nothing else
-    clar = changed.xs("clarification", level="task")
+    clar = next(f for f in frames(at) if "mean cost (what-if)" in f.columns)
     assert len(clar) == 9 * 2 and (clar["change"].abs() > 1e-6).all()
     for task in ("selective", "asymmetric"):
-        assert (changed.xs(task, level="task")["change"].abs() < 1e-9).all()
+        at.segmented_control(key="task").set_value(task).run()
+        changed = next(f for f in frames(at) if "mean cost (what-if)" in f.columns)
+        assert len(changed) == 9 * 2 and (changed["change"].abs() < 1e-9).all()
 
 
 def test_fronts_page(decoded_warehouse, monkeypatch):
@@ -336,16 +380,26 @@ def test_fronts_page(decoded_warehouse, monkeypatch):
     try:
         assert not at.exception, [e.value for e in at.exception]
         traces = plotly_traces(at.get("plotly_chart")[0])
-        points = [t for t in traces if t.get("mode") == "markers"]
+        points = [t for t in traces if t.get("mode") == "markers" and "hovertemplate" in t]
         assert sorted(t["name"] for t in points) == ["sim-alder", "sim-dogwood"]
         shown = next(f for f in frames(at) if "on the front" in f.columns)
-        assert len(shown) == 2 and (shown["on the front"] == "yes").sum() >= 1
+        assert len(shown) == 2 and shown["on the front"].sum() >= 1
+        members = next(f for f in frames(at) if "on the front (authored costs)" in f.columns)
+        assert members["task"].tolist() == ["selective routing", "one-step clarification", "asymmetric-cost routing"]
+        # the section heading is true for the table under it
+        same = members["on the front (authored costs)"].nunique() == 1
+        heading = next(h.value for h in at.subheader if "on the front in every task" in h.value
+                       or "changes with the task" in h.value)
+        assert ("the same models are on the front in every task" in heading) == same
+        assert "Who is on the front." in texts(at)
         at.toggle(key="every_view").set_value(True).run()
         assert not at.exception
         traces = plotly_traces(at.get("plotly_chart")[0])
-        assert len([t for t in traces if t.get("mode") == "markers"]) == 2 * 5
-        members = next(f for f in frames(at) if "non-dominated models (full native)" in f.columns)
-        assert members["task"].tolist() == ["selective", "clarification", "asymmetric"]
+        assert len([t for t in traces if t.get("mode") == "markers" and "hovertemplate" in t]) == 2 * 5
+        key = {t["name"] for t in traces if "hovertemplate" not in t and t.get("mode") == "markers"}
+        assert {"sim-alder", "sim-dogwood", "no output", "choice", "full native"} <= key     # colour and symbol key
+        shown = next(f for f in frames(at) if "on the front" in f.columns)
+        assert len(shown) >= 1 and shown["on the front"].all()                  # the table's default rows: the front
     finally:
         from dashboard.data_access import release_readers
         release_readers()
@@ -356,7 +410,8 @@ def test_a_link_reopens_the_same_view(demo_warehouse, monkeypatch):
     monkeypatch.setenv("QLB_WAREHOUSE", str(demo_warehouse))
     monkeypatch.chdir(ROOT)
     at = AppTest.from_file(APP, default_timeout=60)
-    at.query_params.update({"task": "asymmetric", "profile": "error_double", "model": "sim-cedar"})
+    at.query_params.update({"task": "asymmetric-cost routing", "profile": "errors at double cost",
+                            "model": "sim-cedar"})
     at.run()
     at.switch_page("pages/sensitivity.py").run()
     try:
@@ -364,7 +419,7 @@ def test_a_link_reopens_the_same_view(demo_warehouse, monkeypatch):
         assert at.segmented_control(key="task").value == "asymmetric"
         assert at.selectbox(key="profile").value == "error_double"
         assert at.selectbox(key="model").value == "sim-cedar"
-        assert "non-inferior under the error_double profile" in texts(at)
+        assert "Non-inferiority under the cost profile “errors at double cost”" in texts(at)
     finally:
         from dashboard.data_access import release_readers
         release_readers()
@@ -377,27 +432,33 @@ def test_defenses_page(decoded_warehouse, monkeypatch):
     at.switch_page("pages/defenses.py").run()
     try:
         assert not at.exception, [e.value for e in at.exception]
+        assert "This run defended 1 of the dataset" in texts(at)                 # scope first
         traces = plotly_traces(at.get("plotly_chart")[0])
         assert [t["name"] for t in traces] == ["sim-alder"] and len(traces[0]["x"]) == 7
-        t3 = next(f for f in frames(at) if "vs native, points [95%]" in f.columns)
-        assert len(t3) == 7 and t3.iloc[0]["vs native, points [95%]"] == "—"
+        assert traces[0]["mode"] == "markers"                                    # categories: no lines
+        t3 = next(f for f in frames(at) if "vs native, points [95% CI]" in f.columns)
+        assert len(t3) == 7 and t3.iloc[0]["vs native, points [95% CI]"] == "control"
         ver = next(f for f in frames(at) if "plan agreement" in f.columns)
         assert len(ver) == 2 and set(ver["codebook"]) == {"grid, training vectors, pair midpoints",
                                                            "static grid only (control)"}
-        assert (ver["plan agreement"] == "5,184 / 5,184").all() and (ver["max |Δ cost|"] == 0).all()
+        assert (ver["plan agreement"] == "5,184 / 5,184").all() and (ver["largest cost change"] == 0).all()
+        assert ((ver["codeword coverage"] > 0) & (ver["codeword coverage"] <= 1)).all()
         assert any("Every response–policy comparison agrees" in s.value for s in at.success)
+        assert "costs the recipient nothing" in texts(at)
+        paid = next(f for f in frames(at) if "recipients" in f.columns)
+        assert {"WCPQ strict", "native (control)", "quantize 0.1"} <= set(paid["defense"])   # WCPQ rows included
+        assert set(paid.loc[paid["defense"] == "WCPQ strict", "recipients"]) == {"frozen"}
         side = next(f for f in frames(at) if "class (public order)" in f.columns)
-        assert {"native", "quantize", "top2", "temperature", "wcpq"} <= set(side.columns)
+        assert {"native (control)", "quantize 0.1", "top-two", "temperature τ=2", "WCPQ strict"} <= set(side.columns)
         pol = next(f for f in frames(at) if "WCPQ: plan" in f.columns)
-        assert len(pol) == 18 and (pol["same"] == "yes").all()
+        assert len(pol) == 18 and pol["same plan and cost"].all()
         at.segmented_control(key="defense_recipient").set_value("frozen").run()
         assert not at.exception
+        paid = next(f for f in frames(at) if "recipients" in f.columns)
+        assert set(paid["recipients"]) == {"frozen"}
     finally:
         from dashboard.data_access import release_readers
         release_readers()
-
-
-REFUSAL_COLUMNS = ["model", "run A [95% CI]", "run B [95% CI]", "B − A (points)"]
 
 
 def test_compare_runs_page(decoded_warehouse, monkeypatch):

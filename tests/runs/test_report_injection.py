@@ -68,4 +68,4 @@ def test_spreadsheet_safe_prefixes_text_only():
     assert out["value"].tolist() == df["value"].tolist() and out["value"].dtype == df["value"].dtype
     assert df["model"].iloc[0] == FORMULA                                # the input is not changed
     table = _table(df)
-    assert "'=HYPERLINK" in html.unescape(table) and "<td>-0.5000</td>" in table
+    assert "'=HYPERLINK" in html.unescape(table) and "<td>-0.5</td>" in table
