@@ -391,13 +391,12 @@ def collection_median_latency(path: str, dataset: str) -> float | None:
     return None if int(row["calls"]) == 0 else float(row["p50_ms"])
 
 
-def wilson_interval(k: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
-    """The Wilson score interval of the proportion k / n (NaN, NaN when n = 0)."""
-    if n <= 0:
-        return float("nan"), float("nan")
-    from scipy.stats import binomtest
-    ci = binomtest(int(k), int(n)).proportion_ci(confidence_level=confidence, method="wilson")
-    return float(ci.low), float(ci.high)
+def wilson_interval(k: int, n: int) -> tuple[float, float]:
+    """The 95% Wilson score interval of the proportion k / n (NaN, NaN when n = 0): the engine's
+    ``qlb.stats.proportion.wilson`` for one share."""
+    from qlb.stats.proportion import wilson
+    low, high = wilson(k, n)
+    return float(low), float(high)
 
 
 def collection_answer_outcomes(run: pd.Series) -> pd.DataFrame:
@@ -450,3 +449,49 @@ def ontology(path: str, dataset: str) -> Ontology:
 def response_history(path: str, dataset: str) -> pd.DataFrame:
     """Responses of the dataset replaced by ``qlb collect --replace-invalid``, newest first."""
     return query(path, "response_history", (dataset,))
+
+
+# ------------------------------------------------------------- every problem of an uploaded file
+
+class _OneError:
+    """One error of a pydantic ValidationError, shaped for ``describe_error`` (which words the
+    first error it is given), so every error of a line is worded the way the ingest words one."""
+
+    def __init__(self, error: dict) -> None:
+        self.error = error
+
+    def errors(self, include_url: bool = False) -> list[dict]:
+        return [self.error]
+
+
+def line_problems(report: ValidationReport, file_path: str) -> pd.DataFrame:
+    """Every problem of a validated file, one row each (file, line, outcome, field, problem): each
+    rejected line with all the errors its validation finds (the report keeps the first), a line
+    rejected for a reason beyond its own fields (a duplicate, an unknown world) with that reason,
+    and each line kept with valid = false with its reason. Nothing is written."""
+    from pydantic import ValidationError
+
+    from qlb.records.readers import read_records
+    from qlb.records.schemas import NativeResponse, describe_error
+    found: dict[int, list[tuple[str | None, str]]] = {}
+    wanted = {r.line_no for r in report.rejects}
+    if wanted and report.validator is not None:
+        for rec in read_records(file_path, report.validator.json_columns, fmt=report.file_format):
+            if rec.line_no not in wanted or rec.error is not None:
+                continue
+            try:
+                report.validator.validate(rec)
+            except ValidationError as exc:
+                found[rec.line_no] = [describe_error(_OneError(e)) for e in exc.errors(include_url=False)]
+            except Exception:       # a reason beyond the line's fields: the report's own wording stands
+                pass
+            if len(found) == len(wanted):
+                break
+    rows = [(r.line_no, "rejected", fld, reason)
+            for r in report.rejects for fld, reason in found.get(r.line_no, [(r.field, r.reason)])]
+    kept = report.accepted if isinstance(report.accepted, list) else []
+    rows += [(n, "invalid", None, rec.invalid_reason) for n, rec in kept
+             if type(rec) is NativeResponse and not rec.valid]
+    df = pd.DataFrame(rows, columns=["line", "outcome", "field", "problem"])
+    df.insert(0, "file", report.file_name)
+    return df.sort_values("line", kind="stable").reset_index(drop=True)

@@ -1,32 +1,195 @@
 """Release-view recovery: how often can an attacker tell the two registered mechanisms apart from
-each release view? (TUPLE.md sections 3-4; paper Figure 4, Tables 23-24)."""
+each release view? (TUPLE.md sections 3-4; paper Figure 4, Tables 22-24)."""
 from __future__ import annotations
 
+import re
 import time
+from typing import Callable
 
 import pandas as pd
+import plotly.graph_objects as go
 import streamlit as st
 
 from dashboard import data_access as da
-from qlb.present.figures import recovery_figure
 from dashboard.routing import page_entry
-from dashboard.widgets import audit_page_start, chart, md_text, pick_run, percent_columns, table
+from dashboard.widgets import audit_page_start, chart, csv_bytes, finding, md_text, pick_run, shown_frame, table
+from qlb.present import names
+from qlb.present.figures import recovery_figure
 from qlb.tuple.release_views import DECODER_FAMILIES, VIEWS
 
-
-
 INTRO = (
-    "For each test world the attacker knows the public request, the authorized class T and the "
-    "two registered mechanisms, and sees one release view of the model's response; it must say "
-    "which mechanism is the true one. 50% is guessing. Decoders are fitted on train (4-fold "
-    "grouped by pair), selected on validation, frozen, then scored once on test. Intervals: 95% "
-    "pair-clustered bootstrap, 2,000 resamples."
+    "For each test world the attacker knows the public request, the authorized class and the two registered "
+    "mechanisms, and sees one release view of the model's response; it must say which mechanism is the true one. "
+    "50% is guessing. Attackers are fitted on the training worlds, chosen on the validation worlds, then scored "
+    "once on the test worlds. Intervals: 95%, bootstrap over hypothesis pairs (2,000 resamples)."
 )
+
+# --- the attacker's candidates in words (to move into qlb.present.names) ---------------------------------------
+FAMILY_WORDS = {"prior": "base rate", "logistic": "logistic regression", "forest": "random forest",
+                "shared_scorer": "shared mechanism scorer", "template": "Gaussian templates"}
+COMBINATION_WORDS = {"ensemble of family winners": "average of each family's best attacker",
+                     "ensemble of all configurations": "average of every attacker",
+                     "stack": "learned combination of every attacker"}
+REPRESENTATION_WORDS = {"raw": "", "logratio": " on probability log-ratios", "residual": " on residual shares"}
+_CANDIDATE = re.compile(r"^(?P<name>.+?)(?: \[(?P<view>[a-z_]+)\])?(?P<inverse> on the public inverse)?$")
+
+
+def _number(value: str) -> str:
+    """A stored parameter value without a needless ``.0`` (``10.0`` -> ``10``)."""
+    return value[:-2] if value.endswith(".0") else value
+
+
+def attacker_words(candidate: str, view: str | None = None) -> str:
+    """A stored decoder candidate in words: a base configuration of ``qlb.tuple.decoders.base_library`` (family,
+    representation, parameters: ``template logratio full shrink=2``) or a combination of
+    ``qlb.tuple.decoding.view_candidates``, optionally followed by ``[subview]`` (the candidate was built on that
+    nested view) and the defense audit's `` on the public inverse``. ``template logratio full shrink=2
+    [full_probabilities]`` reads ``Gaussian templates on probability log-ratios (correlated features, shrunk
+    means), using only the full probabilities view``; the subview is named only when it differs from ``view``, the
+    view being attacked. A name this function does not know keeps its own wording."""
+    m = _CANDIDATE.match(candidate.strip())
+    if m is None:
+        return candidate
+    name, subview = m["name"], m["view"]
+    words = COMBINATION_WORDS.get(name) or _configuration_words(name) or name
+    if subview and subview != view:
+        words += ", using no released field" if subview == "no_output" else \
+            f", using only the {names.name('view', subview)} view"
+    if m["inverse"]:       # the defense audit's attacker who undoes a temperature release first
+        words += ", after undoing the temperature"
+    return words
+
+
+def _configuration_words(name: str) -> str | None:
+    """One base configuration of the library in words; None when ``name`` is not one."""
+    parts = name.split()
+    params = dict(p.split("=", 1) for p in parts if "=" in p)
+    flags = [p for p in parts if "=" not in p]
+    if name == "prior":
+        return "base rate of the hypothesis pair"
+    if flags[:1] == ["logistic"] and "C" in params:
+        terms = "with pairwise terms" if "quadratic" in flags else "linear"
+        return f"logistic regression, {terms} (regularization C = {_number(params['C'])})"
+    if flags[:1] == ["forest"] and {"depth", "leaf"} <= params.keys():
+        depth = "any depth" if params["depth"] == "None" else f"depth ≤ {params['depth']}"
+        leaf = f"at least {params['leaf']} world{'' if params['leaf'] == '1' else 's'} per leaf"
+        return f"random forest ({depth}, {leaf})"
+    if flags[:2] == ["shared", "scorer"] and len(flags) == 3 and "C" in params:
+        representation = REPRESENTATION_WORDS.get(flags[2], " " + flags[2])
+        return f"shared mechanism scorer{representation} (regularization C = {_number(params['C'])})"
+    if flags[:1] == ["template"] and len(flags) == 3 and "shrink" in params:
+        features = "correlated features" if flags[2] == "full" else "independent features"
+        means = "unshrunk means" if float(params["shrink"]) == 0 else "shrunk means"
+        return f"Gaussian templates{REPRESENTATION_WORDS.get(flags[1], ' ' + flags[1])} ({features}, {means})"
+    return None
+
+
+def family_words(families: list[str]) -> str:
+    """Decoder families in words, comma separated."""
+    return ", ".join(FAMILY_WORDS.get(f, f) for f in families)
+
+
+def selected_words(selected: str, view: str) -> str:
+    """The recompute's ``domain: candidate [subview]; ...`` summary with each candidate in words."""
+    return "; ".join(f"{domain}: {attacker_words(cand, view)}" for domain, _, cand in
+                     (part.partition(": ") for part in selected.split("; ")))
+
+
+# --- findings -----------------------------------------------------------------------------------------------------
+def how_many(k: int, n: int) -> str:
+    """``k`` of ``n`` models in words: none of the 9, all 9, 3 of 9."""
+    return f"none of the {n}" if k == 0 else f"all {n}" if k == n else f"{k} of {n}"
+
+
+def span(frame: pd.DataFrame, value: str, cell: Callable[[pd.Series], str]) -> str:
+    """The lowest and highest ``value`` in ``frame`` with their model, each shown by ``cell(row)``."""
+    ordered = frame.sort_values([value, "model"])
+    lo, hi = ordered.iloc[0], ordered.iloc[-1]
+    return f"{cell(lo)} ({lo['model']})" if len(ordered) == 1 else \
+        f"{cell(lo)} ({lo['model']}) to {cell(hi)} ({hi['model']})"
+
+
+def comparison(diff: pd.DataFrame, view_a: str, view_b: str) -> pd.DataFrame:
+    """The paired differences ``view_a`` minus ``view_b`` per model."""
+    return diff[(diff["view_a"] == view_a) & (diff["view_b"] == view_b)]
+
+
+def points(row: pd.Series) -> str:
+    """One paired difference with its interval, in points."""
+    return names.points_interval(row["difference"], row["ci_low"], row["ci_high"])
+
+
+def recovery_cell(row: pd.Series) -> str:
+    """One recovery with its interval, in percent."""
+    return names.pct_interval(row["accuracy"], row["ci_low"], row["ci_high"])
+
+
+def choice_sentence(pooled: pd.DataFrame) -> str | None:
+    """Recovery from the choice alone against the 50% guess."""
+    choice = pooled[pooled["view"] == "choice"]
+    if choice.empty:
+        return None
+    above = int((choice["ci_low"] > 0.5).sum())
+    return (f"Seeing only the released choice, the attacker recovers the secret mechanism in "
+            f"{span(choice, 'accuracy', recovery_cell)} "
+            f"of test worlds, against 50% for guessing; the 95% interval lies above 50% for "
+            f"{how_many(above, len(choice))} models.")
+
+
+def full_output_sentence(diff: pd.DataFrame) -> str | None:
+    """What releasing the full native output instead of the choice alone changes, model by model."""
+    d = comparison(diff, "full_native", "choice")
+    if d.empty:
+        return None
+    up, down = int((d["ci_low"] > 0).sum()), int((d["ci_high"] < 0).sum())
+    text = (f"Releasing the {names.name('view', 'full_native')} output (choice, every class probability and the "
+            f"confidence) instead of the choice alone changes recovery by {span(d, 'difference', points)} "
+            f"points on the same test worlds; the gain is clear (interval above 0) for {how_many(up, len(d))} models")
+    return text + (f", and recovery clearly drops for {how_many(down, len(d))} models." if down else ".")
+
+
+def confidence_sentence(diff: pd.DataFrame) -> str | None:
+    """For how many models the stated confidence adds recovery above the choice alone."""
+    d = comparison(diff, "choice_confidence", "choice")
+    if d.empty:
+        return None
+    clear = d[d["ci_low"] > 0].sort_values(["difference", "model"], ascending=[False, True])
+    head = "Adding the stated confidence to the choice raises recovery, with a paired 95% interval above 0,"
+    if clear.empty:
+        return (f"{head} for none of the {len(d)} models (the differences run from "
+                f"{span(d, 'difference', points)} points).")
+    listed = ", ".join(f"{r['model']} {points(r)}" for _, r in clear.head(3).iterrows())
+    more = "" if len(clear) <= 3 else f" and {len(clear) - 3} more"
+    return f"{head} for {how_many(len(clear), len(d))} models: {listed}{more} points."
+
+
+def findings(pooled: pd.DataFrame, diff: pd.DataFrame) -> None:
+    """The page's findings over every model of the run: the choice against guessing, the full output against the
+    choice, and what the stated confidence adds."""
+    for lead, text in (("The choice alone.", choice_sentence(pooled)),
+                       ("The full output.", full_output_sentence(diff)),
+                       ("The stated confidence.", confidence_sentence(diff))):
+        if text is not None:
+            finding(text, lead)
+
+
+# --- the page -----------------------------------------------------------------------------------------------------
+def view_picker(key: str, label: str = "Release view", default: str = "full_native") -> str:
+    """A release-view selectbox (raw view names as options, display names shown)."""
+    return st.selectbox(label, list(VIEWS), index=list(VIEWS).index(default), key=key,
+                        format_func=lambda v: names.name("view", v),
+                        help=" ".join(f"{names.name('view', v)}: {names.VIEW_HELP[v]}" for v in VIEWS))
+
+
+def recovery_chart(pooled: pd.DataFrame) -> go.Figure:
+    """Paper Figure 4 (views under their display names), with the model axis titled."""
+    return recovery_figure(pooled).update_layout(xaxis_title="model")
 
 
 def render() -> None:
-    """The Release-view recovery page: pooled recovery per view (Figure 4), paired view differences, recovery per
-    domain, the selected decoders, and the predictions and recompute panels."""
+    """The Release-view recovery page: findings, pooled recovery per view (Figure 4), one view model by model with
+    coarse accuracy, log loss and domains (Tables 22, 24), the paired view differences (Table 23), the selected
+    attackers, the predictions and the recompute panel."""
     start = audit_page_start("Release-view recovery", INTRO)
     if start is None:
         return
@@ -36,69 +199,158 @@ def render() -> None:
     if run_id is None:
         return
     rec = da.query(path, "recovery_results", (run_id,))
+    diff = da.query(path, "recovery_differences", (run_id,))
+    findings(rec[rec["scope"] == "pooled"], diff)
     models = sorted(rec["model"].unique())
     chosen = st.multiselect("Models", models, default=models, key="recovery_models")
     rec = rec[rec["model"].isin(chosen)]
     pooled = rec[rec["scope"] == "pooled"]
+    worlds = f"{int(pooled['n'].max()):,} test worlds per model" if not pooled.empty else "no test worlds"
 
-    st.subheader("Recovery per release view")
-    chart(recovery_figure(pooled), pooled, "recovery_by_view",
-          f"Paper Figure 4: pooled test recovery (288 worlds per model in the reference design) per model and "
-          f"release view with 95% pair-clustered intervals; dashed line: 50%. Run {md_text(run_id)}.")
-    wide = pooled.pivot(index="model", columns="view", values="accuracy").reindex(columns=list(VIEWS))
-    views = [v for v in VIEWS if v in wide.columns]
-    coarse = da.query(path, "coarse_accuracy", (run_id,))
-    coarse = coarse[coarse["scope"] == "pooled"].set_index("model")
-    shown = percent_columns(wide.reset_index(), views, 1)
-    if not coarse.empty:
-        shown.insert(1, "coarse accuracy [95%]", [
-            "N/A" if m not in coarse.index else
-            f"{100 * coarse.at[m, 'accuracy']:.1f}% [{100 * coarse.at[m, 'ci_low']:.1f}, {100 * coarse.at[m, 'ci_high']:.1f}]"
-            for m in shown["model"]])
-    loss = pooled[pooled["view"] == "full_native"].set_index("model")["log_loss"]
-    shown["full native log loss"] = [f"{loss[m]:.3f}" if m in loss.index and pd.notna(loss[m]) else "N/A"
-                                     for m in shown["model"]]
-    table(shown, "recovery_pooled",
-          f"Paper Table 22: test coarse accuracy (the released choice is the true class; an unavailable response "
-          f"counts as wrong) and pooled test recovery per release view, with the full native attacker's mean test "
-          f"log loss (nats; ln 2 = 0.693 is guessing). Run {md_text(run_id)}.")
-
-    st.subheader("Paired differences between views")
-    diff = da.query(path, "recovery_differences", (run_id,))
-    diff = diff[diff["model"].isin(chosen)].copy()
-    diff["difference (points)"] = [f"{100 * d:+.1f} [{100 * lo:+.1f}, {100 * hi:+.1f}]"
-                                   for d, lo, hi in zip(diff["difference"], diff["ci_low"], diff["ci_high"])]
-    diff["comparison"] = diff["view_a"] + " − " + diff["view_b"]
-    table(diff[["model", "comparison", "difference (points)", "n"]], "recovery_differences",
-          f"Paper Table 23: view A minus view B on the same test worlds, same pair resamples. "
-          f"Run {md_text(run_id)}.")
-
-    st.subheader("By domain")
-    dom = rec[~rec["scope"].isin(["pooled"])]
-    dom_wide = dom.pivot_table(index=["model", "view"], columns="scope", values="accuracy").reset_index()
-    dom_wide.columns.name = None
-    cols = [c for c in dom_wide.columns if c not in ("model", "view")]
-    table(percent_columns(dom_wide, cols, 1), "recovery_by_domain",
-          f"Paper Table 24: test recovery per domain and the domain macro-average. Run {md_text(run_id)}.")
-
-    st.subheader("Selected decoders")
-    sel = da.query(path, "decoder_selections", (run_id,))
-    sel = sel[sel["model"].isin(chosen)]
-    table(sel, "decoder_selections", "The validation-selected candidate per (model, domain, view), frozen before "
-                                     "the test split was scored (test_used_for_selection = false).")
+    st.subheader("Secret recovery per release view")
+    chart(recovery_chart(pooled), shown_frame(pooled)[0], "recovery_by_view",
+          f"Paper Figure 4: test recovery per model and release view ({worlds}), with 95% intervals; dashed line: "
+          f"50%, guessing. Run {md_text(run_id)}.")
+    one_view_tables(path, run_id, rec, worlds)
+    differences_table(diff[diff["model"].isin(chosen)], run_id)
+    selections_table(path, run_id, chosen or models)
     predictions_browser(path, run_id, chosen or models)
     recompute_panel(path, dataset, run_id, pooled, chosen or models)
 
 
-def predictions_browser(path: str, run_id: str, models: list[str]) -> None:
-    """P(s1) per test world of the run for one chosen model and view."""
-    st.subheader("Per-world predictions")
+def recovery_cells(frame: pd.DataFrame) -> list[str]:
+    """Each row's recovery (or accuracy) with its interval; N/A where a row is missing."""
+    return [recovery_cell(r) for _, r in frame.iterrows()]
+
+
+POOLED_COLUMNS = {
+    "secret recovery": st.column_config.TextColumn(help=f"{names.COLUMNS['accuracy'].help} With its 95% interval."),
+    "log loss": st.column_config.NumberColumn(format="%.3f", help=names.COLUMNS["log_loss"].help),
+    "domain average": st.column_config.TextColumn(
+        help="Recovery per domain, averaged with each domain weighted equally; with its 95% interval."),
+    "coarse accuracy": st.column_config.TextColumn(
+        help="How often the released choice is the true authorized class (the same for every view); with its 95% "
+             "interval."),
+}
+
+
+def one_view_tables(path: str, run_id: str, rec: pd.DataFrame, worlds: str) -> None:
+    """Paper Tables 22 and 24 for one picked release view: per model, the test recovery (all domains and the domain
+    average), the attacker's log loss and the coarse accuracy; then the recovery per domain."""
+    st.subheader("One release view, model by model")
+    view = view_picker("recovery_view")
+    here = rec[rec["view"] == view]
+    pooled = here[here["scope"] == "pooled"].set_index("model")
+    coarse = da.query(path, "coarse_accuracy", (run_id,))
+    shown = pd.DataFrame({
+        "model": pooled.index,
+        "secret recovery": recovery_cells(pooled),
+        "domain average": recovery_cells(here[here["scope"] == "macro"].set_index("model").reindex(pooled.index)),
+        "log_loss": pooled["log_loss"].to_numpy(),
+        "coarse accuracy": recovery_cells(coarse[coarse["scope"] == "pooled"].set_index("model").reindex(pooled.index)),
+    })
+    view_name = md_text(names.name("view", view))
+    table(shown, "recovery_pooled",
+          f"Paper Table 22 for the {view_name} view, each rate with its 95% interval in brackets: test recovery over "
+          f"all domains and averaged over domains, the attacker's mean test log loss (natural log; 0.693 is "
+          f"guessing) and the coarse accuracy (the released choice is the true class; an unavailable response counts "
+          f"as wrong). {worlds.capitalize()}; run {md_text(run_id)}.", column_config=POOLED_COLUMNS)
+    domains = here[~here["scope"].isin(["pooled", "macro"])]
+    wide = domains.assign(cell=recovery_cells(domains)).pivot(index="model", columns="scope", values="cell")
+    wide.columns.name = None
+    table(wide.reset_index(), "recovery_by_domain",
+          f"Paper Table 24 for the {view_name} view: test recovery per domain with its 95% interval. "
+          f"Run {md_text(run_id)}.")
+
+
+def verdict(row: pd.Series) -> str:
+    """Whether a paired difference is clear: its 95% interval above 0, below 0, or across 0."""
+    if row["ci_low"] > 0:
+        return "higher (interval above 0)"
+    if row["ci_high"] < 0:
+        return "lower (interval below 0)"
+    return "no clear difference"
+
+
+def comparison_name(pair: str) -> str:
+    """``full_native:choice`` as ``full native vs choice``."""
+    a, _, b = pair.partition(":")
+    return f"{names.name('view', a)} vs {names.name('view', b)}"
+
+
+def differences_table(diff: pd.DataFrame, run_id: str) -> None:
+    """Paper Table 23 for one picked comparison: view A minus view B per model on the same test worlds, with the
+    paired interval and whether the difference is clear."""
+    st.subheader("Paired differences between views")
+    pairs = list(dict.fromkeys(f"{a}:{b}" for a, b in zip(diff["view_a"], diff["view_b"])))
+    if not pairs:
+        st.info("This run stored no paired differences.")
+        return
+    default = "full_native:choice" if "full_native:choice" in pairs else pairs[0]
+    pair = st.selectbox("Comparison", pairs, index=pairs.index(default), key="recovery_comparison",
+                        format_func=comparison_name,
+                        help="Recovery with the first view minus recovery with the second, on the same test worlds.")
+    a, _, b = pair.partition(":")
+    d = comparison(diff, a, b)
+    shown = pd.DataFrame({"model": d["model"], "difference [95% CI]": [points(r) for _, r in d.iterrows()],
+                          "reading": [verdict(r) for _, r in d.iterrows()]})
+    table(shown, "recovery_differences",
+          f"Paper Table 23: recovery with {md_text(names.name('view', a))} minus recovery with "
+          f"{md_text(names.name('view', b))}, in percentage points, on the same test worlds and the same pair "
+          f"resamples (paired 95% interval). Run {md_text(run_id)}.",
+          column_config={"difference [95% CI]": st.column_config.TextColumn(
+              help="In percentage points; positive: the first view gives the attacker more.")})
+
+
+def selections_table(path: str, run_id: str, models: list[str]) -> None:
+    """The validation-selected attacker of each release view for one model and domain, in words (a list: the
+    descriptions are too long for a table's cells), and the run's selections as a CSV."""
+    st.subheader("Which attacker was selected")
+    sel = da.query(path, "decoder_selections", (run_id,))
     c1, c2 = st.columns(2)
-    model = c1.selectbox("Model", models, key="pred_model")
-    view = c2.selectbox("View", list(VIEWS), index=4, key="pred_view")
-    preds = da.query(path, "decoder_predictions_for", (run_id, model, view, 2000))
-    table(preds, "decoder_predictions", f"P(s1) per test world for {md_text(model)} / {md_text(view)}; s1 is the "
-                                        f"second of the sorted hypotheses. Run {md_text(run_id)}.")
+    model = c1.selectbox("Model", models, key="sel_model")
+    domain = c2.selectbox("Domain", sorted(sel.loc[sel["model"] == model, "domain"].unique()), key="sel_domain")
+    here = sel[(sel["model"] == model) & (sel["domain"] == domain)].set_index("view").reindex(VIEWS).dropna(
+        subset=["candidate"]).reset_index()
+    st.markdown("\n".join(
+        f"- **{md_text(names.name('view', r.view))}**: "
+        f"{md_text(attacker_words(f'{r.candidate} [{r.candidate_view}]', r.view))}. Validation recovery "
+        f"{names.pct(r.val_accuracy)}, log loss {r.val_log_loss:.3f}; best of {int(r.n_candidates):,} candidates."
+        for r in here.itertuples()))
+    cols = st.columns([4, 1])
+    cols[0].caption(f"For {md_text(model)} in {md_text(domain)}: per release view, the attacker with the best "
+                    f"validation recovery (then log loss), frozen before the test worlds were scored. Run "
+                    f"{md_text(run_id)}.")
+    cols[1].download_button("CSV", csv_bytes(shown_frame(sel.assign(
+        candidate=[attacker_words(c, v) for c, v in zip(sel["candidate"], sel["view"])]))[0]),
+        file_name="decoder_selections.csv", mime="text/csv", key="dl_decoder_selections", icon=":material/download:",
+        help="Download every model's, domain's and view's selected attacker as CSV.")
+
+
+PREDICTION_COLUMNS = {
+    "P(second hypothesis)": st.column_config.NumberColumn(
+        format="%.3f", help="The attacker's probability that the true mechanism is the second of the pair's two "
+                            "(sorted) hypotheses; above 0.5 names it."),
+    "log loss": st.column_config.NumberColumn(format="%.3f", help=names.COLUMNS["log_loss"].help),
+}
+
+
+def predictions_browser(path: str, run_id: str, models: list[str]) -> None:
+    """The attacker's probability per test world of the run for one chosen model, view and domain."""
+    with st.expander("Per-world predictions"):
+        c1, c2, c3 = st.columns(3)
+        model = c1.selectbox("Model", models, key="pred_model")
+        with c2:
+            view = view_picker("pred_view")
+        preds = da.query(path, "decoder_predictions_for", (run_id, model, view, 2000))
+        domain = c3.selectbox("Domain", sorted(preds["domain"].unique()), key="pred_domain")
+        preds = preds[preds["domain"] == domain]
+        attacker = attacker_words(preds["candidate"].iloc[0], view) if not preds.empty else "none"
+        caption = (f"The attacker's probability of the second hypothesis per test world for {md_text(model)} / "
+                   f"{md_text(names.name('view', view))} in {md_text(domain)}. Attacker: {md_text(attacker)}. "
+                   f"Run {md_text(run_id)}.")
+        table(preds.drop(columns=["candidate", "domain"]), "decoder_predictions", caption,
+              column_config=PREDICTION_COLUMNS)
 
 
 def recompute_panel(path: str, dataset: str, run_id: str, pooled: pd.DataFrame, models: list[str]) -> None:
@@ -106,17 +358,19 @@ def recompute_panel(path: str, dataset: str, run_id: str, pooled: pd.DataFrame, 
     beside the stored result."""
     with st.expander("Recompute one model and view"):
         st.caption(
-            "Reruns the decoding protocol for one model and view (all three domains) with the decoder "
-            "families you choose and a new bootstrap, without storing it. By default it starts from the "
-            "run's fitted base configurations: each configuration is fitted on its own, so keeping some "
-            "families gives exactly what a refit with those families gives; the ensembles, the stack, the "
-            "validation selection and the test scoring are rebuilt. Switch on *Refit* to fit every "
-            "configuration again (minutes per view with the forest family).")
+            "Reruns the decoding protocol for one model and view (all domains) with the attacker families you "
+            "choose and a new bootstrap, without storing it. By default it starts from the run's fitted "
+            "configurations: each is fitted on its own, so keeping some families gives exactly what a refit with "
+            "those families gives; the combinations, the validation selection and the test scoring are rebuilt. "
+            "Switch on *Refit from scratch* to fit every configuration again (minutes per view with the random "
+            "forest).")
         available = da.run_decoder_families(path, dataset, run_id)
         c1, c2 = st.columns(2)
         model = c1.selectbox("Model", models, key="rc_model")
-        view = c2.selectbox("View", list(VIEWS), index=1, key="rc_view")
-        families = st.multiselect("Decoder families", DECODER_FAMILIES, default=available, key="rc_families",
+        with c2:
+            view = view_picker("rc_view", default="choice")
+        families = st.multiselect("Attacker families", DECODER_FAMILIES, default=available, key="rc_families",
+                                  format_func=FAMILY_WORDS.get,
                                   help="The attacker's library: candidates are built from these families only.")
         c3, c4, c5 = st.columns(3)
         n_boot = c3.number_input("Bootstrap resamples", 200, 5000, 2000, step=100, key="rc_boot")
@@ -127,31 +381,38 @@ def recompute_panel(path: str, dataset: str, run_id: str, pooled: pd.DataFrame, 
                                ("" if can_reuse else " (required: the run has no stored configuration scores "
                                                      "for these families)")) or not can_reuse
         if st.button("Recompute", key="rc_go", disabled=not families):
-            bar = st.progress(0.0, text="decoding ...")
-            t0 = time.perf_counter()
-            try:
-                new, sel = da.recompute_recovery(path, dataset, run_id, model, view, families, refit, int(n_boot),
-                                                 int(seed), lambda frac, text: bar.progress(frac, text=md_text(text)))
-            except ValueError as exc:      # the dataset changed since the run: its stored fits do not fit it
-                bar.empty()
-                st.error(f"{md_text(exc)}. The data changed after run {md_text(run_id)}; switch on *Refit from "
-                         "scratch*.")
-                return
-            stored = pooled[(pooled["model"] == model) & (pooled["view"] == view)]
-            how = "refit" if refit else "from the run's fits"
-            bar.progress(1.0, text=f"done in {time.perf_counter() - t0:.1f} s ({how})")
-            rows = [{"result": f"recomputed ({how})", "families": ", ".join(families), "recovery": new["accuracy"],
-                     "ci_low": new["ci_low"], "ci_high": new["ci_high"], "selected": sel}]
-            if not stored.empty:
-                s = stored.iloc[0]
-                rows.append({"result": f"stored run {run_id}", "families": ", ".join(available),
-                             "recovery": s["accuracy"], "ci_low": s["ci_low"], "ci_high": s["ci_high"],
-                             "selected": ""})
-            st.session_state["rc_result"] = (pd.DataFrame(rows), f"{md_text(model)} / {md_text(view)}")
+            recompute(path, dataset, run_id, pooled, model, view, families, available, refit, int(n_boot), int(seed))
         if "rc_result" in st.session_state:
-            result, what = st.session_state["rc_result"]
-            table(percent_columns(result, ["recovery", "ci_low", "ci_high"], 1), "recovery_recompute",
-                  f"The recomputed result beside the stored one: pooled test recovery of {what}.")
+            result, what, selected = st.session_state["rc_result"]
+            table(result, "recovery_recompute",
+                  f"The recomputed result beside the stored one: test recovery of {what} over all domains. "
+                  f"Selected attacker per domain (recomputed): {md_text(selected)}.")
+
+
+def recompute(path: str, dataset: str, run_id: str, pooled: pd.DataFrame, model: str, view: str,
+              families: list[str], available: list[str], refit: bool, n_boot: int, seed: int) -> None:
+    """Run the recompute with a progress bar and keep its result beside the stored one in the session."""
+    bar = st.progress(0.0, text="decoding ...")
+    t0 = time.perf_counter()
+    try:
+        new, sel = da.recompute_recovery(path, dataset, run_id, model, view, families, refit, n_boot, seed,
+                                         lambda frac, text: bar.progress(frac, text=md_text(text)))
+    except ValueError as exc:      # the dataset changed since the run: its stored fits do not fit it
+        bar.empty()
+        st.error(f"{md_text(exc)}. The data changed after run {md_text(run_id)}; switch on *Refit from "
+                 "scratch*.")
+        return
+    how = "refit" if refit else "from the run's fits"
+    bar.progress(1.0, text=f"done in {time.perf_counter() - t0:.1f} s ({how})")
+    rows = [{"result": f"recomputed ({how})", "attacker families": family_words(families),
+             "secret recovery [95% CI]": names.pct_interval(new["accuracy"], new["ci_low"], new["ci_high"])}]
+    stored = pooled[(pooled["model"] == model) & (pooled["view"] == view)]
+    if not stored.empty:
+        s = stored.iloc[0]
+        rows.append({"result": "stored run", "attacker families": family_words(available),
+                     "secret recovery [95% CI]": names.pct_interval(s["accuracy"], s["ci_low"], s["ci_high"])})
+    st.session_state["rc_result"] = (pd.DataFrame(rows), f"{md_text(model)} / {md_text(names.name('view', view))}",
+                                     selected_words(sel, view))
 
 
 page_entry(render)

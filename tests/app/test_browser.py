@@ -223,7 +223,7 @@ def test_recovery_page_in_browser(server, browser):
     page.locator(".js-plotly-plot").first.wait_for(timeout=30000)
     page.get_by_text("The full output.").first.wait_for(timeout=30000)          # the findings come first
     _no_exception(page)
-    assert page.get_by_text("full native vs choice").count() >= 1           # views by their display names
+    assert page.get_by_text("recovery with full native minus recovery with choice").count() >= 1   # display names
     assert page.get_by_text("full_native").count() == 0
     page.screenshot(path=str(ARTIFACTS / "recovery.png"), full_page=True)
     page.close()
