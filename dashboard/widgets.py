@@ -97,7 +97,7 @@ def audit_page_start(title: str, intro: str) -> tuple[str, str] | None:
         st.info("No dataset yet: run `qlb demo`, or load your own exports on the Data page.")
         return None
     simulated_banner(simulated, path, dataset)
-    text, link = st.columns([6, 1], vertical_alignment="top")
+    text, link = st.columns([5, 1], vertical_alignment="top")
     text.caption(intro)
     link.page_link("pages/glossary.py", label="Terms", icon=":material/menu_book:",
                    help="The Glossary explains every term this page uses.")

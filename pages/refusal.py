@@ -50,10 +50,6 @@ SHORT_OUTCOMES = {"residual_unique_correct": "true first", "residual_unique_inco
                   "residual_tied": "tied", "residual_zero_mass": "no mass"}
 OUTCOME_HELP = ("rank the true mechanism uniquely first (recovered)", "rank another mechanism uniquely first",
                 "have their top score shared by two or more mechanisms", "put no mass on any mechanism")
-ROUTE_NAMES = {"direct_share": names.OUTCOME_NAMES["direct_correct"],
-               "residual_share": names.OUTCOME_NAMES["residual_unique_correct"]}
-
-
 def with_intervals(results: pd.DataFrame) -> pd.DataFrame:
     """``results`` with the Wilson 95% interval (``<rate>_lo``, ``<rate>_hi``) of each rate in ``RATES``:
     withheld share = withheld / n, recovered when withheld = residual unique correct / withheld, recovered
@@ -132,9 +128,6 @@ def routes_chart(routes: pd.DataFrame, intervals: pd.DataFrame, reference: float
     """Paper Figure 12 in the page's vocabulary: the two recovery routes stacked per model, with the overall
     recovery's Wilson 95% interval as a black marker and whisker on top of each stack."""
     fig = routes_figure(routes, reference)
-    for trace, col in zip(fig.data, ROUTE_NAMES):
-        trace.update(name=ROUTE_NAMES[col], hovertemplate="%{x}<br>" + ROUTE_NAMES[col] + ": %{y:.1%} of "
-                     "probes<extra></extra>")
     iv = intervals.set_index("model").loc[routes["model"]]
     fig.add_scatter(x=plot_texts(routes["model"]), y=iv["overall_recovery"], mode="markers",
                     name="recovered overall, 95% interval", marker=dict(color="#000000", size=7, symbol="diamond"),
