@@ -10,12 +10,14 @@ import streamlit as st
 
 from dashboard import data_access as da
 from qlb.tuple.defenses import static_grid
-from qlb.present.figures import DEFENSE_LABELS as LABELS, DEFENSE_ORDER as ORDER, defense_figure
+from qlb.present.figures import DEFENSE_ORDER as ORDER, defense_figure
+from qlb.present.names import PROFILE_HELP, TASK_HELP, cost_interval, name, pct, pct_interval, points_interval
 from qlb.present.palette import model_colours
 from dashboard.routing import page_entry
-from dashboard.widgets import audit_page_start, chart, md_text, pick_run, table
+from dashboard.widgets import audit_page_start, chart, finding, md_text, pick_run, table
+from qlb.tuple.costs import profile_order
 from qlb.tuple.recipients import candidate_ranks
-from qlb.tuple.workflows import TASKS, action_labels, argmax_public, run_task
+from qlb.tuple.workflows import TASKS, action_labels, run_task
 
 INTRO = (
     "Every defense starts from the same native response and changes only the probability field "
@@ -31,9 +33,12 @@ INTRO = (
     "per-world outcomes."
 )
 
+CODEBOOKS = {"wcpq": "main", "wcpq grid": "grid only"}
+
+
 def render() -> None:
-    """The Defenses page: recovery per defense (Figure 10, Table 3), WCPQ verification (Table 13), the recipient's
-    cost per defense and the world inspector."""
+    """The Defenses page: which models the run defended, findings on recovery and WCPQ, recovery per defense (Figure 10,
+    Table 3), WCPQ verification (Table 13), the recipient's cost per defense and the world inspector."""
     start = audit_page_start("Defenses and WCPQ verification", INTRO)
     if start is None:
         return
@@ -46,82 +51,200 @@ def render() -> None:
     res = da.query(path, "defense_results", (run_id,))
     costs = da.query(path, "defense_costs", (run_id,))
     models = sorted(res["model"].unique())
-    colours = model_colours(da.query(path, "models_with_responses", (dataset,))["model"])
+    everyone = da.query(path, "models_with_responses", (dataset,))["model"]
     main = res[res["defense"].isin(ORDER)]
+    wcpq = res[res["defense"].isin(list(CODEBOOKS))].sort_values(["model", "defense"])
+    findings(main, wcpq, models, len(set(everyone)))
 
-    families = da.run_parameters(path, dataset, run_id).get("defense_families")
-    st.subheader("Recovery per defense")
-    chart(defense_figure(main, colours), main, "defense_recovery",
-          f"Paper Figure 10: defense-aware test recovery per model and defense with 95% pair-clustered intervals; "
-          f"dashed line: 50%. Decoder families: {md_text(', '.join(families)) if families else 'all'}. "
-          f"Run {md_text(run_id)}.")
-    t3 = main.copy()
-    t3["recovery [95%]"] = [f"{100 * a:.2f}% [{100 * lo:.2f}, {100 * hi:.2f}]"
-                            for a, lo, hi in zip(t3["accuracy"], t3["ci_low"], t3["ci_high"])]
-    t3["vs native, points [95%]"] = ["—" if pd.isna(d) else f"{100 * d:+.2f} [{100 * lo:+.2f}, {100 * hi:+.2f}]"
-                                     for d, lo, hi in zip(t3["diff_vs_native"], t3["diff_ci_low"], t3["diff_ci_high"])]
-    t3["defense"] = t3["defense"].map(LABELS)
-    table(t3[["model", "defense", "recovery [95%]", "vs native, points [95%]", "n"]], "defense_table3",
-          f"Paper Table 3: recovery per defense and the paired difference against the native control on the same "
-          f"test worlds and resamples. Run {md_text(run_id)}.")
-    seeds = res[res["defense"].str.startswith("noise seed")]
-    if not seeds.empty:
-        with st.expander("Noise, seed by seed"):
-            s = seeds[["model", "seed", "accuracy", "ci_low", "ci_high", "diff_vs_native"]].copy()
-            table(s.round(4), "defense_noise_seeds", "Each seed has its own adapted decoders and recipients.")
-
-    st.subheader("WCPQ verification")
-    w = res[res["defense"].isin(["wcpq", "wcpq grid"])].sort_values(["model", "defense"]).copy()
-    authored = costs[(costs["profile"] == "authored") & (costs["recipient"] == "frozen")]
-    rows = []
-    for r in w.itertuples(index=False):
-        row = {"model": r.model, "codebook": "grid, training vectors, pair midpoints" if r.defense == "wcpq"
-               else "static grid only (control)", "coverage": f"{r.coverage:.2%}", "fallbacks": int(r.fallbacks),
-               "plan agreement": f"{int(r.plan_agreement):,} / {int(r.plan_comparisons):,}",
-               "max |Δ cost|": r.max_abs_cost_diff}
-        for task in TASKS:
-            c = authored[(authored["model"] == r.model) & (authored["task"] == task)].set_index("defense")["mean_cost"]
-            row[f"{task}: native"] = round(float(c.get("native", np.nan)), 4)
-            row[f"{task}: WCPQ"] = round(float(c.get(r.defense, np.nan)), 4)
-        rows.append(row)
-    ok = bool(len(w)) and (w["plan_agreement"] == w["plan_comparisons"]).all() and (w["max_abs_cost_diff"] == 0).all()
-    (st.success if ok else st.error)(
-        "Every response–policy comparison agrees and no world's cost moves under any of the 18 policies."
-        if ok else "WCPQ verification failed for at least one model: see the table.")
-    table(pd.DataFrame(rows), "wcpq_verification",
-          f"Paper Table 13: the main strict codebook (the static grid, then the model's training responses, then "
-          f"the midpoints of its training pairs) and the canonical control (the static grid alone); coverage "
-          f"(covered / available test responses), identity fallbacks, complete-plan "
-          f"agreement over test worlds x 18 frozen policies, the largest per-world realized cost difference over all "
-          f"18, and mean authored costs of the frozen policies on the native and WCPQ releases. "
-          f"Run {md_text(run_id)}.")
-
-    st.subheader("What the recipient pays")
-    recipient = st.segmented_control("Recipients", ["adapted", "frozen"], default="adapted", required=True,
-                                     key="defense_recipient",
-                                     help="adapted: policies refitted and selected on the defended release; "
-                                          "frozen: the 18 full-native policies replayed on it")
-    profile = st.selectbox("Cost profile", sorted(costs["profile"].unique(), key=lambda p: p != "authored"),
-                           key="profile", bind="query-params")
-    c = costs[(costs["recipient"] == recipient) & (costs["profile"] == profile)
-              & costs["defense"].isin(ORDER)].copy()
-    native = costs[(costs["recipient"] == "frozen") & (costs["profile"] == profile) & (costs["defense"] == "native")]
-    c = pd.concat([native, c]).drop_duplicates(["model", "defense", "task"])
-    c["cost"] = [f"{v:.4f} [{lo:.4f}, {hi:.4f}]" for v, lo, hi in zip(c["mean_cost"], c["ci_low"], c["ci_high"])]
-    wide = c.pivot(index=["model", "defense"], columns="task", values="cost").reindex(columns=list(TASKS)).reset_index()
-    wide.columns.name = None
-    wide["defense"] = wide["defense"].map(LABELS)
-    table(wide, f"defense_costs_{recipient}_{profile}",
-          f"Mean test cost per defense ({md_text(recipient)} recipients; the native row is the frozen full-native "
-          f"policies), profile {md_text(profile)}, 95% pair-clustered intervals. A native-distribution recipient "
-          f"cannot read top-two scores, so frozen top-two has no pooled cost. Run {md_text(run_id)}.")
-
+    recovery_section(path, dataset, run_id, res, main, model_colours(everyone))
+    verification_section(wcpq, run_id)
+    cost_section(costs, run_id)
     inspector(path, dataset, run_id, models)
 
 
+def findings(main: pd.DataFrame, wcpq: pd.DataFrame, models: list[str], n_models: int) -> None:
+    """Three sentences: which models the run defended, which defenses lower recovery (and the largest drop, with its
+    interval), and what WCPQ does to recovery and to the recipient."""
+    if len(models) >= n_models:
+        scope = f"This run defended every one of the dataset's {n_models} models."
+    else:
+        scope = (f"This run defended {len(models)} of the dataset's {n_models} models ({', '.join(models)}); "
+                 "everything on this page is about these models only (qlb audit --defense-models chooses them).")
+    finding(scope, lead="Scope.")
+    finding(recovery_sentence(main), lead="Which defenses lower recovery.")
+    if not wcpq.empty:
+        finding(wcpq_sentence(wcpq[wcpq["defense"] == "wcpq"] if (wcpq["defense"] == "wcpq").any() else wcpq),
+                lead="What WCPQ costs.")
+
+
+def recovery_sentence(main: pd.DataFrame) -> str:
+    """Per defense, for how many models recovery falls against the native control (paired 95% interval below zero);
+    the largest fall with its interval; and whether any defense reaches guessing."""
+    defended = main[main["defense"] != "native"].dropna(subset=["diff_vs_native"])
+    if defended.empty:
+        return "The run holds no defense other than the native control."
+    n = defended["model"].nunique()
+    falls = {d: int((g["diff_ci_high"] < 0).sum()) for d, g in defended.groupby("defense")}
+    ordered = [d for d in ORDER if d in falls]
+    some = [f"{falls[d]} of {n} under {name('defense', d)}" for d in ordered if falls[d]]
+    none = [name("defense", d) for d in ordered if not falls[d]]
+    text = "Compared with the native control on the same test worlds, recovery falls (paired 95% interval below zero) "
+    text += (f"for {join(some)}" + (f", and for none under {join(none, 'or')}" if none else "") if some
+             else "for no model under any defense")
+    big = defended.sort_values("diff_vs_native").iloc[0]
+    if big["diff_vs_native"] < 0:
+        fall = points_interval(big["diff_vs_native"], big["diff_ci_low"], big["diff_ci_high"])
+        text += (f". The largest fall: {fall} points ({name('defense', big['defense'])}, {big['model']})")
+    low = defended.sort_values("accuracy").iloc[0]
+    reach = "is still above guessing (50%)" if low["ci_low"] > 0.5 else "reaches guessing (50%) within its interval"
+    return (text + f". The lowest defended recovery, {pct_interval(low['accuracy'], low['ci_low'], low['ci_high'])} "
+            f"({name('defense', low['defense'])}, {low['model']}), {reach}.")
+
+
+def join(items: list[str], word: str = "and") -> str:
+    """``a; b and c`` (or ``a; b or c``): semicolons, as defense names hold commas."""
+    return items[0] if len(items) == 1 else f"{'; '.join(items[:-1])} {word} {items[-1]}"
+
+
+def wcpq_sentence(w: pd.DataFrame) -> str:
+    """WCPQ's change in recovery per model (points, interval), its coverage range and whether the recipient's plans and
+    costs are unchanged."""
+    changes = ", ".join(f"{points_interval(r.diff_vs_native, r.diff_ci_low, r.diff_ci_high)} points for {r.model}"
+                        for r in w.itertuples(index=False))
+    cover = (pct(w["coverage"].min()) if w["coverage"].min() == w["coverage"].max()
+             else f"{pct(w['coverage'].min())} to {pct(w['coverage'].max())}")
+    agree, compared = int(w["plan_agreement"].sum()), int(w["plan_comparisons"].sum())
+    if verified(w):
+        cost = (f"costs the recipient nothing: all {compared:,} response–policy plans agree and no test world's cost "
+                f"moves under any of the 18 frozen policies")
+    else:
+        cost = (f"verification FAILED: {compared - agree:,} of {compared:,} response–policy plans differ, and a "
+                f"world's cost moves by up to {w['max_abs_cost_diff'].max():.3f}")
+    return (f"{name('defense', w['defense'].iloc[0])} changes recovery by {changes}; it replaces {cover} of the "
+            f"available test responses by a codeword (the rest are released unchanged) and {cost}.")
+
+
+def verified(w: pd.DataFrame) -> bool:
+    """Whether every WCPQ row agrees on every response–policy plan and moves no world's cost."""
+    return bool(len(w)) and bool((w["plan_agreement"] == w["plan_comparisons"]).all()) \
+        and bool((w["max_abs_cost_diff"] == 0).all())
+
+
+def recovery_section(path: str, dataset: str, run_id: str, res: pd.DataFrame, main: pd.DataFrame,
+                     colours: dict[str, str]) -> None:
+    """Figure 10 and Table 3: recovery per model and defense, the paired difference against the native control, and
+    the noise seeds one by one."""
+    families = da.run_parameters(path, dataset, run_id).get("defense_families")
+    st.subheader("Recovery per defense")
+    chart(defense_figure(main, colours), main, "defense_recovery",
+          f"Paper Figure 10: defense-aware secret recovery on the test worlds per model and defense, 95% "
+          f"pair-clustered intervals; dashed line: 50% (guessing). The defenses are categories, not a scale. Decoder "
+          f"families: {md_text(', '.join(families)) if families else 'all'}. Run {md_text(run_id)}.")
+    t3 = main.assign(order=main["defense"].map(ORDER.index)).sort_values(["model", "order"])
+    out = pd.DataFrame({
+        "model": t3["model"].to_numpy(), "defense": t3["defense"].to_numpy(),
+        "secret recovery [95% CI]": [pct_interval(a, lo, hi) for a, lo, hi in
+                                     zip(t3["accuracy"], t3["ci_low"], t3["ci_high"])],
+        "vs native [95% CI]": ["control" if pd.isna(d) else points_interval(d, lo, hi) for d, lo, hi in
+                               zip(t3["diff_vs_native"], t3["diff_ci_low"], t3["diff_ci_high"])],
+        "n": t3["n"].to_numpy()})
+    sizes = out["n"].unique()
+    tip = ("Recovery under the defense minus recovery under the native control, in percentage points, with the "
+           "paired 95% interval.")
+    table(out.drop(columns="n") if len(sizes) == 1 else out, "defense_table3",
+          f"Paper Table 3: recovery per defense and the paired difference against the native control on the same "
+          f"test worlds and resamples (negative: the defense lowers recovery)"
+          + (f", {int(sizes[0]):,} test worlds each" if len(sizes) == 1 else "") + f". Run {md_text(run_id)}.",
+          column_config={"vs native [95% CI]": st.column_config.TextColumn("vs native [95% CI]", help=tip)})
+    seeds = res[res["defense"].str.startswith("noise seed")]
+    if not seeds.empty:
+        with st.expander("Noise, seed by seed"):
+            s = pd.DataFrame({
+                "model": seeds["model"].to_numpy(), "seed": seeds["seed"].astype("Int64").astype(str).to_numpy(),
+                "secret recovery [95% CI]": [pct_interval(a, lo, hi) for a, lo, hi in
+                                             zip(seeds["accuracy"], seeds["ci_low"], seeds["ci_high"])],
+                "vs native [95% CI]": [points_interval(d, lo, hi) for d, lo, hi in
+                                       zip(seeds["diff_vs_native"], seeds["diff_ci_low"], seeds["diff_ci_high"])]})
+            table(s, "defense_noise_seeds", "Each seed has its own adapted decoders and recipients.")
+
+
+def verification_section(w: pd.DataFrame, run_id: str) -> None:
+    """Table 13: per model and codebook, the coverage, identity fallbacks, plan agreement and largest cost change."""
+    st.subheader("WCPQ verification")
+    if w.empty:
+        st.info("This run holds no WCPQ release.")
+        return
+    ok = verified(w)
+    (st.success if ok else st.error)(
+        "Every response–policy comparison agrees and no world's cost moves under any of the 18 policies."
+        if ok else "WCPQ verification failed for at least one model: see the table.")
+    out = pd.DataFrame({
+        "model": w["model"].to_numpy(), "codebook": w["defense"].map(CODEBOOKS).to_numpy(),
+        "coverage": w["coverage"].to_numpy(), "fallbacks": w["fallbacks"].astype(int).to_numpy(),
+        "plan agreement": [f"{int(a):,} / {int(c):,}" for a, c in zip(w["plan_agreement"], w["plan_comparisons"])],
+        "max_abs_cost_diff": w["max_abs_cost_diff"].to_numpy()})
+    table(out, "wcpq_verification",
+          "Paper Table 13: the main strict codebook (the static grid, then the model's training responses, then "
+          "the midpoints of its training pairs) and the canonical control (the static grid alone). Coverage: "
+          "covered / available test responses; fallbacks: responses released unchanged; plan agreement: "
+          "complete plans kept, of test worlds × 18 frozen policies; largest cost change: over every world and "
+          f"all 18 policies, in cost units. Run {md_text(run_id)}.",
+          column_config={
+              "codebook": st.column_config.TextColumn(
+                  "codebook", help="main: the 0.1 grid, then the model's training responses, then the midpoints of "
+                                   "its training pairs. grid only: the static 0.1 grid alone, the canonical control."),
+              "plan agreement": st.column_config.TextColumn(
+                  "plan agreement", help="(world, policy) comparisons whose complete plan is the same for the native "
+                                         "and the WCPQ response, of all compared.")})
+
+
+def cost_section(costs: pd.DataFrame, run_id: str) -> None:
+    """Mean test cost per model and defense with intervals for one task and profile, for adapted or frozen recipients;
+    the native control and WCPQ (built so that no recipient needs a refit) are always the frozen full-native
+    policies."""
+    st.subheader("What the recipient pays")
+    tasks = [t for t in TASKS if t in set(costs["task"])]
+    if not tasks:
+        st.info("This run holds no recipient costs for the defenses.")
+        return
+    task = st.segmented_control("Task", tasks, default=tasks[0], required=True, key="task", bind="query-params",
+                                format_func=lambda t: name("task", t),
+                                help="\n".join(f"- **{name('task', t)}**: {TASK_HELP.get(t, '')}" for t in tasks))
+    c1, c2 = st.columns(2)
+    recipient = c1.segmented_control(
+        "Recipients", ["adapted", "frozen"], default="adapted", required=True, key="defense_recipient",
+        help="adapted: policies refitted and selected on the defended release; frozen: the 18 full-native policies "
+             "replayed on it. The native control and WCPQ always use the frozen policies.")
+    profiles = profile_order(costs["profile"])
+    profile = c2.selectbox("Cost profile", profiles, key="profile", bind="query-params",
+                           format_func=lambda p: name("profile", p),
+                           help="The authored costs, or one of the five fixed perturbations:\n" + "\n".join(
+                               f"- **{md_text(name('profile', p))}**: {PROFILE_HELP.get(p, '')}" for p in profiles))
+    here = costs[(costs["profile"] == profile) & (costs["task"] == task) & costs["defense"].isin(ORDER)]
+    always_frozen = here["defense"].isin(["native", *CODEBOOKS])
+    c = here[(here["recipient"] == recipient) | (always_frozen & (here["recipient"] == "frozen"))]
+    c = c.assign(order=c["defense"].map(ORDER.index)).sort_values(["model", "order"])
+    out = pd.DataFrame({"model": c["model"].to_numpy(), "defense": c["defense"].to_numpy(),
+                        "recipients": c["recipient"].to_numpy(),
+                        "mean cost per case [95% CI]": [cost_interval(v, lo, hi) for v, lo, hi in
+                                                        zip(c["mean_cost"], c["ci_low"], c["ci_high"])]})
+    missing = [d for d in ORDER if d in set(costs["defense"]) and d not in set(out["defense"])]
+    why = {"top2": "a native-distribution recipient cannot read top-two scores"}
+    table(out, f"defense_costs_{recipient}_{task}_{profile}",
+          f"Mean test cost per case of the {md_text(name('task', task))} recipients under the "
+          f"{md_text(name('profile', profile))} [95% pair-clustered intervals], cost units. The native control and "
+          f"WCPQ rows are the frozen full-native policies (WCPQ is built so that they act unchanged)."
+          + "".join(f" No pooled cost for {md_text(name('defense', d))} here: {why.get(d, 'none stored')}."
+                    for d in missing)
+          + f" Run {md_text(run_id)}.")
+
+
+SIDE_BY_SIDE = ["native", "quantize", "top2", "wcpq"]     # the releases the inspector shows first
+
+
 def inspector(path: str, dataset: str, run_id: str, models: list[str]) -> None:
-    """One test world of a model: its native and defended releases side by side, and what each of the 18 frozen
-    policies does with the native and the WCPQ release."""
+    """One test world of a model: its native and defended releases side by side, and whether each of the 18 frozen
+    policies acts the same on the native and the WCPQ release."""
     st.subheader("World inspector")
     c1, c2 = st.columns(2)
     model = c1.selectbox("Model", models, key="model", bind="query-params")
@@ -132,33 +255,48 @@ def inspector(path: str, dataset: str, run_id: str, models: list[str]) -> None:
     world_id = c2.selectbox("Test world", worlds["world_id"].tolist(), key="world", bind="query-params",
                             help="Test worlds of the WCPQ mapping (kept in the URL: a link opens this world).")
     native = da.world_release(path, dataset, model, world_id)
-    releases = da.query(path, "defense_release_of", (run_id, model, world_id))
     if native.empty:
         st.info("This world is not in the dataset any more.")
         return
     w = native.iloc[0]
     dom = da.ontology(path, dataset).domain(w["domain"])
-    order = list(w["candidate_order"])
     vec = {"native": w["probabilities"] if isinstance(w["probabilities"], dict) else {}}
     conf = {"native": w["confidence"]}
-    for r in releases.itertuples(index=False):
+    for r in da.query(path, "defense_release_of", (run_id, model, world_id)).itertuples(index=False):
         vec[r.defense] = json.loads(r.probabilities) if isinstance(r.probabilities, str) else {}
         conf[r.defense] = r.confidence
-    side = pd.DataFrame({"class (public order)": order + ["confidence"]})
-    for name, v in vec.items():
-        side[name] = [("—" if c not in v else f"{v[c]:.4f}") for c in order] + \
-                     ["—" if conf[name] is None or pd.isna(conf[name]) else f"{conf[name]:.4f}"]
     code = int(worlds.set_index("world_id").loc[world_id, "codeword"])
     st.markdown(f"**{md_text(world_id)}** · {md_text(dom.title)} · status {md_text(w['status'])} · "
                 f"choice {md_text(w['choice'] or '—')} · "
                 + (f"WCPQ codeword #{code}" + (" (the 0.1 grid)" if code < len(static_grid(len(dom.classes)))
                                                  else " (a training response or pair midpoint)")
                    if code >= 0 else "WCPQ identity fallback (released unchanged)"))
-    table(side, f"inspector_{model}_{world_id}", "The native release and every defended release of this world, "
-                                                 "side by side; — means not released.")
+    releases_side_by_side(vec, conf, list(w["candidate_order"]), model, world_id)
     policies = da.frozen_policies(path, run_id, model).get(w["domain"], [])
-    if not policies or w["status"] != "ok":
-        return
+    if policies and w["status"] == "ok":
+        policies_on_world(policies, native, vec, conf, dom, model, world_id)
+
+
+def releases_side_by_side(vec: dict, conf: dict, order: list[str], model: str, world_id: str) -> None:
+    """The released probabilities and confidence of the chosen releases of one world, one column per release."""
+    present = [d for d in vec if d in ORDER] + sorted(d for d in vec if d not in ORDER)
+    chosen = st.multiselect("Releases", present, default=[d for d in SIDE_BY_SIDE if d in present],
+                            key="inspector_releases", format_func=lambda d: name("defense", d),
+                            help="Which releases of this world to show side by side.")
+    side = pd.DataFrame({"class (public order)": order + ["confidence"]})
+    for defense in (d for d in present if d in chosen):
+        v = vec[defense]
+        side[name("defense", defense)] = [("—" if c not in v else f"{v[c]:.4f}") for c in order] + \
+            ["—" if conf[defense] is None or pd.isna(conf[defense]) else f"{conf[defense]:.4f}"]
+    table(side, f"inspector_{model}_{world_id}", "The chosen releases of this world side by side; — means not "
+                                                 "released.")
+
+
+def policies_on_world(policies: list, native: pd.DataFrame, vec: dict, conf: dict, dom, model: str,
+                      world_id: str) -> None:
+    """Whether each of the 18 frozen full-native policies makes the same plan at the same cost on the native and the
+    WCPQ release of one world: a sentence, and the plans in an expander."""
+    w = native.iloc[0]
     wc = native.copy()
     wc["probabilities"] = [vec.get("wcpq", w["probabilities"])]
     wc["confidence"] = conf.get("wcpq", w["confidence"])
@@ -168,17 +306,21 @@ def inspector(path: str, dataset: str, run_id: str, models: list[str]) -> None:
     for p in policies:
         outs = []
         for f in (native, wc):
-            q = p.recipient.q(f)
-            o = run_task(p.task, q, rank, np.array([True]), t, p.costs, p.factor)
-            outs.append((dom.classes[argmax_public(q, rank)[0]], action_labels(o, dom.classes, dict(dom.checks))[0],
-                         float(o.cost[0])))
-        rows.append({"task": p.task, "profile": p.profile, "policy": p.recipient.name,
-                     "native: category": outs[0][0], "native: plan": outs[0][1], "native: cost": outs[0][2],
-                     "WCPQ: plan": outs[1][1], "WCPQ: cost": outs[1][2],
-                     "same": "yes" if outs[0][:2] == outs[1][:2] and outs[0][2] == outs[1][2] else "NO"})
-    table(pd.DataFrame(rows), f"inspector_policies_{model}_{world_id}",
-          "What each of the 18 frozen full-native policies does with the native and the WCPQ release of this "
-          "world (plans include both check branches; costs for the world's true class).")
+            o = run_task(p.task, p.recipient.q(f), rank, np.array([True]), t, p.costs, p.factor)
+            outs.append((action_labels(o, dom.classes, dict(dom.checks))[0], float(o.cost[0])))
+        rows.append({"task": p.task, "profile": p.profile, "native: plan": outs[0][0], "WCPQ: plan": outs[1][0],
+                     "cost": outs[0][1], "same plan and cost": outs[0] == outs[1]})
+    plans = pd.DataFrame(rows)
+    same = int(plans["same plan and cost"].sum())
+    verdict = ("every one acts the same" if same == len(plans)
+               else f"{len(plans) - same} act differently")
+    st.markdown(f"Of the {len(plans)} frozen full-native policies, {verdict} on the native and the WCPQ release of "
+                f"this world (same complete plan, same cost).")
+    with st.expander("The plans of the 18 policies on this world"):
+        table(plans, f"inspector_policies_{model}_{world_id}",
+              "What each frozen full-native policy does with the native and the WCPQ release of this world (plans "
+              "include both check branches; the cost is the native plan's, for the world's true class, in cost "
+              "units).")
 
 
 page_entry(render)

@@ -7,28 +7,30 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import data_access as da
-from qlb.present.figures import front_figure
-from qlb.present.palette import model_colours
 from dashboard.routing import page_entry
-from dashboard.widgets import audit_page_start, chart, md_text, pick_run, table
+from dashboard.widgets import audit_page_start, chart, finding, md_text, pick_run, table
+from qlb.present.figures import front_figure, front_labels
+from qlb.present.names import PROFILE_HELP, TASK_HELP, cost_interval, name, pct, pct_interval
+from qlb.present.palette import model_colours
 from qlb.tuple.costs import profile_order
+from qlb.tuple.release_views import VIEWS
 from qlb.tuple.workflows import TASKS
 
 INTRO = (
     "Each point is one release: how often an attacker recovers the protected mechanism from it "
-    "(x, test recovery, lower is more private) and what the legitimate recipient pays when it acts "
-    "on it (y, mean test cost, lower is more useful). A point is on the front when no other point "
-    "is at least as good on both axes and better on one (unrounded means). The per-model points "
-    "are each model's full native release; the toggle adds every model x view point. Membership "
-    "is descriptive, not a significance claim."
+    "(x, secret recovery on the test worlds, lower is more private) and what the legitimate recipient "
+    "pays per case when it acts on it (y, mean test cost in the profile's cost units, lower is more "
+    "useful). A point is on the front when no other point is at least as good on both axes and "
+    "better on one (unrounded means). The per-model points are each model's full native release; "
+    "the toggle adds every model × release view point. Membership is descriptive, not a "
+    "significance claim: look at the intervals."
 )
-TASK_HELP = {"selective": "route or send to trusted review", "clarification": "act now or buy one check first",
-             "asymmetric": "route or inspect under the action-by-class cost matrix"}
+FRONT_ROWS = "front"     # the every-view table's default rows: the points on the front
 
 
 def render() -> None:
-    """The Privacy-utility fronts page: test recovery against mean cost per task and profile with the non-dominated
-    set, and the front's members per task."""
+    """The Privacy-utility fronts page: findings on who is on the front, test recovery against mean cost per task and
+    profile with the non-dominated set, and the front's members per task."""
     start = audit_page_start("Privacy-utility fronts", INTRO)
     if start is None:
         return
@@ -44,46 +46,200 @@ def render() -> None:
     if run_id is None:
         return
     points = da.query(path, "front_points", (run_id,))
-    c1, c2, c3 = st.columns([2, 2, 2])
-    with c1:
-        task = st.segmented_control("Task", list(TASKS), default=TASKS[0], required=True, key="task",
-                                    bind="query-params", help="; ".join(f"{t}: {h}" for t, h in TASK_HELP.items()))
-    with c2:
-        profile = st.selectbox("Cost profile", profile_order(points["profile"]), key="profile",
-                               bind="query-params", help="The authored costs, or one of the five fixed perturbations.")
-    with c3:
-        every = st.toggle("Show every model × view point", key="every_view", bind="query-params",
-                          help="Off: one point per model (its full native release).")
+    tasks = [t for t in TASKS if t in set(points["task"])]
+    profiles = profile_order(points["profile"])
+    findings(points, tasks, profiles)
+
+    task, profile, every = controls(tasks, profiles)
     sel = points[(points["task"] == task) & (points["profile"] == profile)]
     member = "nondominated_all" if every else "nondominated_models"
     shown = sel if every else sel[sel["view"] == "full_native"]
-    colours = model_colours(points["model"])
-    st.subheader(f"{md_text(task.capitalize())} · {md_text(profile)}")
-    front_names = ", ".join(shown.loc[shown[member], "model"] + ("" if not every else " · " + shown.loc[shown[member], "view"]))
-    st.markdown(f"**On the front:** {md_text(front_names) or 'none'}")
-    chart(front_figure(shown, member, colours, every), shown, f"front_{task}_{profile}",
-          f"Test recovery (x) against mean {md_text(task)} cost under the {md_text(profile)} profile (y), "
-          "95% pair-clustered intervals on both; solid outlined points are non-dominated, faded ones dominated; "
-          "dotted: the front. "
-          + ("Symbols: ● full_native, ▲ full_probabilities, ◆ choice_confidence, ■ choice, ○ no_output. " if every else "")
-          + f"Run {md_text(run_id)}.")
-    view_table = shown.copy()
-    view_table["recovery"] = [f"{100 * v:.2f}% [{100 * lo:.2f}, {100 * hi:.2f}]" for v, lo, hi in
-                              zip(shown["recovery"], shown["recovery_ci_low"], shown["recovery_ci_high"])]
-    view_table["mean cost"] = [f"{v:.4f} [{lo:.4f}, {hi:.4f}]" for v, lo, hi in
-                               zip(shown["mean_cost"], shown["cost_ci_low"], shown["cost_ci_high"])]
-    view_table["on the front"] = ["yes" if v else "" for v in shown[member]]
-    table(view_table[["model", "view", "recovery", "mean cost", "on the front"]], f"front_points_{task}_{profile}",
-          f"The points above with their intervals. Run {md_text(run_id)}.")
+    front_chart(shown, member, every, task, profile, run_id, model_colours(points["model"]))
+    points_table(shown, member, every, task, profile, run_id)
+    members_by_task(points, tasks, profiles, profile, run_id)
 
-    st.subheader("The front changes with the task")
-    per_model = points[(points["view"] == "full_native") & (points["profile"] == profile)]
-    rows = [{"task": t, "non-dominated models (full native)": ", ".join(sorted(
-        per_model.loc[(per_model["task"] == t) & per_model["nondominated_models"], "model"])) or "none"}
-        for t in TASKS]
+
+def controls(tasks: list[str], profiles: list[str]) -> tuple[str, str, bool]:
+    """The task, cost profile and every-view pickers (kept in the URL)."""
+    task = st.segmented_control("Task", tasks, default=tasks[0], required=True, key="task",
+                                bind="query-params", format_func=lambda t: name("task", t),
+                                help="\n".join(f"- **{name('task', t)}**: {TASK_HELP.get(t, '')}" for t in tasks))
+    c1, c2 = st.columns([1, 1], vertical_alignment="bottom")
+    with c1:
+        profile = st.selectbox("Cost profile", profiles, key="profile", bind="query-params",
+                               format_func=lambda p: name("profile", p),
+                               help="The authored costs, or one of the five fixed perturbations:\n"
+                                    + "\n".join(f"- **{md_text(name('profile', p))}**: {PROFILE_HELP.get(p, '')}"
+                                                for p in profiles))
+    with c2:
+        every = st.toggle("Show every model × view point", key="every_view", bind="query-params",
+                          help="Off: one point per model (its full native release). On: every model × release "
+                               "view, each view its own symbol (see the legend).")
+    return task, profile, every
+
+
+def findings(points: pd.DataFrame, tasks: list[str], profiles: list[str]) -> None:
+    """Up to three sentences: who is on the per-model front under the reference costs and whether it changes with the
+    task, how often each model is on it over every task × profile, and what full privacy costs."""
+    reference = "authored" if "authored" in profiles else profiles[0]
+    native = points[points["view"] == "full_native"]
+    members = {t: front_models(native, t, reference) for t in tasks}
+    on_any = sorted(set().union(*members.values()))
+    shown = with_recovery(native, on_any)
+    where = under(reference)
+    if len({frozenset(v) for v in members.values()}) == 1:
+        finding(f"{where}, the same {len(on_any)} of {native['model'].nunique()} models are on the front in every "
+                f"task: {shown}. Every other model's full native release is dominated: another model's leaks no "
+                "more and costs no more.", lead="Who is on the front.")
+    else:
+        per_task = "; ".join(f"{name('task', t)}: {', '.join(v) or 'none'}" for t, v in members.items())
+        finding(f"{where}, the front changes with the task ({per_task}). Their secret recovery: {shown}.",
+                lead="Who is on the front.")
+    finding(stability_sentence(native, tasks, profiles), lead="Across cost profiles.")
+    finding(price_of_privacy(points, tasks, reference), lead="What full privacy costs.")
+
+
+def with_recovery(native: pd.DataFrame, models: list[str]) -> str:
+    """``model (secret recovery 71.5% [66.3, 76.4])`` for each model's full native release, joined."""
+    rec = native.drop_duplicates("model").set_index("model")
+    cols = ["recovery", "recovery_ci_low", "recovery_ci_high"]
+    return ", ".join(f"{m} (secret recovery {pct_interval(*(rec.at[m, c] for c in cols))})" for m in models)
+
+
+def under(profile: str) -> str:
+    """``Under the authored costs`` or ``Under the cost profile “review at half cost”``: a sentence's opening."""
+    return ("Under the authored costs" if profile == "authored"
+            else f"Under the cost profile “{name('profile', profile)}”")
+
+
+def front_models(native: pd.DataFrame, task: str, profile: str) -> list[str]:
+    """The models whose full native release is non-dominated for ``task`` under ``profile``, sorted."""
+    d = native[(native["task"] == task) & (native["profile"] == profile) & native["nondominated_models"]]
+    return sorted(d["model"])
+
+
+def stability_sentence(native: pd.DataFrame, tasks: list[str], profiles: list[str]) -> str:
+    """How many of the task × profile settings each model's full native release is on the front in."""
+    settings = len(tasks) * len(profiles)
+    counts = native[native["nondominated_models"]].groupby("model").size().sort_values(ascending=False, kind="stable")
+    never = native["model"].nunique() - len(counts)
+    listed = ", ".join(f"{m} in {k}" for m, k in counts.items())
+    rest = {0: "; every model is in at least one", 1: "; the other model never is"}.get(
+        never, f"; the other {never} models never are")
+    return (f"Over all {settings} task × cost-profile settings, a model's full native release is on the front: "
+            f"{listed}{rest}.")
+
+
+def price_of_privacy(points: pd.DataFrame, tasks: list[str], profile: str) -> str:
+    """Per task, counting every model × view release: what the most private end of the front costs per case, and
+    what its cheapest end costs (with the interval), each with its recovery."""
+    private, cheap = [], []
+    for t in tasks:
+        front = points[(points["task"] == t) & (points["profile"] == profile) & points["nondominated_all"]]
+        private.append(corner(front, "recovery", "mean_cost").iloc[0])
+        cheap.append(corner(front, "mean_cost", "recovery").iloc[0])
+    names = [name("task", t) for t in tasks]
+    dear = listing([f"{p['mean_cost']:.3f}" + (" per case" if i == 0 else "") + f" in {n}"
+                    for i, (p, n) in enumerate(zip(private, names))])
+    cheapest = listing([cost_interval(c["mean_cost"], c["cost_ci_low"], c["cost_ci_high"]) for c in cheap])
+    guessing = ": guessing" if all(p["recovery"] == 0.5 for p in private) else ""
+    return (f"{under(profile)}, counting every model × view release, the most private end of each front "
+            f"({recoveries(private)}{guessing}) costs {dear}; the cheapest end costs {cheapest} "
+            f"({recoveries(cheap)}).")
+
+
+def recoveries(rows: list[pd.Series]) -> str:
+    """``50.0% recovery``, or ``recovery 50.0%, 52.1% and 50.0%`` when the tasks differ."""
+    values = [pct(r["recovery"]) for r in rows]
+    return f"{values[0]} recovery" if len(set(values)) == 1 else f"recovery {listing(values)}"
+
+
+def listing(items: list[str]) -> str:
+    """``a, b and c``."""
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
+
+
+def corner(front: pd.DataFrame, first: str, then: str) -> pd.DataFrame:
+    """The releases of ``front`` with the smallest ``first``, and among them the smallest ``then`` (one spot)."""
+    d = front[front[first] == front[first].min()]
+    return d[d[then] == d[then].min()]
+
+
+def front_chart(shown: pd.DataFrame, member: str, every: bool, task: str, profile: str, run_id: str,
+                colours: dict[str, str]) -> None:
+    """The chosen task and profile: who is on the front, and the chart with its caption."""
+    st.subheader(f"{md_text(name('task', task).capitalize())} · {md_text(name('profile', profile))}")
+    st.caption(md_text(PROFILE_HELP.get(profile, "")))
+    front_names = "; ".join(front_labels(shown[shown[member]], every)["label"])
+    st.markdown(f"**On the front:** {md_text(front_names) or 'none'}")
+    fig = front_figure(shown, member, colours, every)
+    log = fig.layout.yaxis.type == "log"
+    chart(fig, shown, f"front_{task}_{profile}",
+          f"Secret recovery on the test worlds (x) against mean {md_text(name('task', task))} cost per case under "
+          f"the cost profile “{md_text(name('profile', profile))}” (y), 95% pair-clustered intervals on both. "
+          "Outlined, named points are on the front (dotted line); the others are dominated (hover for model, view "
+          "and intervals). "
+          + ("The cost axis is logarithmic: the costliest releases cost several times the cheapest, and a linear "
+             "axis would squash the rest. " if log else "")
+          + f"Run {md_text(run_id)}.")
+
+
+def points_table(shown: pd.DataFrame, member: str, every: bool, task: str, profile: str, run_id: str) -> None:
+    """The chart's points with their intervals: one per model; with every view on, the points on the front (named
+    model · view) or one view's points (one per model)."""
+    pick = None
+    if every:
+        views = [v for v in VIEWS if v in set(shown["view"])]
+        pick = st.selectbox("Rows of the table", [FRONT_ROWS, *views], key="front_rows",
+                            format_func=lambda v: "the points on the front" if v == FRONT_ROWS
+                            else f"every model's {name('view', v)} release",
+                            help="The chart has one point per model and view; the table shows one slice of them.")
+    front_only = pick == FRONT_ROWS
+    if front_only:
+        rows = shown[shown[member]]
+        first = {"release": [f"{m} · {name('view', v)}" for m, v in zip(rows["model"], rows["view"])]}
+    else:
+        rows = shown if pick is None else shown[shown["view"] == pick]
+        first = {"model": rows["model"].tolist()}
+    out = pd.DataFrame({
+        **first,
+        "secret recovery [95% CI]": [pct_interval(v, lo, hi) for v, lo, hi in
+                                     zip(rows["recovery"], rows["recovery_ci_low"], rows["recovery_ci_high"])],
+        "mean cost per case [95% CI]": [cost_interval(v, lo, hi) for v, lo, hi in
+                                        zip(rows["mean_cost"], rows["cost_ci_low"], rows["cost_ci_high"])]})
+    if not front_only:
+        out["on the front"] = rows[member].astype(bool).to_numpy()
+    which = ("the points on the front" if front_only else
+             "each model's full native release" if pick is None else f"each model's {name('view', pick)} release")
+    table(out, f"front_points_{task}_{profile}",
+          f"The points above with their 95% intervals (cost in the profile's cost units per case): "
+          f"{md_text(which)}. Run {md_text(run_id)}.")
+
+
+def members_by_task(points: pd.DataFrame, tasks: list[str], profiles: list[str], profile: str, run_id: str) -> None:
+    """A heading that says whether the per-model front is the same in every task under ``profile``; per model that is
+    ever on it and task, whether it is on it under ``profile`` and under how many of the profiles."""
+    native = points[points["view"] == "full_native"]
+    members = {t: front_models(native, t, profile) for t in tasks}
+    same = len({frozenset(v) for v in members.values()}) == 1
+    st.subheader(f"{md_text(under(profile))}, " + ("the same models are on the front in every task" if same
+                                                  else "the front changes with the task"))
+    on = native[native["nondominated_models"]]
+    ever = sorted(on["model"].unique())
+    rows = []
+    for m in ever:
+        row = {"model": m}
+        for t in tasks:
+            k = int(((on["model"] == m) & (on["task"] == t)).sum())
+            row[name("task", t)] = f"{'yes' if m in members[t] else 'no'} ({k} of {len(profiles)} profiles)"
+        rows.append(row)
+    never = native["model"].nunique() - len(ever)
+    tip = (f"Whether the model's full native release is on the front under the {name('profile', profile)}, and under "
+           f"how many of the {len(profiles)} cost profiles it is.")
     table(pd.DataFrame(rows), f"front_members_{profile}",
-          f"Non-dominated models per task under the {md_text(profile)} profile (Appendix I.3). "
-          f"Run {md_text(run_id)}.")
+          f"Models whose full native release is on the front for at least one task and profile (paper Appendix I.3)"
+          + (f"; the other {never} never are" if never else "") + f". Run {md_text(run_id)}.",
+          column_config={name("task", t): st.column_config.TextColumn(name("task", t), help=tip) for t in tasks})
 
 
 page_entry(render)

@@ -8,21 +8,20 @@ where ``%{...}`` would be read as well."""
 from __future__ import annotations
 
 import html
+import textwrap
 
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
 from qlb.tuple.costs import profile_order
+from qlb.present.names import DEFENSE_NAMES, OUTCOME_NAMES, PROFILE_HELP, PROFILE_NAMES, VIEW_NAMES
 from qlb.present.palette import DIVERGING, VIEW_COLOURS, VIEW_SYMBOLS
 from qlb.tuple.refusal import UNIFORM_REFERENCE
 from qlb.tuple.release_views import VIEWS
 
 ROUTE_COLOURS = {"direct_share": "#0072B2", "residual_share": "#E69F00"}
 DEFENSE_ORDER = ["native", "quantize", "top2", "temperature", "noise", "wcpq grid", "wcpq"]
-DEFENSE_LABELS = {"native": "native (control)", "quantize": "quantize 0.1", "top2": "top-two",
-                  "temperature": "temperature τ=2", "noise": "noise σ=0.05 (3-seed mean)",
-                  "wcpq grid": "WCPQ strict, grid only (control)", "wcpq": "WCPQ strict"}
 
 
 def plot_text(value: object) -> str:
@@ -40,15 +39,16 @@ def routes_figure(routes: pd.DataFrame, reference: float = UNIFORM_REFERENCE) ->
     """Paper Figure 12: per model, the direct and the residual recovery route stacked as shares of n, with the
     uniform-guess line at ``reference`` (1/M for M mechanisms per domain; 1/16 for TUPLE)."""
     fig = go.Figure()
-    for col, name in (("direct_share", "direct correct / n"), ("residual_share", "residual unique correct / n")):
+    for col, outcome in (("direct_share", "direct_correct"), ("residual_share", "residual_unique_correct")):
+        name = OUTCOME_NAMES[outcome]
         fig.add_bar(name=name, x=plot_texts(routes["model"]), y=routes[col], marker_color=ROUTE_COLOURS[col],
                     customdata=routes[["n", "direct_correct", "residual_unique_correct", "overall_recovery"]],
-                    hovertemplate="%{x}<br>" + name + ": %{y:.2%}<br>n = %{customdata[0]}"
-                                  "<br>overall recovery: %{customdata[3]:.2%}<extra></extra>")
+                    hovertemplate="%{x}<br>" + name + ": %{y:.1%} of %{customdata[0]} probes"
+                                  "<br>recovered overall: %{customdata[3]:.1%}<extra></extra>")
     fig.add_hline(y=reference, line_dash="dash", line_color="#555555",
-                  annotation_text=f"uniform guess {reference:.2%}", annotation_position="top left")
+                  annotation_text=f"uniform guess {reference:.2%}", annotation_position="top right")
     fig.update_layout(barmode="stack", height=380, margin=dict(l=10, r=10, t=30, b=10),
-                      yaxis=dict(title="share of responses", tickformat=".0%", range=[0, 1.05]),
+                      yaxis=dict(title="share of refusal probes (%)", tickformat=".0%", range=[0, 1.05]),
                       legend=dict(orientation="h", y=1.12))
     return fig
 
@@ -61,57 +61,132 @@ def recovery_figure(pooled: pd.DataFrame) -> go.Figure:
         if d.empty:
             continue
         fig.add_trace(go.Scatter(
-            name=view, x=plot_texts(d["model"]), y=d["accuracy"], mode="markers",
+            name=VIEW_NAMES[view], x=plot_texts(d["model"]), y=d["accuracy"], mode="markers",
             marker=dict(color=VIEW_COLOURS[view], size=10),
             error_y=dict(type="data", symmetric=False, array=d["ci_high"] - d["accuracy"],
                          arrayminus=d["accuracy"] - d["ci_low"]),
             customdata=d[["ci_low", "ci_high", "n"]],
-            hovertemplate="%{x} · " + view + "<br>recovery %{y:.1%} [%{customdata[0]:.1%}, %{customdata[1]:.1%}]"
+            hovertemplate="%{x} · " + VIEW_NAMES[view] + "<br>recovery %{y:.1%} [%{customdata[0]:.1%}, %{customdata[1]:.1%}]"
                           "<br>n = %{customdata[2]}<extra></extra>"))
     fig.add_hline(y=0.5, line_dash="dash", line_color="#555555", annotation_text="50%: guessing between two",
                   annotation_position="bottom left")
     fig.update_layout(height=420, margin=dict(l=10, r=10, t=30, b=10), scattermode="group",
-                      yaxis=dict(title="secret recovery (test)", tickformat=".0%", range=[0.3, 1.02]),
-                      legend=dict(orientation="h", y=1.12))
+                      yaxis=dict(title="secret recovery on test worlds (%)", tickformat=".0%", range=[0.3, 1.02]),
+                      legend=dict(orientation="h", y=1.12, title_text="release view"))
     return fig
+
+
+LOG_COST_RATIO = 4.0      # a front whose costs span more than this factor gets a log cost axis
+FRONT_GREY = "#666666"    # the release-view symbols in the legend
+
+
+def _rgba(colour: str, alpha: float) -> str:
+    """A ``#rrggbb`` colour with transparency, for the whiskers of dominated points."""
+    r, g, b = (int(colour[i:i + 2], 16) for i in (1, 3, 5))
+    return f"rgba({r},{g},{b},{alpha})"
 
 
 def front_figure(points: pd.DataFrame, member: str, colours: dict[str, str], every_view: bool) -> go.Figure:
-    """Test recovery (x) against mean cost (y) per (model, view) point with 95% intervals on both axes; points where
-    ``member`` is true are outlined and joined by the dotted front."""
+    """Test recovery (x, %) against mean cost per case (y, cost units) per (model, view) point with 95% intervals on
+    both axes. Points where ``member`` is true are outlined, named beside the marker and joined by the dotted front;
+    dominated points stay in full colour, smaller. The legend names each model (colour) and, with
+    ``every_view``, each release view (symbol). When the costs span more than ``LOG_COST_RATIO`` the cost axis is
+    logarithmic (``fig.layout.yaxis.type == "log"``), so a far costlier release does not squash the rest."""
     fig = go.Figure()
     for (model, view), d in points.groupby(["model", "view"], sort=True):
-        on = bool(d[member].iloc[0])
-        fig.add_trace(go.Scatter(
-            x=d["recovery"], y=d["mean_cost"], mode="markers", name=plot_text(model),
-            legendgroup=model, showlegend=not every_view or view == "full_native",
-            marker=dict(color=colours[model], size=13 if on else 10, symbol=VIEW_SYMBOLS[view],
-                        line=dict(color="#000000", width=1.5 if on else 0)),
-            opacity=1.0 if on else 0.3,
-            error_x=dict(type="data", symmetric=False, array=d["recovery_ci_high"] - d["recovery"],
-                         arrayminus=d["recovery"] - d["recovery_ci_low"], thickness=1, color=colours[model]),
-            error_y=dict(type="data", symmetric=False, array=d["cost_ci_high"] - d["mean_cost"],
-                         arrayminus=d["mean_cost"] - d["cost_ci_low"], thickness=1, color=colours[model]),
-            customdata=d[["model", "view", "recovery_ci_low", "recovery_ci_high", "cost_ci_low", "cost_ci_high"]]
-            .assign(model=plot_texts(d["model"]), view=plot_texts(d["view"])),
-            hovertemplate="<b>%{customdata[0]}</b> · %{customdata[1]}<br>recovery %{x:.2%} "
-                          "[%{customdata[2]:.2%}, %{customdata[3]:.2%}]<br>mean cost %{y:.4f} "
-                          "[%{customdata[4]:.4f}, %{customdata[5]:.4f}]"
-                          + ("<br>on the front" if on else "<br>dominated") + "<extra></extra>"))
+        fig.add_trace(_front_point(d, model, view, bool(d[member].iloc[0]), colours[model], every_view))
     front = points[points[member]].sort_values(["recovery", "mean_cost"])
+    labels = front_labels(front, every_view)
+    fig.add_trace(go.Scatter(x=labels["recovery"], y=labels["mean_cost"], mode="text", showlegend=False,
+                             text=plot_texts(labels["label"]), hoverinfo="skip",
+                             textfont=dict(size=12, color="#111111"),
+                             textposition=["top right" if i % 2 == 0 else "bottom right" for i in range(len(labels))]))
     if len(front) > 1:
-        fig.add_trace(go.Scatter(x=front["recovery"], y=front["mean_cost"], mode="lines", name="front",
+        fig.add_trace(go.Scatter(x=front["recovery"], y=front["mean_cost"], mode="lines",
+                                 name="the front (non-dominated)", legendrank=1,
                                  line=dict(color="#333333", dash="dot", shape="hv"), hoverinfo="skip"))
-    fig.update_layout(height=480, margin=dict(l=10, r=10, t=30, b=10),
-                      xaxis=dict(title="secret recovery on test (lower = more private)", tickformat=".0%"),
-                      yaxis=dict(title="mean cost on test (lower = more useful)"),
-                      legend=dict(title="model"))
+    if every_view:
+        _front_legend_key(fig, points, colours)
+    costs = points["mean_cost"][points["mean_cost"] > 0]
+    log = len(costs) > 1 and costs.max() > LOG_COST_RATIO * costs.min()
+    if log:       # 1-2-5 ticks only: a log axis's minor digits would crowd the labels
+        lo, hi = points["cost_ci_low"][points["cost_ci_low"] > 0].min(), points["cost_ci_high"].max()
+        ticks = [m * 10.0 ** e for e in range(-3, 4) for m in (1, 2, 5) if lo / 2 <= m * 10.0 ** e <= hi * 2]
+        fig.update_yaxes(tickvals=ticks, ticktext=[f"{t:g}" for t in ticks])
+    fig.update_layout(height=560, margin=dict(l=10, r=10, t=30, b=10),
+                      xaxis=dict(title="secret recovery on test worlds (%), lower = more private", tickformat=".0%"),
+                      yaxis=dict(title="mean cost per case (cost units" + (", log scale" if log else "")
+                                       + "), lower = more useful", type="log" if log else "linear"),
+                      legend=dict(title_text="" if every_view else "model (full native release)", tracegroupgap=2,
+                                  orientation="h", yanchor="bottom", y=1.02, x=0))
     return fig
 
 
+def front_labels(front: pd.DataFrame, every_view: bool) -> pd.DataFrame:
+    """One label per distinct point of the front (recovery, mean_cost, label; plain text): releases that sit on the
+    same spot share it, as ``view (k models)``, ``model · view, view`` or ``k releases``."""
+    rows = []
+    for (x, y), d in front.groupby(["recovery", "mean_cost"], sort=True):
+        models = sorted(set(d["model"]))
+        views = sorted(set(d["view"]), key=lambda v: (VIEWS.index(v) if v in VIEWS else len(VIEWS), v))
+        shown = [VIEW_NAMES.get(v, v) for v in views]
+        if len(models) == 1:
+            label = models[0] + (f" · {', '.join(shown)}" if every_view else "")
+        elif len(views) == 1:
+            label = (f"{shown[0]} " if every_view else "") + f"({len(models)} models)"
+        else:
+            label = f"{len(d)} releases"
+        rows.append({"recovery": x, "mean_cost": y, "label": label})
+    return pd.DataFrame(rows, columns=["recovery", "mean_cost", "label"])
+
+
+def _front_point(d: pd.DataFrame, model: str, view: str, on: bool, colour: str, every_view: bool) -> go.Scatter:
+    """One (model, view) point of the front chart, with its whiskers and hover."""
+    label = plot_text(model) + (f" · {VIEW_NAMES.get(view, plot_text(view))}" if every_view else "")
+    status = "on the front" if on else "dominated: another point is at least as good on both axes"
+    return go.Scatter(
+        x=d["recovery"], y=d["mean_cost"], mode="markers", name=label, legendgroup=plot_text(model),
+        showlegend=not every_view,
+        marker=dict(color=colour, size=14 if on else 10, symbol=VIEW_SYMBOLS[view],
+                    line=dict(color="#000000" if on else "#444444", width=2 if on else 0.75)),
+        error_x=dict(type="data", symmetric=False, array=d["recovery_ci_high"] - d["recovery"],
+                     arrayminus=d["recovery"] - d["recovery_ci_low"], thickness=1.5 if on else 1,
+                     color=_rgba(colour, 0.9 if on else 0.45)),
+        error_y=dict(type="data", symmetric=False, array=d["cost_ci_high"] - d["mean_cost"],
+                     arrayminus=d["mean_cost"] - d["cost_ci_low"], thickness=1.5 if on else 1,
+                     color=_rgba(colour, 0.9 if on else 0.45)),
+        customdata=d[["recovery_ci_low", "recovery_ci_high", "cost_ci_low", "cost_ci_high"]].assign(label=label),
+        hovertemplate="<b>%{customdata[4]}</b><br>secret recovery %{x:.1%} [%{customdata[0]:.1%}, "
+                      "%{customdata[1]:.1%}]<br>mean cost per case %{y:.3f} [%{customdata[2]:.3f}, "
+                      f"%{{customdata[3]:.3f}}] cost units<br>{status}<extra></extra>")
+
+
+def _front_legend_key(fig: go.Figure, points: pd.DataFrame, colours: dict[str, str]) -> None:
+    """Legend-only entries: one per model (its colour; clicking hides all its points) and one per release view
+    (its symbol), so every point of the every-view chart can be read from the legend."""
+    for i, model in enumerate(sorted(points["model"].unique())):
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=plot_text(model),
+                                 legendgroup=plot_text(model),
+                                 legendgrouptitle_text="model (colour)" if i == 0 else None,
+                                 marker=dict(color=colours[model], size=10, symbol="circle",
+                                             line=dict(color="#444444", width=0.75)), hoverinfo="skip"))
+    for i, view in enumerate(v for v in VIEWS if v in set(points["view"])):
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=VIEW_NAMES.get(view, plot_text(view)),
+                                 legendgroup="release view",
+                                 legendgrouptitle_text="release view (symbol)" if i == 0 else None,
+                                 marker=dict(color=FRONT_GREY, size=10, symbol=VIEW_SYMBOLS[view]),
+                                 hoverinfo="skip"))
+
+
+def wrapped(label: str, width: int = 14) -> str:
+    """A display name broken into Plotly lines (``<br>``) of about ``width`` characters, for a category axis."""
+    return "<br>".join(textwrap.wrap(label, width, break_long_words=False, break_on_hyphens=False)) or label
+
+
 def cost_difference_heatmap(diff: pd.DataFrame, task: str, view: str) -> go.Figure:
-    """Mean test cost of ``view`` minus full native for ``task``, per model and cost profile, as a diverging heatmap;
-    ✓ marks non-inferiority."""
+    """Mean test cost per case of ``view`` minus full native for ``task`` (cost units), per model (rows) and cost
+    profile (columns, display names; the hover says what each profile changes), as a diverging heatmap: blue where
+    the lower-information release is cheaper, red where it costs more; ✓ marks non-inferiority."""
     d = diff[(diff["task"] == task) & (diff["view_a"] == view)]
     models = sorted(d["model"].unique())
     profiles = profile_order(d["profile"])
@@ -121,28 +196,34 @@ def cost_difference_heatmap(diff: pd.DataFrame, task: str, view: str) -> go.Figu
     hi = np.array([[grid.loc[(m, p), "ci_high"] for p in profiles] for m in models])
     ni = np.array([[bool(grid.loc[(m, p), "noninferior"]) for p in profiles] for m in models])
     text = [[f"{z[i, j]:+.3f}{' ✓' if ni[i, j] else ''}" for j in range(len(profiles))] for i in range(len(models))]
+    explained = np.array([[plot_text(PROFILE_HELP.get(p, "")) for p in profiles] for _ in models], dtype=object)
+    columns = [plot_text(PROFILE_NAMES.get(p, p)) for p in profiles]
     bound = float(np.nanmax(np.abs(z))) if z.size else 1.0
     fig = go.Figure(go.Heatmap(
-        z=z, x=plot_texts(profiles), y=plot_texts(models), text=text, texttemplate="%{text}", meta=plot_text(view),
-        colorscale=DIVERGING, zmid=0,
-        zmin=-bound, zmax=bound, colorbar=dict(title="Δ cost"),
-        customdata=np.dstack([lo, hi, np.where(ni, "yes", "no")]),
-        hovertemplate="%{y} · %{x}<br>%{meta} − full_native: %{z:+.4f}<br>95% interval "
-                      "[%{customdata[0]:+.4f}, %{customdata[1]:+.4f}]<br>non-inferior: %{customdata[2]}<extra></extra>"))
-    fig.update_layout(height=max(220, 60 + 34 * len(models)), margin=dict(l=10, r=10, t=10, b=10),
-                      yaxis=dict(autorange="reversed"))
+        z=z, x=columns, y=plot_texts(models), text=text, texttemplate="%{text}",
+        meta=plot_text(VIEW_NAMES.get(view, view)), colorscale=DIVERGING, zmid=0, zmin=-bound, zmax=bound,
+        colorbar=dict(title=dict(text="extra cost<br>per case<br>(cost units)", side="top"), thickness=12),
+        customdata=np.dstack([lo, hi, np.where(ni, "yes", "no"), explained]),
+        hovertemplate="%{y} · %{x}<br>%{meta} − full native: %{z:+.3f} per case<br>95% interval "
+                      "[%{customdata[0]:+.3f}, %{customdata[1]:+.3f}]<br>non-inferior: %{customdata[2]}"
+                      "<br>%{customdata[3]}<extra></extra>"))
+    fig.update_layout(height=max(260, 100 + 34 * len(models)), margin=dict(l=10, r=10, t=10, b=10),
+                      xaxis=dict(title="cost profile", tickmode="array", tickvals=columns, tickangle=0,
+                                 ticktext=[wrapped(c, 10) for c in columns], tickfont=dict(size=11)),
+                      yaxis=dict(title="model", autorange="reversed"))
     return fig
 
 
 def defense_figure(res: pd.DataFrame, colours: dict[str, str]) -> go.Figure:
-    """Paper Figure 10: defense-aware test recovery per model and defense with 95% intervals, and the 50% guessing
-    line."""
+    """Paper Figure 10: defense-aware test recovery (%) per model and defense with 95% intervals, and the 50% guessing
+    line. The defenses are categories, so each model's points are markers side by side, never joined by lines."""
     fig = go.Figure()
+    labels = [DEFENSE_NAMES[o] for o in DEFENSE_ORDER if o in set(res["defense"])]
     for model, d in res.groupby("model", sort=True):
         d = d.set_index("defense").reindex([o for o in DEFENSE_ORDER if o in set(d["defense"])]).reset_index()
         fig.add_trace(go.Scatter(
-            name=plot_text(model), x=[DEFENSE_LABELS[o] for o in d["defense"]], y=d["accuracy"],
-            mode="markers", marker=dict(color=colours[model], size=11),     # defenses are categories: no lines
+            name=plot_text(model), x=[DEFENSE_NAMES[o] for o in d["defense"]], y=d["accuracy"],
+            mode="markers", marker=dict(color=colours[model], size=11, line=dict(color="#444444", width=0.75)),
             error_y=dict(type="data", symmetric=False, array=d["ci_high"] - d["accuracy"],
                          arrayminus=d["accuracy"] - d["ci_low"]),
             customdata=np.column_stack([d["ci_low"], d["ci_high"], d["diff_vs_native"].fillna(0)]),
@@ -150,9 +231,13 @@ def defense_figure(res: pd.DataFrame, colours: dict[str, str]) -> go.Figure:
                                   "<br>vs native %{customdata[2]:+.1%}<extra></extra>"))
     fig.add_hline(y=0.5, line_dash="dash", line_color="#555555", annotation_text="50%: guessing",
                   annotation_position="bottom left")
-    fig.update_layout(height=430, margin=dict(l=10, r=10, t=30, b=10), legend=dict(title="model"),
+    fig.update_layout(height=470, margin=dict(l=10, r=10, t=40, b=10),
+                      legend=dict(title_text="model", orientation="h", yanchor="bottom", y=1.02, x=0),
                       scattermode="group", scattergap=0.35,     # each model's point side by side per defense
-                      yaxis=dict(title="defense-aware secret recovery (test)", tickformat=".0%", range=[0.4, 1.02]))
+                      xaxis=dict(title="defense (categories, in no order)", tickmode="array", tickvals=labels,
+                                 ticktext=[wrapped(c, 11) for c in labels], tickangle=0, tickfont=dict(size=11)),
+                      yaxis=dict(title="defense-aware secret recovery on test worlds (%)", tickformat=".0%",
+                                 range=[0.4, 1.02]))
     return fig
 
 
@@ -160,15 +245,15 @@ def f1_figure(numeric: pd.DataFrame) -> go.Figure:
     """Complete and graded F1 per detector (best complete F1 first) as grouped bars with 95% bootstrap intervals."""
     d = numeric.sort_values("complete_f1", ascending=False)
     fig = go.Figure()
-    for col, name, colour in (("complete_f1", "complete F1", "#0072B2"), ("graded_f1", "graded F1", "#E69F00")):
+    for col, name, colour in (("complete_f1", "complete-group F1", "#0072B2"), ("graded_f1", "graded F1", "#E69F00")):
         err = {}
         if f"{col}_ci_low" in d:
             err = dict(type="data", symmetric=False, array=d[f"{col}_ci_high"] - d[col],
                        arrayminus=d[col] - d[f"{col}_ci_low"])
         fig.add_bar(name=name, x=plot_texts(d["detector"]), y=d[col], marker_color=colour, error_y=err,
                     customdata=d[[f"{col}_ci_low", f"{col}_ci_high"]],
-                    hovertemplate="%{x}<br>" + name + ": %{y:.3f}<br>95% CI [%{customdata[0]:.3f}, "
-                                  "%{customdata[1]:.3f}]<extra></extra>")
+                    hovertemplate="%{x}<br>" + name + ": %{y:.1%}<br>95% CI [%{customdata[0]:.1%}, "
+                                  "%{customdata[1]:.1%}]<extra></extra>")
     fig.update_layout(barmode="group", height=340, margin=dict(l=10, r=10, t=30, b=10),
-                      yaxis=dict(title="F1", range=[0, 1]), legend=dict(orientation="h", y=1.12))
+                      yaxis=dict(title="F1 (%)", range=[0, 1], tickformat=".0%"), legend=dict(orientation="h", y=1.12))
     return fig

@@ -177,6 +177,11 @@ COLUMNS: dict[str, Column] = {
 }
 
 
+COLUMNS |= {m: Column(QL_METRIC_NAMES[m], "rate", QL_METRIC_HELP[m]) for m in QL_METRIC_HELP}
+COLUMNS |= {"targets": Column("targets", "count", "Gold groups of a hide attribute: what a detector should find."),
+            "predicted_groups": Column("predicted groups", "count")}
+
+
 def readable(df: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, Column]]:
     """``df`` with internal values in the known name columns replaced by their display names and
     its columns relabelled; returns the frame and the ``Column`` of each shown label. Columns

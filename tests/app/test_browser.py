@@ -170,14 +170,14 @@ def test_upload_validate_then_ingest(server, browser, tmp_path):
         except PlaywrightTimeout:
             if attempt:
                 raise
-    page.get_by_text("Rejected (quarantined)").wait_for(timeout=30000)
+    page.locator('[data-testid="stMetricLabel"]', has_text="Rejected").wait_for(timeout=30000)
     _no_exception(page)
     page.screenshot(path=str(ARTIFACTS / "data_validation.png"), full_page=True)
     metrics = page.locator('[data-testid="stMetric"]')
     values = {metrics.nth(i).locator('[data-testid="stMetricLabel"]').inner_text().strip():
               metrics.nth(i).locator('[data-testid="stMetricValue"]').inner_text().strip()
               for i in range(metrics.count())}
-    assert values["Lines"] == "6" and values["Accepted"] == "4" and values["Rejected (quarantined)"] == "2"
+    assert values["Lines"] == "6" and values["Accepted"] == "4" and values["Rejected"] == "2"
     assert page.locator("script", has_text="alert(1)").count() == 0     # data text never becomes markup
     page.get_by_role("button", name="Ingest 4 accepted lines into 'browser-test'").click()
     page.get_by_text("Stored 4 lines from my_worlds.jsonl").wait_for(timeout=30000)
@@ -231,11 +231,11 @@ def test_recovery_page_in_browser(server, browser):
 
 def test_fronts_page_in_browser(server, browser):
     page = browser.new_page(viewport={"width": 1400, "height": 1100})
-    page.goto(f"{server}/fronts?dataset=simulated-reference&task=clarification")
+    page.goto(f"{server}/fronts?dataset=simulated-reference&task=one-step+clarification")   # the picker's label
     page.get_by_text("On the front:").wait_for(timeout=30000)
     page.locator(".js-plotly-plot").first.wait_for(timeout=30000)
     _no_exception(page)
-    assert page.get_by_text("Clarification · authored").count() == 1      # the task came from the link
+    assert page.get_by_text("One-step clarification · authored costs").count() == 1    # the task came from the link
     assert page.get_by_text("sim-alder").count() >= 1
     page.screenshot(path=str(ARTIFACTS / "fronts.png"), full_page=True)
     page.close()
@@ -247,9 +247,9 @@ def test_sensitivity_page_in_browser_keeps_the_task_in_the_url(server, browser):
     page.get_by_text("Non-inferiority").first.wait_for(timeout=30000)
     page.locator(".js-plotly-plot").first.wait_for(timeout=30000)
     _no_exception(page)
-    page.locator('[data-testid="stButtonGroup"]').get_by_text("asymmetric", exact=True).first.click()
+    page.locator('[data-testid="stButtonGroup"]').get_by_text("asymmetric-cost routing", exact=True).first.click()
     page.wait_for_url("**task=asymmetric**", timeout=15000)
-    page.get_by_text("asymmetric, authored").first.wait_for(timeout=30000)
+    page.get_by_text("asymmetric-cost routing: every model").first.wait_for(timeout=30000)
     _no_exception(page)
     page.screenshot(path=str(ARTIFACTS / "sensitivity.png"), full_page=True)
     page.close()
@@ -266,7 +266,8 @@ def test_defenses_page_in_browser(server, browser, decoded_warehouse):
     page = browser.new_page(viewport={"width": 1400, "height": 1100})
     page.goto(f"{server}/defenses?dataset=simulated-reference&model=sim-alder&world={world}")
     page.get_by_text("WCPQ verification").first.wait_for(timeout=30000)
-    page.get_by_text("5,184 / 5,184").first.wait_for(timeout=30000)
+    page.get_by_text("Every response–policy comparison agrees").first.wait_for(timeout=30000)   # grid cells are drawn
+    page.get_by_text("costs the recipient nothing: all 5,184 response–policy plans agree").wait_for(timeout=30000)
     page.locator(".js-plotly-plot").first.wait_for(timeout=30000)
     page.get_by_text(f"{world} ·").first.wait_for(timeout=30000)          # the inspector opened that world
     _no_exception(page)

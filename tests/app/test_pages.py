@@ -89,8 +89,9 @@ def test_data_page_quarantine(app):
     assert len(rejects) == 7 and set(rejects["kind"]) == {"native responses", "refusal responses"}
     assert "line is not valid UTF-8 (byte 72)" in rejects["problem"].tolist()
     assert "None" not in rejects["field"].astype(str).tolist() and "" in rejects["field"].tolist()
-    invalid = next(f for f in tables if "reason" in f.columns and "probabilities" in f.columns)
-    assert len(invalid) == 9 and not invalid["probabilities"].str.contains("{", regex=False).any()
+    invalid = next(f for f in tables if "response as stored" in f.columns)
+    assert len(invalid) == 9 and not invalid["response as stored"].str.contains("{", regex=False).any()
+    assert invalid["response as stored"].str.match(r"choice \w+; \w+ [\d.]+ · ").all()
     assert any("7 lines of this dataset were rejected when ingested &#40;2 refusal responses, 5 native responses"
                in m.value for m in at.markdown)
     at.selectbox(key="quarantine_kind").select("refusal").run()
@@ -345,10 +346,10 @@ def test_sensitivity_page_and_whatif(app):
     assert len(ni) == 9 and list(ni.columns) == ["model", "selective routing", "one-step clarification",
                                                   "asymmetric-cost routing"]
     assert all(c.count("[") == 1 for c in ni["selective routing"])               # estimate [low, high]
-    costs = next(f for f in frames(at) if "oracle-T cost" in f.columns and "choice" in f.columns)
-    assert len(costs) == 9 and {"no output", "full native"} <= set(costs.columns)
+    costs = next(f for f in frames(at) if "choice + confidence" in f.columns and "no output" in f.columns)
+    assert len(costs) == 9 and "full native" in costs.columns
     detail = next(f for f in frames(at) if "mean cost per case [95% CI]" in f.columns)
-    assert len(detail) == 9 * 2 and "automatic coverage" in detail.columns
+    assert len(detail) == 9 * 2 and "coverage" in detail.columns and "routed error" in detail.columns
     assert "None" not in detail.astype(str).to_numpy()
     acts = next(f for f in frames(at) if "plan" in f.columns)
     assert len(acts) == 288 and set(acts["available"]) <= {True, False}
@@ -384,10 +385,12 @@ def test_fronts_page(decoded_warehouse, monkeypatch):
         assert sorted(t["name"] for t in points) == ["sim-alder", "sim-dogwood"]
         shown = next(f for f in frames(at) if "on the front" in f.columns)
         assert len(shown) == 2 and shown["on the front"].sum() >= 1
-        members = next(f for f in frames(at) if "on the front (authored costs)" in f.columns)
-        assert members["task"].tolist() == ["selective routing", "one-step clarification", "asymmetric-cost routing"]
+        tasks = ["selective routing", "one-step clarification", "asymmetric-cost routing"]
+        members = next(f for f in frames(at) if "asymmetric-cost routing" in f.columns)
+        assert list(members.columns) == ["model", *tasks] and len(members) >= 1
+        assert all(c.endswith(" of 6 profiles)") for t in tasks for c in members[t])
         # the section heading is true for the table under it
-        same = members["on the front (authored costs)"].nunique() == 1
+        same = len({frozenset(members.loc[members[t].str.startswith("yes"), "model"]) for t in tasks}) == 1
         heading = next(h.value for h in at.subheader if "on the front in every task" in h.value
                        or "changes with the task" in h.value)
         assert ("the same models are on the front in every task" in heading) == same
@@ -398,8 +401,8 @@ def test_fronts_page(decoded_warehouse, monkeypatch):
         assert len([t for t in traces if t.get("mode") == "markers" and "hovertemplate" in t]) == 2 * 5
         key = {t["name"] for t in traces if "hovertemplate" not in t and t.get("mode") == "markers"}
         assert {"sim-alder", "sim-dogwood", "no output", "choice", "full native"} <= key     # colour and symbol key
-        shown = next(f for f in frames(at) if "on the front" in f.columns)
-        assert len(shown) >= 1 and shown["on the front"].all()                  # the table's default rows: the front
+        shown = next(f for f in frames(at) if "release" in f.columns)            # the table's default rows: the front
+        assert 1 <= len(shown) <= 2 * 5 and all(" · " in r for r in shown["release"])
     finally:
         from dashboard.data_access import release_readers
         release_readers()
@@ -436,22 +439,25 @@ def test_defenses_page(decoded_warehouse, monkeypatch):
         traces = plotly_traces(at.get("plotly_chart")[0])
         assert [t["name"] for t in traces] == ["sim-alder"] and len(traces[0]["x"]) == 7
         assert traces[0]["mode"] == "markers"                                    # categories: no lines
-        t3 = next(f for f in frames(at) if "vs native, points [95% CI]" in f.columns)
-        assert len(t3) == 7 and t3.iloc[0]["vs native, points [95% CI]"] == "control"
+        t3 = next(f for f in frames(at) if "vs native [95% CI]" in f.columns)
+        assert len(t3) == 7 and t3.iloc[0]["vs native [95% CI]"] == "control"
         ver = next(f for f in frames(at) if "plan agreement" in f.columns)
-        assert len(ver) == 2 and set(ver["codebook"]) == {"grid, training vectors, pair midpoints",
-                                                           "static grid only (control)"}
+        assert len(ver) == 2 and set(ver["codebook"]) == {"main", "grid only"}
         assert (ver["plan agreement"] == "5,184 / 5,184").all() and (ver["largest cost change"] == 0).all()
-        assert ((ver["codeword coverage"] > 0) & (ver["codeword coverage"] <= 1)).all()
+        assert ((ver["coverage"] > 0) & (ver["coverage"] <= 1)).all()
         assert any("Every response–policy comparison agrees" in s.value for s in at.success)
         assert "costs the recipient nothing" in texts(at)
         paid = next(f for f in frames(at) if "recipients" in f.columns)
         assert {"WCPQ strict", "native (control)", "quantize 0.1"} <= set(paid["defense"])   # WCPQ rows included
         assert set(paid.loc[paid["defense"] == "WCPQ strict", "recipients"]) == {"frozen"}
         side = next(f for f in frames(at) if "class (public order)" in f.columns)
-        assert {"native (control)", "quantize 0.1", "top-two", "temperature τ=2", "WCPQ strict"} <= set(side.columns)
+        assert list(side.columns)[1:] == ["native (control)", "quantize 0.1", "top-two", "WCPQ strict"]
+        at.multiselect(key="inspector_releases").select("temperature").run()
+        side = next(f for f in frames(at) if "class (public order)" in f.columns)
+        assert "temperature τ=2" in side.columns
         pol = next(f for f in frames(at) if "WCPQ: plan" in f.columns)
         assert len(pol) == 18 and pol["same plan and cost"].all()
+        assert "Of the 18 frozen full-native policies, every one acts the same" in texts(at)
         at.segmented_control(key="defense_recipient").set_value("frozen").run()
         assert not at.exception
         paid = next(f for f in frames(at) if "recipients" in f.columns)
@@ -459,6 +465,9 @@ def test_defenses_page(decoded_warehouse, monkeypatch):
     finally:
         from dashboard.data_access import release_readers
         release_readers()
+
+
+REFUSAL_COLUMNS = ["model", "run A [95% CI]", "run B [95% CI]", "B − A (points)"]
 
 
 def test_compare_runs_page(decoded_warehouse, monkeypatch):
@@ -481,16 +490,18 @@ def test_compare_runs_page(decoded_warehouse, monkeypatch):
         assert "Not compared: secret recovery" in shown
         views = at.selectbox(key="compare_cost_view").options
         assert len(views) == 5
-        for view in views:
-            at.selectbox(key="compare_cost_view").select(view).run()
+        for i in range(len(views)):
+            at.selectbox(key="compare_cost_view").select_index(i).run()
             util = next(f for f in frames(at) if "B − A (cost units)" in f.columns)
             assert len(util) == 2 * 3 and (util["B − A (cost units)"].abs() < 1e-12).all()
             assert (util["run A [95% CI]"] == util["run B [95% CI]"]).all()
         ref = next(f for f in frames(at) if list(f.columns) == REFUSAL_COLUMNS)     # recovery: only in run B
         assert len(ref) == 2 and (ref["B − A (points)"].abs() < 1e-12).all()
         assert ref["run A [95% CI]"].str.fullmatch(r"\d+\.\d% \[\d+\.\d, \d+\.\d\]").all()
-        for metric in at.selectbox(key="compare_ql_metric").options:
-            at.selectbox(key="compare_ql_metric").select(metric).run()
+        metrics = at.selectbox(key="compare_ql_metric").options
+        assert metrics[0] == "complete-group F1" and len(metrics) == 10
+        for i in range(len(metrics)):
+            at.selectbox(key="compare_ql_metric").select_index(i).run()
             ql = next(f for f in frames(at) if "detector" in f.columns and "B − A (points)" in f.columns)
             assert len(ql) == 5 and (ql["B − A (points)"].abs() < 1e-12).all()
         at.switch_page("pages/glossary.py").run()

@@ -120,5 +120,6 @@ def test_report_tables_print_counts_as_counts_and_scroll_inside_the_page():
     html_table = _table(pd.DataFrame({"detector": ["a", "b"], "predicted_groups": [988.0, 1029.0],
                                       "complete_f1": [0.7566, 1.0]}))
     assert ">988<" in html_table and ">1,029<" in html_table and "1029.0000" not in html_table
-    assert ">0.7566<" in html_table and ">1.0000<" in html_table        # a rate keeps its decimals
+    assert ">75.7%<" in html_table and ">100.0%<" in html_table         # a rate as a percent (one vocabulary)
+    assert "complete-group F1" in html_table and "predicted groups" in html_table
     assert html_table.startswith("<div class='wide'>")

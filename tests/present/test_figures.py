@@ -1,0 +1,66 @@
+"""The figures the fronts, sensitivity and defenses pages (and the HTML report) share."""
+from __future__ import annotations
+
+import pandas as pd
+
+from qlb.present.figures import cost_difference_heatmap, defense_figure, front_figure, front_labels
+
+
+def front_points(costs: dict[tuple[str, str], float], front: set[tuple[str, str]]) -> pd.DataFrame:
+    """Front points of (model, view) -> mean cost, recovery 0.5 for no output and 0.7 otherwise."""
+    rows = []
+    for (model, view), cost in costs.items():
+        rec = 0.5 if view == "no_output" else 0.7
+        rows.append({"model": model, "view": view, "recovery": rec, "recovery_ci_low": rec - 0.05,
+                     "recovery_ci_high": rec + 0.05, "mean_cost": cost, "cost_ci_low": cost * 0.8,
+                     "cost_ci_high": cost * 1.2, "member": (model, view) in front})
+    return pd.DataFrame(rows)
+
+
+def test_front_cost_axis_turns_logarithmic_only_for_a_wide_cost_range():
+    narrow = front_points({("a", "full_native"): 1.0, ("b", "full_native"): 3.9}, {("a", "full_native")})
+    wide = front_points({("a", "full_native"): 1.0, ("b", "no_output"): 10.5}, {("a", "full_native")})
+    colours = {"a": "#332288", "b": "#88CCEE"}
+    assert front_figure(narrow, "member", colours, False).layout.yaxis.type == "linear"
+    fig = front_figure(wide, "member", colours, True)
+    assert fig.layout.yaxis.type == "log" and "log scale" in fig.layout.yaxis.title.text
+    assert "cost units" in fig.layout.yaxis.title.text and "(%)" in fig.layout.xaxis.title.text
+
+
+def test_front_legend_names_models_and_views_and_dominated_points_stay_visible():
+    pts = front_points({("a", "full_native"): 1.0, ("a", "choice"): 1.5, ("b", "full_native"): 2.0},
+                       {("a", "full_native")})
+    fig = front_figure(pts, "member", {"a": "#332288", "b": "#DDCC77"}, True)
+    key = [t for t in fig.data if t.hoverinfo == "skip" and t.mode == "markers"]
+    assert [t.name for t in key] == ["a", "b", "choice", "full native"]          # model colours, then view symbols
+    dominated = next(t for t in fig.data if t.name == "b · full native")
+    assert dominated.opacity is None and dominated.marker.line.width > 0         # full colour, outlined
+    assert "b · full native" in dominated.customdata[0][-1]                       # hover says model and view
+
+
+def test_front_labels_merge_releases_on_one_spot():
+    pts = front_points({("a", "no_output"): 2.0, ("b", "no_output"): 2.0, ("a", "full_native"): 0.7,
+                        ("a", "full_probabilities"): 0.7}, set())
+    labels = front_labels(pts, every_view=True).set_index("mean_cost")["label"]
+    assert labels[2.0] == "no output (2 models)"
+    assert labels[0.7] == "a · full probabilities, full native"
+    assert front_labels(pts[pts["view"] == "full_native"], every_view=False)["label"].tolist() == ["a"]
+
+
+def test_heatmap_shows_profile_display_names_and_marks_noninferiority():
+    rows = [{"model": m, "view_a": "choice", "view_b": "full_native", "task": "selective", "profile": p,
+             "difference": d, "ci_low": d - 0.1, "ci_high": d + 0.1, "noninferior": d + 0.1 <= 0.1, "n": 10}
+            for m, d in (("a", 0.0), ("b", 0.5)) for p in ("review_half", "authored")]
+    heat = cost_difference_heatmap(pd.DataFrame(rows), "selective", "choice").data[0]
+    assert list(heat.x) == ["authored costs", "review at half cost"]
+    assert heat.text[0][0].endswith("✓") and "✓" not in heat.text[1][0]
+    assert "Trusted review and general inspection cost half" in heat.customdata[0][1][3]
+
+
+def test_defense_figure_draws_markers_in_defense_order_without_lines():
+    rows = [{"model": "a", "defense": d, "accuracy": 0.7, "ci_low": 0.6, "ci_high": 0.8, "diff_vs_native": None}
+            for d in ("wcpq", "native", "quantize")]
+    fig = defense_figure(pd.DataFrame(rows), {"a": "#332288"})
+    assert fig.data[0].mode == "markers"
+    assert list(fig.data[0].x) == ["native (control)", "quantize 0.1", "WCPQ strict"]
+    assert "(%)" in fig.layout.yaxis.title.text
