@@ -55,6 +55,7 @@ def render() -> None:
     main = res[res["defense"].isin(ORDER)]
     wcpq = res[res["defense"].isin(list(CODEBOOKS))].sort_values(["model", "defense"])
     findings(main, wcpq, models, len(set(everyone)))
+    control_note(da.query(path, "recovery_results", (run_id,)), main)
 
     recovery_section(path, dataset, run_id, res, main, model_colours(everyone))
     verification_section(wcpq, run_id)
@@ -75,6 +76,23 @@ def findings(main: pd.DataFrame, wcpq: pd.DataFrame, models: list[str], n_models
     if not wcpq.empty:
         finding(wcpq_sentence(wcpq[wcpq["defense"] == "wcpq"] if (wcpq["defense"] == "wcpq").any() else wcpq),
                 lead="What WCPQ costs.")
+
+
+def control_note(recovery: pd.DataFrame, main: pd.DataFrame) -> None:
+    """Why the native control here is not the full-native figure of the Release-view recovery page:
+    the same responses, a different attacker (public workflow signatures, the defense audit's
+    decoder families); both figures side by side, from the run."""
+    pooled = recovery[(recovery["scope"] == "pooled") & (recovery["view"] == "full_native")].set_index("model")
+    native = main[main["defense"] == "native"].set_index("model")
+    both = [m for m in native.index if m in pooled.index]
+    if not both:
+        return
+    pairs = "; ".join(f"{m} {pct(native.loc[m, 'accuracy'])} here, {pct(pooled.loc[m, 'accuracy'])} there"
+                      for m in both)
+    st.caption(f"The native control is the model's full native release attacked the way every defended release is: "
+               f"the attacker also reads the 18 public workflow signatures and is chosen from this audit's decoder "
+               f"families. So it differs from the full-native recovery on the Release-view recovery page ({pairs}); "
+               f"compare each defense with this control, not with that page.")
 
 
 def recovery_sentence(main: pd.DataFrame) -> str:
