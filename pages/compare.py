@@ -1,5 +1,6 @@
 """Run comparison: two stored audit runs side by side (before and after a defense, a model
-update, new data): recovery, downstream cost, defenses and refusal, with the differences."""
+update, new data): what moved, then recovery, downstream cost, defenses, refusal and the
+QuasiLeak detectors in both runs, each with its 95% interval, and the change B − A."""
 from __future__ import annotations
 
 import json
@@ -10,99 +11,404 @@ import streamlit as st
 
 from dashboard import data_access as da
 from dashboard.routing import page_entry
-from dashboard.widgets import audit_page_start, chart, md_text, table
-from qlb.present.figures import plot_texts
-from qlb.present.palette import VIEW_COLOURS
+from dashboard.widgets import audit_page_start, chart, finding, md_text, table
+from qlb.present.figures import plot_text, plot_texts
+from qlb.present.names import PROFILE_HELP, QL_METRIC_HELP, QL_METRIC_NAMES, cost_interval, name, pct_interval
 from qlb.tuple.release_views import VIEWS
 
 INTRO = (
     "Pick two audit runs of this dataset (say, before and after a model update or new exports). "
-    "Every table shows run A, run B and B − A on what both runs computed; rows only one run has "
-    "are left out. Differences are descriptive: each run's own intervals are on its pages."
+    "Every table shows run A and run B, each with its own 95% interval, and the change B − A, on "
+    "what both runs computed; rows only one run has are left out."
 )
+# audit names as stored in a run's parameters -> as a reader knows them, in the pages' order
+AUDIT_NAMES = {"refusal": "refusal", "decoding": "recovery", "utility": "utility", "defenses": "defenses",
+               "quasileak": "QuasiLeak"}
+QL_METRICS = ("complete_f1", "complete_recall", "strict_precision", "graded_f1", "graded_recall",
+              "lenient_precision", "binding_error_rate", "over_flag_rate", "document_flag_recall", "span_f1")
+MOVED_POINTS = 0.01     # a rate that changed by less than one point has not moved
+MOVED_COST = 0.01       # nor a mean cost that changed by less than 0.01 cost units
+CHANGE = "B − A (points)"
+COST_CHANGE = "B − A (cost units)"
+# shown as "B − A" (narrow enough for a 1,024 px screen; the unit is in the tooltip and the caption)
+CHANGE_CONFIG = {CHANGE: st.column_config.NumberColumn(
+                     "B − A", format="%+.1f", help="Run B minus run A, in percentage points."),
+                 COST_CHANGE: st.column_config.NumberColumn(
+                     "B − A", format="%+.3f", help="Run B minus run A, in cost units per case.")}
 
 
-def _side(a: pd.DataFrame, b: pd.DataFrame, keys: list[str], value: str) -> pd.DataFrame:
-    m = a[keys + [value]].merge(b[keys + [value]], on=keys, suffixes=(" (A)", " (B)"))
-    m["B − A"] = m[f"{value} (B)"] - m[f"{value} (A)"]
-    return m
+# ------------------------------------------------------------------------------------ the runs
+def _when(started: object) -> str:
+    """A run's start as a reader reads it: ``2 Dec 2026 00:07 UTC`` (runs are stamped in UTC)."""
+    t = pd.Timestamp(started)
+    return f"{t.day} {t:%b %Y %H:%M} UTC"
 
 
-def change_figure(rec: pd.DataFrame) -> go.Figure:
-    """Grouped bars of pooled test recovery, run B minus run A, per model and release view."""
-    fig = go.Figure()
-    for view in VIEWS:
-        d = rec[rec["view"] == view]
-        if d.empty:
+def run_label(run: pd.Series) -> str:
+    """A run as a reader picks it: when it started (UTC, to the minute), its audits, its models
+    when restricted, and the end of its id (``2 Dec 2026 00:07 UTC · refusal, QuasiLeak · run-…ec1b08``)."""
+    params = json.loads(run["parameters"])
+    models = params.get("models")
+    parts = [_when(run["started_at"]), _audits(params)]
+    if models:
+        parts.append(f"{len(models)} model{'' if len(models) == 1 else 's'}")
+    return " · ".join(parts + [f"run-…{str(run['run_id'])[-6:]}"])
+
+
+def _audits(params: dict) -> str:
+    """A run's audits by the names a reader knows, in the pages' order."""
+    return ", ".join(label for key, label in AUDIT_NAMES.items() if key in params.get("audits", [])) or "no audit"
+
+
+def provenance(run: pd.Series, which: str) -> str:
+    """One run's provenance as a Markdown line (data text escaped): its id, start, data
+    fingerprint, code version, audits and models."""
+    params = json.loads(run["parameters"])
+    models = ", ".join(params.get("models") or ["all"])
+    return (f"**Run {which}**: {md_text(run['run_id'])}, started {_when(run['started_at'])}; "
+            f"data fingerprint {md_text(str(run['dataset_fingerprint'])[:12])}, code {md_text(run['code_version'])}; "
+            f"audits: {md_text(_audits(params))}; models: {md_text(models)}.")
+
+
+def setup_note(ra: pd.Series, rb: pd.Series) -> str:
+    """One sentence on what differs between the runs' inputs: the data, the code, the models."""
+    data = ("read the same data (same dataset fingerprint)" if ra["dataset_fingerprint"] == rb["dataset_fingerprint"]
+            else "read different data (the dataset fingerprints differ)")
+    code = ("the same code version" if ra["code_version"] == rb["code_version"]
+            else f"code {md_text(ra['code_version'])} in run A and {md_text(rb['code_version'])} in run B")
+    return f"The two runs {data}, with {code}."
+
+
+# ------------------------------------------------------------------------ results of both runs
+def paired(a: pd.DataFrame, b: pd.DataFrame, keys: list[str], value: str) -> pd.DataFrame:
+    """The rows both runs hold: ``keys``, each run's ``value`` with its interval (``a``, ``a_lo``,
+    ``a_hi``, ``b``, ``b_lo``, ``b_hi``) and ``change`` = b − a; the largest changes first."""
+    def side(df: pd.DataFrame, s: str) -> pd.DataFrame:
+        return df[keys + [value, "ci_low", "ci_high"]].rename(columns={value: s, "ci_low": f"{s}_lo",
+                                                                         "ci_high": f"{s}_hi"})
+    m = side(a, "a").merge(side(b, "b"), on=keys)
+    m["change"] = m["b"] - m["a"]
+    order = (-m["change"].abs().fillna(0)).sort_values(kind="stable").index     # ties keep the keys' order
+    return m.loc[order].reset_index(drop=True)
+
+
+def _refusal_rows(path: str, run: str) -> pd.DataFrame:
+    """A run's refusal results over all domains, with the 95% Wilson interval of overall recovery."""
+    rows = da.query(path, "refusal_results", (run,))
+    rows = rows[rows["domain"] == "all"].copy()
+    ci = [da.wilson_interval(round(v * n), n) for v, n in zip(rows["overall_recovery"], rows["n"])]
+    rows["ci_low"], rows["ci_high"] = [c[0] for c in ci], [c[1] for c in ci]
+    return rows
+
+
+def run_results(path: str, run: str) -> dict[str, pd.DataFrame]:
+    """One run's results as compared: pooled recovery, pooled mean cost under the authored profile,
+    defense-aware recovery (the noise defense as its three-seed mean), refusal recovery over all
+    domains and the QuasiLeak detector scores over the whole scored split."""
+    rec = da.query(path, "recovery_results", (run,))
+    util = da.query(path, "utility_results", (run,))
+    dfs = da.query(path, "defense_results", (run,))
+    ql = da.query(path, "ql_scores", (run,))
+    return {"recovery": rec[rec["scope"] == "pooled"],
+            "cost": util[(util["scope"] == "pooled") & (util["profile"] == "authored")],
+            "defenses": dfs[dfs["seed"].isna()],
+            "refusal": _refusal_rows(path, run),
+            "quasileak": ql[(ql["slice_kind"] == "all") & ql["metric"].isin(QL_METRICS)]}
+
+
+KEYS = {"recovery": (["model", "view"], "accuracy"), "cost": (["model", "view", "task"], "mean_cost"),
+        "defenses": (["model", "defense"], "accuracy"), "refusal": (["model"], "overall_recovery"),
+        "quasileak": (["detector", "split", "metric"], "value")}
+SECTION = {"recovery": "secret recovery", "cost": "downstream cost", "defenses": "recovery under defenses",
+           "refusal": "refusal probes", "quasileak": "QuasiLeak"}
+
+
+def compared(path: str, a: str, b: str) -> tuple[dict[str, pd.DataFrame], list[str]]:
+    """({audit: the rows both runs hold}, each audit left out and why: only one run holds it, or
+    the two runs share no row of it)."""
+    ra, rb = run_results(path, a), run_results(path, b)
+    both, left_out = {}, []
+    for audit, (keys, value) in KEYS.items():
+        if ra[audit].empty and rb[audit].empty:
             continue
-        fig.add_bar(name=view, x=plot_texts(d["model"]), y=d["B − A"], marker_color=VIEW_COLOURS[view],
-                    customdata=d[["accuracy (A)", "accuracy (B)"]],
-                    hovertemplate="%{x} · " + view + "<br>A %{customdata[0]:.1%} → B %{customdata[1]:.1%}"
-                                  "<br>change %{y:+.1%}<extra></extra>")
+        if ra[audit].empty or rb[audit].empty:
+            left_out.append(f"{SECTION[audit]} (only run {'B' if ra[audit].empty else 'A'} holds it)")
+            continue
+        pairs = paired(ra[audit], rb[audit], keys, value)
+        if pairs.empty:
+            left_out.append(f"{SECTION[audit]} (no {keys[0]} in common)")
+        else:
+            both[audit] = pairs
+    return both, left_out
+
+
+# how a finding sentence names one rate of each audit the findings weigh
+SUBJECTS = {
+    "recovery": lambda r: f"{name('view', r['view'])} secret recovery of {r['model']}",
+    "defenses": lambda r: (f"secret recovery of {r['model']} with no defense (the defense audit's native control)"
+                           if r["defense"] == "native" else
+                           f"secret recovery of {r['model']} under {name('defense', r['defense'])}"),
+    "refusal": lambda r: f"refusal-probe recovery of {r['model']}",
+    "quasileak": lambda r: f"{QL_METRIC_NAMES['complete_f1']} of detector {r['detector']}",
+}
+
+
+def rates(both: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """Every rate both runs hold that the findings weigh, one row each: its audit, how a sentence
+    names it, both runs' values with intervals and the change (QuasiLeak: complete-group F1 only)."""
+    cols = ["audit", "subject", "a", "a_lo", "a_hi", "b", "b_lo", "b_hi", "change"]
+    parts = []
+    for audit, subject in SUBJECTS.items():
+        p = both.get(audit)
+        if p is None:
+            continue
+        if audit == "quasileak":
+            p = p[p["metric"] == "complete_f1"]
+        parts.append(p.assign(audit=SECTION[audit], subject=[subject(r) for _, r in p.iterrows()])[cols])
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=cols)
+
+
+# ---------------------------------------------------------------------------------- findings
+def _went(row: pd.Series) -> str:
+    """``<subject> went from <A [CI]> in run A to <B [CI]> in run B (<change> points)``."""
+    return (f"{row['subject']} went from {pct_interval(row['a'], row['a_lo'], row['a_hi'])} in run A to "
+            f"{pct_interval(row['b'], row['b_lo'], row['b_hi'])} in run B ({100 * row['change']:+.1f} points)")
+
+
+def _capital(text: str) -> str:
+    """``text`` with its first letter upper case (the rest as it is: names keep their case)."""
+    return text[:1].upper() + text[1:]
+
+
+def largest_change(figs: pd.DataFrame) -> tuple[str, str]:
+    """(lead, sentence): the largest change of a rate between the runs, or that none moved."""
+    figs = figs.dropna(subset=["change"])
+    n = len(figs)
+    if n == 0:
+        return "No change to report.", "No rate has a value in both runs."
+    if (figs["change"].abs() < 5e-7).all():
+        return "No change.", f"All {n} rates both runs hold are the same in the two runs (to 0.0001 points)."
+    top = figs.loc[figs["change"].abs().idxmax()]
+    if abs(top["change"]) < MOVED_POINTS:
+        return ("No rate moved by more than 1 point.",
+                f"The largest change of the {n} rates both runs hold: {_went(top)}.")
+    moved = int((figs["change"].abs() >= MOVED_POINTS).sum())
+    return ("Largest change.", f"{_capital(_went(top))}. {moved} of the {n} rates both runs hold moved by 1 point "
+                               "or more.")
+
+
+def outside_interval(figs: pd.DataFrame) -> str:
+    """How many rates lie, in run B, outside their 95% interval in run A, by audit."""
+    figs = figs.dropna(subset=["a_lo", "a_hi", "b"])
+    n = len(figs)
+    out = figs[(figs["b"] < figs["a_lo"] - 1e-9) | (figs["b"] > figs["a_hi"] + 1e-9)]
+    if out.empty:
+        return f"In run B, none of the {n} rates lies outside its 95% interval in run A."
+    by = ", ".join(f"{k} {v}" for k, v in out.groupby("audit", sort=False).size().items())
+    if len(out) == 1:
+        return f"In run B, 1 of the {n} rates lies outside its 95% interval in run A ({by})."
+    return f"In run B, {len(out)} of the {n} rates lie outside their 95% interval in run A ({by})."
+
+
+def cost_change(cost: pd.DataFrame) -> str:
+    """The largest change of a mean cost per case (authored costs), or that none moved."""
+    cost = cost.dropna(subset=["change"])
+    n = len(cost)
+    if n == 0:
+        return "No mean cost has a value in both runs."
+    if (cost["change"].abs() < 5e-7).all():
+        return f"All {n} mean costs per case (authored costs) are the same in the two runs."
+    top = cost.loc[cost["change"].abs().idxmax()]
+    what = (f"mean cost per case of {top['model']} ({name('view', top['view'])}, {name('task', top['task'])}, "
+            "authored costs)")
+    went = (f"{what} went from {cost_interval(top['a'], top['a_lo'], top['a_hi'])} in run A to "
+            f"{cost_interval(top['b'], top['b_lo'], top['b_hi'])} in run B ({top['change']:+.3f} cost units)")
+    if abs(top["change"]) < MOVED_COST:
+        return f"No mean cost moved by 0.01 cost units or more; the largest change of the {n}: {went}."
+    return f"The {went}, the largest change of the {n} mean costs both runs hold."
+
+
+def findings(both: dict[str, pd.DataFrame], figs: pd.DataFrame) -> None:
+    """The page's opening sentences: the largest change of the rates ``figs``, how many left run
+    A's interval, and the largest change of downstream cost."""
+    if not figs.empty:
+        lead, text = largest_change(figs)
+        finding(text, lead)
+        finding(outside_interval(figs), "Beyond the intervals.")
+    if "cost" in both:
+        finding(cost_change(both["cost"]), "Downstream cost.")
+
+
+def change_figure(figs: pd.DataFrame) -> go.Figure:
+    """Every rate both runs hold as one dot at its change B − A (points), by audit: dots on the
+    zero line did not move."""
+    fig = go.Figure()
+    for audit, d in figs.groupby("audit", sort=False):
+        fig.add_box(y=100 * d["change"], name=plot_text(audit), boxpoints="all", jitter=0.5, pointpos=0,
+                    fillcolor="rgba(0,0,0,0)", line_color="rgba(0,0,0,0)", marker=dict(color="#0072B2", size=7),
+                    hoveron="points", text=plot_texts(d["subject"]), hovertemplate="%{text}<br>%{y:+.1f} points"
+                                                                                 "<extra></extra>")
+    fig.add_hrect(y0=-100 * MOVED_POINTS, y1=100 * MOVED_POINTS, fillcolor="#DDDDDD", opacity=0.5, line_width=0,
+                  layer="below")
     fig.add_hline(y=0, line_color="#555555")
-    fig.update_layout(barmode="group", height=380, margin=dict(l=10, r=10, t=30, b=10),
-                      yaxis=dict(title="recovery, run B − run A", tickformat="+.0%"), legend=dict(orientation="h", y=1.12))
+    fig.update_layout(height=340, margin=dict(l=10, r=10, t=20, b=10), showlegend=False,
+                      yaxis=dict(title="change, run B − run A (points)", tickformat="+.1f", zeroline=False),
+                      xaxis=dict(title="audit"))
     return fig
 
 
+def chart_data(figs: pd.DataFrame) -> pd.DataFrame:
+    """The rates behind the change chart, in percent and points, with plain column names."""
+    out = figs[["audit", "subject"]].rename(columns={"subject": "rate"})
+    for col, label in (("a", "run A (%)"), ("a_lo", "run A 95% low (%)"), ("a_hi", "run A 95% high (%)"),
+                       ("b", "run B (%)"), ("b_lo", "run B 95% low (%)"), ("b_hi", "run B 95% high (%)"),
+                       ("change", CHANGE)):
+        out[label] = 100 * figs[col].astype(float)
+    return out
+
+
+# ------------------------------------------------------------------------------------- tables
+def run_columns(what: str) -> dict[str, object]:
+    """Column configuration of a comparison table: what the run columns hold, and the change."""
+    return {**CHANGE_CONFIG, **{f"run {r} [95% CI]": st.column_config.TextColumn(
+        f"run {r} [95% CI]", help=f"{_capital(what)} in run {r}, with its 95% interval.") for r in "AB"}}
+
+
+def shown(pairs: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """The table of a rate: ``keys``, each run's value with its 95% interval, B − A in points."""
+    out = pairs[keys].copy()
+    for s, run in (("a", "A"), ("b", "B")):
+        out[f"run {run} [95% CI]"] = [pct_interval(v, lo, hi) for v, lo, hi
+                                      in zip(pairs[s], pairs[f"{s}_lo"], pairs[f"{s}_hi"])]
+    out[CHANGE] = 100 * pairs["change"]
+    return out
+
+
+def recovery_section(pairs: pd.DataFrame) -> None:
+    """Pooled secret recovery of each model under one chosen release view, in both runs."""
+    st.subheader("Secret recovery")
+    views = [v for v in VIEWS if v in set(pairs["view"])]
+    view = st.selectbox("Release view", views, index=views.index("full_native") if "full_native" in views else 0,
+                        format_func=lambda v: name("view", v), key="compare_view",
+                        help="Which fields of each response are released to the attacker.")
+    rows = pairs[pairs["view"] == view]
+    table(shown(rows, ["model"]), "compare_recovery",
+          f"Pooled test secret recovery under the {name('view', view)} view (50% is guessing); B − A in "
+          "percentage points, largest change first.", column_config=run_columns("secret recovery"))
+
+
+def cost_section(pairs: pd.DataFrame) -> None:
+    """Pooled mean cost per case of the selected recipient policy, authored costs, one release view."""
+    st.subheader("Downstream cost (authored costs)")
+    views = [v for v in VIEWS if v in set(pairs["view"])]
+    view = st.selectbox("Release view", views, index=views.index("full_native") if "full_native" in views else 0,
+                        format_func=lambda v: name("view", v), key="compare_cost_view",
+                        help="The fields released to the recipient's policy.")
+    rows = pairs[pairs["view"] == view]
+    out = rows[["model", "task"]].copy()
+    for s, run in (("a", "A"), ("b", "B")):
+        out[f"run {run} [95% CI]"] = [cost_interval(v, lo, hi) for v, lo, hi
+                                      in zip(rows[s], rows[f"{s}_lo"], rows[f"{s}_hi"])]
+    out[COST_CHANGE] = rows["change"]
+    table(out, "compare_utility",
+          f"Pooled test mean cost per case of the selected recipient policy under the {name('view', view)} view; "
+          f"B − A in cost units, largest change first. Authored costs: {PROFILE_HELP['authored']}",
+          column_config=run_columns("mean cost per case (cost units)"))
+
+
+def quasileak_section(pairs: pd.DataFrame) -> None:
+    """One QuasiLeak metric of every detector in both runs."""
+    st.subheader("QuasiLeak detectors")
+    metrics = [m for m in QL_METRICS if m in set(pairs["metric"])]
+    metric = st.selectbox("Metric", metrics, format_func=lambda m: QL_METRIC_NAMES.get(m, m),
+                          key="compare_ql_metric",
+                          help="Binding error and over-flag: lower is better; every other metric: higher is better. "
+                               "The QuasiLeak page explains each.")
+    rows = pairs[pairs["metric"] == metric]
+    splits = ", ".join(md_text(s) for s in sorted(set(rows["split"])))
+    table(shown(rows, ["detector"]), "compare_quasileak",
+          f"{_capital(QL_METRIC_NAMES[metric])} of each detector on the {splits} split; B − A in points, largest "
+          f"change first. {QL_METRIC_HELP[metric]} Intervals: 95% document-clustered bootstrap (none for "
+          "document flag recall and span F1).", column_config=run_columns(QL_METRIC_NAMES[metric]))
+
+
+def tables(both: dict[str, pd.DataFrame]) -> None:
+    """The details: one table per audit both runs hold."""
+    if "recovery" in both:
+        recovery_section(both["recovery"])
+    if "cost" in both:
+        cost_section(both["cost"])
+    if "defenses" in both:
+        st.subheader("Defenses")
+        table(shown(both["defenses"], ["model", "defense"]), "compare_defenses",
+              "Secret recovery by a defense-aware attacker under each output defense (noise: the mean of three "
+              "seeds); B − A in percentage points, largest change first.",
+              column_config=run_columns("secret recovery"))
+    if "refusal" in both:
+        st.subheader("Refusal audit")
+        table(shown(both["refusal"], ["model"]), "compare_refusal",
+              "Share of all refusal probes that give the mechanism away (named directly, or withheld with the "
+              "residual scores ranking it first), with its 95% Wilson interval; B − A in percentage points, "
+              "largest change first.",
+              column_config=run_columns("recovered overall"))
+    if "quasileak" in both:
+        quasileak_section(both["quasileak"])
+
+
+# --------------------------------------------------------------------------------------- page
+def pick_runs(runs: pd.DataFrame) -> tuple[pd.Series, pd.Series] | None:
+    """The two run pickers (readable labels, run ids as values); None when the same run is picked twice."""
+    by_id = runs.set_index("run_id", drop=False)
+    ids = runs["run_id"].tolist()
+    def label(run_id: str) -> str:
+        return run_label(by_id.loc[run_id])
+
+    helptext = "Newest first: when the run started (UTC) · its audits · the end of its run id."
+    a = st.selectbox("Run A (before)", ids, index=1, key="run_a", bind="query-params", format_func=label,
+                     help=helptext)
+    b = st.selectbox("Run B (after)", ids, index=0, key="run_b", bind="query-params", format_func=label,
+                     help=helptext)
+    if a == b:
+        st.warning("Pick two different runs.")
+        return None
+    return by_id.loc[a], by_id.loc[b]
+
+
 def render() -> None:
-    """The Compare runs page: the provenance of two chosen runs, then recovery, downstream cost, defenses and refusal
-    in both, with B − A."""
+    """The Compare runs page: what moved between two chosen runs, every rate's change on one chart,
+    then recovery, downstream cost, defenses, refusal and QuasiLeak in both, and the runs' provenance."""
     start = audit_page_start("Compare runs", INTRO)
     if start is None:
         return
     path, dataset = start
     runs = da.all_runs(path, dataset)
     if len(runs) < 2:
-        st.info("This dataset has fewer than two audit runs. Run `qlb audit --force` after a change to compare.")
+        st.info(f"This dataset has {'one audit run' if len(runs) == 1 else 'no audit run yet'}: nothing to compare. "
+                "For a second run, press **Recompute now** on the Refusal audit or QuasiLeak page, or run "
+                "`qlb audit --force` after a change (new exports, a model update).")
         return
-    ids = runs["run_id"].tolist()
-    c1, c2 = st.columns(2)
-    a = c1.selectbox("Run A", ids, index=1, key="run_a", bind="query-params", help="Newest first.")
-    b = c2.selectbox("Run B", ids, index=0, key="run_b", bind="query-params")
-    if a == b:
-        st.warning("Pick two different runs.")
+    picked = pick_runs(runs)
+    if picked is None:
         return
-    ra, rb = runs.set_index("run_id").loc[a], runs.set_index("run_id").loc[b]
-    prov = pd.DataFrame({"": ["started", "dataset fingerprint", "code version", "audits", "models"],
-                         "run A": [str(ra["started_at"]), ra["dataset_fingerprint"][:12], ra["code_version"],
-                                   ", ".join(json.loads(ra["parameters"]).get("audits", [])),
-                                   str(json.loads(ra["parameters"]).get("models") or "all")],
-                         "run B": [str(rb["started_at"]), rb["dataset_fingerprint"][:12], rb["code_version"],
-                                   ", ".join(json.loads(rb["parameters"]).get("audits", [])),
-                                   str(json.loads(rb["parameters"]).get("models") or "all")]})
-    table(prov, "compare_provenance", "What each run was computed from.")
-    if ra["dataset_fingerprint"] != rb["dataset_fingerprint"]:
-        st.caption("The two runs read different data (the dataset fingerprints differ).")
-    shown = 0
-
-    rec = _side(*(da.query(path, "recovery_results", (r,)).query("scope == 'pooled'") for r in (a, b)),
-                ["model", "view"], "accuracy")
-    if not rec.empty:
-        shown += 1
-        st.subheader("Secret recovery")
-        chart(change_figure(rec), rec, "compare_recovery",
-              f"Pooled test recovery, run B ({md_text(b)}) minus run A ({md_text(a)}), per model and release view.")
-        table(rec.round(4), "compare_recovery_table", "Pooled test recovery in both runs.")
-    util = _side(*(da.query(path, "utility_results", (r,)).query("scope == 'pooled' and profile == 'authored'")
-                   for r in (a, b)), ["model", "view", "task"], "mean_cost")
-    if not util.empty:
-        shown += 1
-        st.subheader("Downstream cost (authored profile)")
-        table(util.round(4), "compare_utility", "Pooled test mean cost of the selected recipient policy in both runs.")
-    dfs = _side(*(da.query(path, "defense_results", (r,)) for r in (a, b)), ["model", "defense"], "accuracy")
-    if not dfs.empty:
-        shown += 1
-        st.subheader("Defenses")
-        table(dfs.round(4), "compare_defenses", "Defense-aware recovery in both runs.")
-    ref = _side(*(da.query(path, "refusal_results", (r,)).query("domain == 'all'") for r in (a, b)),
-                ["model"], "overall_recovery")
-    if not ref.empty:
-        shown += 1
-        st.subheader("Refusal audit")
-        table(ref.round(4), "compare_refusal", "Overall recovery from refusal probes in both runs.")
-    if not shown:
+    ra, rb = picked
+    st.caption(setup_note(ra, rb))
+    both, left_out = compared(path, str(ra["run_id"]), str(rb["run_id"]))
+    if not both:
         st.info("These two runs have no audit in common to compare.")
+        return
+    figs = rates(both)
+    findings(both, figs)
+    if not figs.empty:
+        chart(change_figure(figs), chart_data(figs), "compare_changes",
+              "Every rate both runs hold (secret recovery per model and view, under each defense, refusal-probe "
+              "recovery, QuasiLeak complete-group F1) as one dot at its change from run A to run B; dots on the zero "
+              "line did not move, dots in the grey band moved by less than 1 point. Hover a dot for what it is.")
+    if left_out:
+        st.caption("Not compared: " + md_text("; ".join(left_out)) + ".")
+    tables(both)
+    st.subheader("Provenance")
+    st.markdown(provenance(ra, "A"))
+    st.markdown(provenance(rb, "B"))
 
 
 page_entry(render)

@@ -3,16 +3,18 @@ then ingest it; browse the quarantine."""
 from __future__ import annotations
 
 import hashlib
+import json
 import tempfile
 from pathlib import Path
 
+import pandas as pd
 import streamlit as st
 
 from dashboard import data_access as da
 from dashboard.routing import page_entry
-from dashboard.widgets import current_dataset, md_text, simulated_banner, table
+from dashboard.widgets import current_dataset, finding, md_text, simulated_banner, table
 from qlb.records.ontology import Domain, Ontology, OntologyError
-from warehouse.ingest import KINDS, IngestError
+from warehouse.ingest import KINDS, IngestError, ValidationReport
 
 MAX_UPLOAD_MB = 100
 MAX_ONTOLOGY_MB = 2
@@ -25,6 +27,22 @@ KIND_HELP = {
     "corpus": "QuasiLeak documents (doc_id, split, context_id, text, profile, policy, groups, distractors).",
     "predictions": "QuasiLeak detector output (doc_id, detector, groups). Ingest the corpus first.",
 }
+
+
+def widths(**px: int) -> dict[str, object]:
+    """Column configuration fixing each named text column's width in pixels (``line``: a line
+    number; keys are the shown labels, ``_`` for a space), so a table fits a 1,024 px screen; a
+    longer cell shows in full on hover, in the CSV and in the raw-line viewer."""
+    out = {}
+    for key, w in px.items():
+        label = key.replace("_", " ")
+        out[label] = (st.column_config.NumberColumn(label, format="localized", width=w) if label == "line"
+                      else st.column_config.TextColumn(label, width=w))
+    return out
+
+
+KIND_NAMES = {"worlds": "worlds", "responses": "native responses", "refusal": "refusal responses",
+              "corpus": "QuasiLeak documents", "predictions": "detector predictions", "all": "all kinds"}
 
 
 def _save_upload(upload) -> tuple[str, str]:
@@ -40,19 +58,91 @@ def _save_upload(upload) -> tuple[str, str]:
     return str(target), digest
 
 
-def upload_section(path: str, dataset: str | None) -> None:
-    """Load a file: choose kind, dataset and model, upload, read the line-by-line validation report, then ingest the
-    accepted lines."""
+def proposed_dataset(path: str, dataset: str | None, simulated: bool) -> str:
+    """The dataset a file is loaded into unless the user types another: the current one, or, when
+    that is simulated (or there is none), a dataset of the user's own (``my-audit``, numbered when
+    a simulated dataset already has that name), so user data never lands among simulated data."""
+    if dataset is not None and not simulated:
+        return dataset
+    known = da.datasets(path) if da.warehouse_exists(path) else None
+    taken = set() if known is None else set(known.loc[known["simulated"], "dataset_id"])
+    name, n = "my-audit", 1
+    while name in taken:
+        n += 1
+        name = f"my-audit-{n}"
+    return name
+
+
+def simulated_target_note(path: str, dataset: str | None, simulated: bool, target: str) -> None:
+    """Why the proposed dataset is not the current one, and a warning when the chosen target is
+    an existing simulated dataset."""
+    if simulated and dataset is not None and target != dataset:
+        st.caption(f"The current dataset, {md_text(dataset)}, is SIMULATED, so your file goes into a dataset of "
+                   f"its own (proposed: {md_text(target)}; type any name): your data and simulated data never mix.")
+    known = da.datasets(path) if da.warehouse_exists(path) else None
+    if known is not None and target in set(known.loc[known["simulated"], "dataset_id"]):
+        st.warning(f"{md_text(target)} is a SIMULATED dataset: lines loaded into it sit beside simulated worlds "
+                   "and models, and its pages keep the SIMULATED banner. Name a dataset of your own instead.")
+
+
+def validation_summary(report: ValidationReport, problems: pd.DataFrame) -> str:
+    """One sentence on a validated file: its lines by outcome and its problems."""
+    n_rejected, n_problems = len(report.rejects), int((problems["outcome"] == "rejected").sum())
+    text = (f"{report.n_lines:,} lines: {len(report.accepted):,} will be stored"
+            + (f" ({report.n_invalid:,} of them kept with valid = false)" if report.n_invalid else "")
+            + f"; {n_rejected:,} will be quarantined")
+    if n_rejected:
+        text += f", with {n_problems:,} problem{'' if n_problems == 1 else 's'} between them (all listed below)"
+        fields = problems.loc[problems["outcome"] == "rejected", "field"].fillna("").value_counts()
+        top, count = fields.index[0], int(fields.iloc[0])
+        if len(fields) > 1:
+            where = "whole lines" if top == "" else f"the field {top}"
+            text += f". Most often at fault: {where} ({count:,} of the {n_problems:,})"
+    return text + "."
+
+
+def problems_section(report: ValidationReport, problems: pd.DataFrame) -> None:
+    """Every problem of the file, one row each (file, line, field, problem), filtered by outcome;
+    then the raw text of the rejected lines."""
+    if problems.empty:
+        st.success("Every line is valid.")
+        return
+    outcome = st.segmented_control("Show problems of", ["all", "rejected", "invalid"], default="all",
+                                   key="outcome_filter",
+                                   help="rejected: the line is quarantined, not stored. invalid: the line is stored "
+                                        "with valid = false and enters the audits as unavailable.")
+    shown = problems if outcome in (None, "all") else problems[problems["outcome"] == outcome]
+    shown = shown.assign(field=shown["field"].fillna(""))
+    table(shown.head(5000), "validation_problems",
+          f"{len(shown):,} problems (at most 5,000 shown; the CSV holds the same rows): every error found on each "
+          "line, with the field it concerns (blank: the whole line).",
+          column_config=widths(file=95, line=50, outcome=70, field=100, problem=240))
+    if report.rejects:
+        raw_line_viewer({f"line {r.line_no:,}": r.raw for r in report.rejects[:5000]}, "upload_raw_line")
+
+
+def raw_line_viewer(lines: dict[str, str], key: str) -> None:
+    """One rejected line's raw text, in full, as received (a code block: never read as Markdown)."""
+    with st.expander("Raw text of a rejected line"):
+        which = st.selectbox("Line", list(lines), key=key, help="The rejected lines, in file order.")
+        st.code(lines[which][:5000] if which else "", language=None, wrap_lines=True)
+
+
+def upload_section(path: str, dataset: str | None, simulated: bool) -> None:
+    """Load a file: choose kind, dataset and model, upload, read every problem of every line before
+    anything is written, then ingest the accepted lines."""
     st.subheader("Load a file")
     c1, c2, c3 = st.columns(3)
-    kind = c1.selectbox("Kind", KINDS, help="What the file holds. " + " ".join(
-        f"{k}: {v}" for k, v in KIND_HELP.items()))
-    target = c2.text_input("Into dataset", value=dataset or "my-audit", max_chars=80,
-                           help="Loaded into this dataset (created if new). User datasets are not "
-                                "marked simulated.").strip()
+    kind = c1.selectbox("Kind", KINDS, format_func=lambda k: KIND_NAMES.get(k, k),
+                        help="What the file holds. " + " ".join(f"{KIND_NAMES[k]}: {v}" for k, v in KIND_HELP.items()))
+    target = c2.text_input("Into dataset", value=proposed_dataset(path, dataset, simulated), max_chars=80,
+                           help="Loaded into this dataset (created if new). User datasets are not marked "
+                                "simulated. When the current dataset is simulated, a dataset of your own is "
+                                "proposed.").strip()
     model = c3.text_input("Model name (optional)", max_chars=80, disabled=kind not in ("responses", "refusal"),
                           help="For response lines without a model field; lines naming another model "
                                "are rejected.").strip()
+    simulated_target_note(path, dataset, simulated, target)
     st.caption(KIND_HELP[kind])
     upload = st.file_uploader(f"File (JSON Lines, CSV or Parquet; at most {MAX_UPLOAD_MB} MB)", type=list(SUFFIXES),
                               max_upload_size=MAX_UPLOAD_MB, key="upload")
@@ -70,31 +160,27 @@ def upload_section(path: str, dataset: str | None) -> None:
         try:
             with st.spinner(f"Validating {md_text(upload.name)} ..."):
                 report = da.validate_upload(path, kind, file_path, target, model, upload.name)
+                problems = da.line_problems(report, file_path)
         except IngestError as exc:
             st.error(md_text(exc))
             return
         st.session_state["validated_sig"] = signature
         st.session_state["validation_report"] = report
+        st.session_state["validation_problems"] = problems
         st.session_state.pop("ingest_message", None)
     report = st.session_state["validation_report"]
+    problems = st.session_state["validation_problems"]
 
     st.markdown("**Validation report** (nothing has been written yet)")
+    finding(validation_summary(report, problems))
     m = st.columns(4)
-    m[0].metric("Lines", f"{report.n_lines:,}")
-    m[1].metric("Accepted", f"{len(report.accepted):,}")
-    m[2].metric("Invalid (kept, valid = false)", f"{report.n_invalid:,}")
-    m[3].metric("Rejected (quarantined)", f"{len(report.rejects):,}")
-    lines = report.lines()
-    outcome = st.segmented_control("Show lines", ["all", "accepted", "invalid", "rejected"], default="all",
-                                   key="outcome_filter")
-    shown = lines if outcome in (None, "all") else lines[lines["outcome"] == outcome]
-    table(shown.head(5000), "validation_report",
-          f"{len(shown):,} lines shown (at most 5,000). Rejected lines name the field and the reason.")
-    if report.rejects:
-        with st.expander("Raw text of rejected lines"):
-            raw = lines[lines["outcome"] == "rejected"].head(500).copy()
-            raw["raw_text"] = [r.raw[:500] for r in report.rejects[:500]]
-            st.dataframe(raw, hide_index=True)
+    m[0].metric("Lines", f"{report.n_lines:,}", help="Non-blank lines (rows) of the file.")
+    m[1].metric("Accepted", f"{len(report.accepted):,}", help="Lines that will be stored, invalid ones included.")
+    m[2].metric("Invalid (kept)", f"{report.n_invalid:,}",
+                help="Native responses stored with valid = false, never repaired: the audits count them as "
+                     "unavailable.")
+    m[3].metric("Rejected", f"{len(report.rejects):,}", help="Lines quarantined, not stored: see their problems below.")
+    problems_section(report, problems)
 
     done = st.session_state.get("ingest_message")
     if done:
@@ -149,7 +235,7 @@ def ontology_tree(onto: Ontology, key: str) -> None:
         st.info(md_text(note))
 
 
-def ontology_section(path: str, dataset: str | None) -> None:
+def ontology_section(path: str, dataset: str | None, simulated: bool) -> None:
     """Which ontology (decision task) the dataset uses, and loading a new one: upload, read every
     problem before anything is written, then attach it to a dataset."""
     st.subheader("Decision task (ontology)")
@@ -164,9 +250,11 @@ def ontology_section(path: str, dataset: str | None) -> None:
         ontology_tree(onto, "ontology_current")
     st.markdown("**Load an ontology** (your own classes and protected mechanisms; the same format as "
                 "the TUPLE ontology, see README, *Your own decision task*)")
-    target = st.text_input("For dataset", value=dataset or "my-audit", max_chars=80, key="ontology_dataset",
+    target = st.text_input("For dataset", value=proposed_dataset(path, dataset, simulated), max_chars=80,
+                           key="ontology_dataset",
                            help="The dataset that will use this ontology (created if new). Its ontology can be "
-                                "replaced only while it has no worlds.").strip()
+                                "replaced only while it has no worlds. When the current dataset is simulated, a "
+                                "dataset of your own is proposed.").strip()
     upload = st.file_uploader(f"Ontology file (JSON; at most {MAX_ONTOLOGY_MB} MB)", type=["json"],
                               max_upload_size=MAX_ONTOLOGY_MB, key="ontology_upload")
     if upload is None:
@@ -219,24 +307,77 @@ def ontology_section(path: str, dataset: str | None) -> None:
         st.rerun()
 
 
+def quarantine_finding(path: str, dataset: str) -> None:
+    """One sentence on the dataset's quarantine: its rejected lines by kind and its invalid responses."""
+    rejected = da.query(path, "quarantine_summary", (dataset,)).groupby("kind")["rejected_lines"].sum()
+    invalid = da.query(path, "invalid_summary", (dataset,))
+    n_rej, n_inv = int(rejected.sum()), int(invalid["responses"].sum())
+    if n_rej:
+        by = ", ".join(f"{n:,} {KIND_NAMES.get(k, k)}" for k, n in rejected.items())
+        text = (f"{n_rej:,} line{'' if n_rej == 1 else 's'} of this dataset {'was' if n_rej == 1 else 'were'} "
+                f"rejected when ingested ({by}): kept here with the raw text, in no audit.")
+    else:
+        text = "No line of this dataset was rejected when ingested."
+    if n_inv:
+        models = invalid["model"].nunique()
+        text += (f" {n_inv:,} native response{'' if n_inv == 1 else 's'} of {models} model{'' if models == 1 else 's'} "
+                 f"{'is' if n_inv == 1 else 'are'} stored with valid = false: the audits count "
+                 f"{'it' if n_inv == 1 else 'them'} as unavailable.")
+    else:
+        text += " No native response is stored as invalid."
+    finding(text)
+
+
+def _response_text(choice: object, probabilities: object, confidence: object) -> str:
+    """A stored native response as plain text: ``choice STORAGE; STORAGE 0.9963 · NETWORK 0.1041;
+    confidence 0.797`` (the probabilities map is stored as JSON text)."""
+    parts = [f"choice {choice}" if isinstance(choice, str) else "no choice"]
+    if isinstance(probabilities, str):
+        try:
+            scores = json.loads(probabilities)
+        except ValueError:
+            scores = probabilities
+        parts.append(" · ".join(f"{k} {v}" for k, v in scores.items()) if isinstance(scores, dict) else str(scores))
+    if confidence is not None and not pd.isna(confidence):
+        parts.append(f"confidence {confidence:g}")
+    return "; ".join(parts)
+
+
 def quarantine_section(path: str, dataset: str) -> None:
     """The dataset's rejected lines (with their raw text) and its invalid native responses."""
     st.subheader("Quarantine")
-    kind = st.selectbox("Kind", ["all"] + list(KINDS), key="quarantine_kind")
+    quarantine_finding(path, dataset)
+    kind = st.selectbox("Kind", ["all"] + list(KINDS), format_func=lambda k: KIND_NAMES.get(k, k),
+                        key="quarantine_kind", help="Which kind of file's rejected lines to list.")
     k = None if kind == "all" else kind
     rejects = da.query(path, "rejects", (dataset, k, k, 2000))
     if rejects.empty:
-        st.success("No rejected lines in this dataset.")
+        st.success("No rejected lines in this dataset." if k is None else f"No rejected {KIND_NAMES[k]} lines.")
     else:
-        table(rejects, "rejected_lines", f"{len(rejects):,} rejected lines (at most 2,000 shown), with the "
-                                          "raw text as received.")
+        shown = pd.DataFrame({"file": rejects["file_name"], "line": rejects["line_no"],
+                              "field": rejects["field"].fillna(""), "problem": rejects["reason"],
+                              "raw text as received": rejects["raw_text"].fillna("")})
+        table(shown, "rejected_lines", f"{len(rejects):,} rejected lines (at most 2,000 shown): the file, the line, "
+                                       "the field at fault (blank: the whole line), the problem and the raw text "
+                                       "as received (in full in the CSV and below).",
+              column_config=widths(file=120, line=55, field=90, problem=215, raw_text_as_received=75))
+        raw_line_viewer({f"{f}, line {n:,}": t for f, n, t in zip(shown["file"], shown["line"],
+                                                                  shown["raw text as received"])},
+                        "quarantine_raw_line")
     invalid = da.query(path, "invalid_responses", (dataset, 2000))
     st.markdown("**Invalid native responses** (stored with valid = false, never repaired; they enter the "
                 "audits as unavailable)")
     if invalid.empty:
         st.success("No invalid responses.")
-    else:
-        table(invalid, "invalid_responses", f"{len(invalid):,} invalid responses.")
+        return
+    shown = pd.DataFrame({"model": invalid["model"], "world_id": invalid["world_id"], "line": invalid["line_no"],
+                          "reason": invalid["invalid_reason"].fillna(""),
+                          "response as stored": [_response_text(c, p, f) for c, p, f in
+                                                 zip(invalid["choice"], invalid["probabilities"],
+                                                     invalid["confidence"])]})
+    table(shown, "invalid_responses", f"{len(invalid):,} invalid responses (at most 2,000 shown), with the reason "
+                                      "and the response as stored.",
+          column_config=widths(model=90, world=65, line=55, reason=225, response_as_stored=120))
 
 
 def render() -> None:
@@ -246,9 +387,9 @@ def render() -> None:
     simulated_banner(simulated, path, dataset)
     st.caption("Files are validated against the warehouse before anything is written. Each file is "
                "ingested in one transaction; the same file twice changes nothing.")
-    upload_section(path, dataset)
+    upload_section(path, dataset, simulated)
     st.divider()
-    ontology_section(path, dataset)
+    ontology_section(path, dataset, simulated)
     if dataset is not None:
         st.divider()
         quarantine_section(path, dataset)

@@ -197,8 +197,9 @@ def readable(df: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, Column]]:
         spec = COLUMNS.get(col, Column(str(col), _kind_of(df[col])))
         renames[col] = spec.label
         specs[spec.label] = spec
-        if spec.kind in ("text",) and out[col].dtype == object:
-            out[col] = ["" if v is None or (isinstance(v, float) and math.isnan(v)) else v for v in out[col]]
+        if spec.kind == "text" and not pd.api.types.is_numeric_dtype(out[col]):     # object or str dtype
+            out[col] = ["" if v is None or (isinstance(v, float) and math.isnan(v)) or v is pd.NA else v
+                        for v in out[col]]
     return out.rename(columns=renames), specs
 
 

@@ -86,7 +86,7 @@ def test_data_page_quarantine(app):
     assert at.title[0].value == "Data"
     tables = frames(at)
     rejects = next(f for f in tables if "raw text as received" in f.columns)
-    assert len(rejects) == 7 and set(rejects["kind"]) == {"native responses", "refusal responses"}
+    assert len(rejects) == 7 and set(rejects["file"]) == {"native_responses.jsonl", "refusal_responses.jsonl"}
     assert "line is not valid UTF-8 (byte 72)" in rejects["problem"].tolist()
     assert "None" not in rejects["field"].astype(str).tolist() and "" in rejects["field"].tolist()
     invalid = next(f for f in tables if "response as stored" in f.columns)

@@ -1,0 +1,30 @@
+"""The shared vocabulary: display names, column labels and interval cells."""
+import pandas as pd
+
+from qlb.present.names import COLUMNS, cost_interval, pct_interval, points_interval, readable
+
+
+def test_readable_names_values_and_labels_columns():
+    df = pd.DataFrame({"model": pd.array(["sim-a", None], dtype="str"), "view": ["full_native", "choice_confidence"],
+                       "profile": ["review_half", "authored"], "withhold_rate": [0.5, 0.25], "n": [10, 4],
+                       "my label": ["x", None]})
+    shown, specs = readable(df)
+    assert list(shown.columns) == ["model", "release view", "cost profile", "withheld (share)", "cases", "my label"]
+    assert shown["release view"].tolist() == ["full native", "choice + confidence"]
+    assert shown["cost profile"].tolist() == ["review at half cost", "authored costs"]
+    assert shown["model"].tolist() == ["sim-a", ""] and shown["my label"].tolist() == ["x", ""]   # never "None"
+    assert specs["withheld (share)"].kind == "share" and specs["cases"].kind == "count"
+    assert specs["my label"].kind == "text" and df["view"].iloc[0] == "full_native"               # input unchanged
+
+
+def test_interval_cells():
+    assert pct_interval(0.634, 0.6091, 0.6578) == "63.4% [60.9, 65.8]"
+    assert pct_interval(0.5) == "50.0%" and pct_interval(None) == "N/A"
+    assert points_interval(0.059, 0.026, 0.094) == "+5.9 [+2.6, +9.4]"
+    assert points_interval(-0.128, -0.181, -0.08) == "-12.8 [-18.1, -8.0]"
+    assert cost_interval(1.6161, 1.2706, 2.0009) == "1.616 [1.271, 2.001]"
+    assert cost_interval(0.07, -0.031, 0.17, signed=True) == "+0.070 [-0.031, +0.170]"
+
+
+def test_every_column_has_a_known_kind():
+    assert {c.kind for c in COLUMNS.values()} <= {"text", "rate", "share", "count", "points", "cost", "number", "flag"}
