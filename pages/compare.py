@@ -284,13 +284,17 @@ def shown(pairs: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     return out
 
 
+def view_picker(pairs: pd.DataFrame, key: str, helptext: str) -> str:
+    """A picker of the release views both runs hold (full native first when there)."""
+    views = [v for v in VIEWS if v in set(pairs["view"])]
+    return st.selectbox("Release view", views, index=views.index("full_native") if "full_native" in views else 0,
+                        format_func=lambda v: name("view", v), key=key, help=helptext)
+
+
 def recovery_section(pairs: pd.DataFrame) -> None:
     """Pooled secret recovery of each model under one chosen release view, in both runs."""
     st.subheader("Secret recovery")
-    views = [v for v in VIEWS if v in set(pairs["view"])]
-    view = st.selectbox("Release view", views, index=views.index("full_native") if "full_native" in views else 0,
-                        format_func=lambda v: name("view", v), key="compare_view",
-                        help="Which fields of each response are released to the attacker.")
+    view = view_picker(pairs, "compare_view", "Which fields of each response are released to the attacker.")
     rows = pairs[pairs["view"] == view]
     table(shown(rows, ["model"]), "compare_recovery",
           f"Pooled test secret recovery under the {name('view', view)} view (50% is guessing); B − A in "
@@ -300,10 +304,7 @@ def recovery_section(pairs: pd.DataFrame) -> None:
 def cost_section(pairs: pd.DataFrame) -> None:
     """Pooled mean cost per case of the selected recipient policy, authored costs, one release view."""
     st.subheader("Downstream cost (authored costs)")
-    views = [v for v in VIEWS if v in set(pairs["view"])]
-    view = st.selectbox("Release view", views, index=views.index("full_native") if "full_native" in views else 0,
-                        format_func=lambda v: name("view", v), key="compare_cost_view",
-                        help="The fields released to the recipient's policy.")
+    view = view_picker(pairs, "compare_cost_view", "The fields released to the recipient's policy.")
     rows = pairs[pairs["view"] == view]
     out = rows[["model", "task"]].copy()
     for s, run in (("a", "A"), ("b", "B")):
