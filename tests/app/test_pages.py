@@ -649,7 +649,7 @@ def test_collection_page_shows_runs_outcomes_reasons_and_calls(collected_warehou
         assert not any("<script>" in v for v in rendered)
 
         history = next(f for f in frames(at) if "replaced_by" in f.columns)
-        assert sorted(history["world_id"]) == ["w2", "w3"] and set(history["replaced_by"]) == {second}
+        assert sorted(history["world"]) == ["w2", "w3"] and set(history["replaced_by"]) == {second}
         assert HOSTILE in history["choice"].tolist()
     finally:
         from dashboard.data_access import release_readers
