@@ -16,13 +16,14 @@ from qlb.records.ontology import SPLITS
 
 # the Models table: the counts first (narrow, all visible), the long description last; the names
 # the outcome chart uses
-MODEL_COLUMNS = {"model": "model", "native_responses": "native responses", "native_ok": "valid ok",
+# the Models tables: native responses (what the audits decode and price), then refusal probes
+MODEL_COLUMNS = {"model": "model", "native_responses": "responses", "native_ok": "valid",
                  "native_unavailable": "unavailable", "native_invalid": "invalid (kept)",
-                 "choice_not_argmax": "choice not argmax", "refusal_responses": "refusal responses",
-                 "refusal_unavailable": "refusal unavailable"}
+                 "choice_not_argmax": "choice not top"}
+REFUSAL_COLUMNS = {"model": "model", "refusal_responses": "responses", "refusal_unavailable": "unavailable"}
 
 # Okabe-Ito colours (colour-blind safe)
-OUTCOME_COLOURS = {"unavailable": "#999999", "invalid (kept)": "#D55E00", "choice not argmax": "#56B4E9"}
+OUTCOME_COLOURS = {"unavailable": "#999999", "invalid (kept)": "#D55E00", "choice not top": "#56B4E9"}
 
 
 def response_outcome_figure(models: pd.DataFrame) -> tuple[go.Figure, pd.DataFrame]:
@@ -33,7 +34,7 @@ def response_outcome_figure(models: pd.DataFrame) -> tuple[go.Figure, pd.DataFra
         "valid ok": models["native_ok"],
         "unavailable": models["native_unavailable"],
         "invalid (kept)": models["native_invalid"],
-        "choice not argmax": models["choice_not_argmax"],
+        "choice not top": models["choice_not_argmax"],
     })
     fig = go.Figure()
     for outcome, colour in OUTCOME_COLOURS.items():
@@ -154,8 +155,10 @@ def render() -> None:
                       f"the unique argmax; all splits of dataset {md_text(dataset)} (ingested data, no audit run). "
                       "Invalid responses are kept with valid = false and enter the audits as unavailable.")
             table(models[list(MODEL_COLUMNS)].rename(columns=MODEL_COLUMNS), "models",
-                  "Per model: native and refusal responses, valid answers, unavailable, invalid (kept, never "
-                  "repaired), and choices that are not the unique argmax of the released probabilities.")
+                  "Native responses per model: valid answers, unavailable, invalid (kept as delivered, never "
+                  "repaired), and choices that are not the unique top score of the released probabilities.")
+            table(models[list(REFUSAL_COLUMNS)].rename(columns=REFUSAL_COLUMNS), "models_refusal",
+                  "Refusal-probe responses per model (the refusal audit's input) and how many were unavailable.")
             model_descriptions(models)
     elif section == sections[1]:
         corpus = da.query(path, "corpus_summary", (dataset,))

@@ -68,9 +68,11 @@ def test_overview_shows_the_demo(app):
     assert "SIMULATED" in texts(at)
     assert at.sidebar.selectbox[0].value == "simulated-reference"
     tables = frames(at)
-    models = next(f for f in tables if "model" in f.columns and "native responses" in f.columns)
-    assert len(models) == 9 and models["native responses"].sum() == 12960
+    models = next(f for f in tables if "model" in f.columns and "invalid (kept)" in f.columns)
+    assert len(models) == 9 and models["responses"].sum() == 12960
     assert models["invalid (kept)"].sum() > 0 and "description" not in models.columns
+    refusal = next(f for f in tables if list(f.columns) == ["model", "responses", "unavailable"])
+    assert refusal["responses"].sum() == 12960
     described = next(e for e in at.expander if e.label.startswith("What each of the 9 models is"))
     assert described.markdown[0].value.count("- **sim") == 9
     assert any(c.label == "Details" for c in at.get("page_link"))
