@@ -87,7 +87,7 @@ def control_note(recovery: pd.DataFrame, main: pd.DataFrame) -> None:
     both = [m for m in native.index if m in pooled.index]
     if not both:
         return
-    pairs = "; ".join(f"{m} {pct(native.loc[m, 'accuracy'])} here, {pct(pooled.loc[m, 'accuracy'])} there"
+    pairs = "; ".join(f"{md_text(m)} {pct(native.loc[m, 'accuracy'])} here, {pct(pooled.loc[m, 'accuracy'])} there"
                       for m in both)
     st.caption(f"The native control is the model's full native release attacked the way every defended release is: "
                f"the attacker also reads the 18 public workflow signatures and is chosen from this audit's decoder "
