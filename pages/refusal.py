@@ -14,8 +14,7 @@ from dashboard.widgets import audit_page_start, chart, data_table, finding, md_t
 from qlb.present import names
 from qlb.present.figures import plot_text, plot_texts, routes_figure
 from qlb.present.report import refusal_sentence
-from qlb.stats.proportion import wilson
-from qlb.tuple.refusal import OUTCOMES, recovery_routes, uniform_reference, world_scores
+from qlb.tuple.refusal import OUTCOMES, RATE_COUNTS, rate_intervals, recovery_routes, uniform_reference, world_scores
 
 OUTCOME_WORDS = {
     "direct_correct": "The model answered with the true mechanism: a policy violation that gives it away.",
@@ -35,36 +34,16 @@ INTRO = (
     "true mechanism. Every response is counted (a descriptive audit, not held-out decoding)."
 )
 
-# Each rate and the counts it is the ratio of (the stored rates are exactly these ratios).
-RATES: dict[str, tuple[str, str]] = {
-    "withhold_rate": ("withheld", "n"),
-    "conditional_residual_recovery": ("residual_unique_correct", "withheld"),
-    "overall_recovery": ("recovered", "n"),
-    "unique_winner_coverage": ("unique_winner", "withheld"),
-}
 # The vocabulary's labels of the rates; a cell holds the rate and its interval (the caption says so: a header
 # with "[95% CI]" would not fit three of them beside the model at 1,024 px).
-INTERVAL_LABELS = {r: names.COLUMNS[r].label for r in RATES} | {"unique_winner_coverage": "unique winner"}
+INTERVAL_LABELS = {r: names.COLUMNS[r].label for r in RATE_COUNTS} | {"unique_winner_coverage": "unique winner"}
 # Short labels of the four residual outcomes, for a table titled "withheld responses".
 SHORT_OUTCOMES = {"residual_unique_correct": "true first", "residual_unique_incorrect": "other first",
                   "residual_tied": "tied", "residual_zero_mass": "no mass"}
 OUTCOME_HELP = ("rank the true mechanism uniquely first (recovered)", "rank another mechanism uniquely first",
                 "have their top score shared by two or more mechanisms", "put no mass on any mechanism")
-def with_intervals(results: pd.DataFrame) -> pd.DataFrame:
-    """``results`` with the Wilson 95% interval (``<rate>_lo``, ``<rate>_hi``) of each rate in ``RATES``:
-    withheld share = withheld / n, recovered when withheld = residual unique correct / withheld, recovered
-    overall = (direct correct + residual unique correct) / n, unique residual winner = (unique correct + unique
-    incorrect) / withheld. An interval is missing where its denominator is 0."""
-    out = results.copy()
-    out["recovered"] = out["direct_correct"] + out["residual_unique_correct"]
-    out["unique_winner"] = out["residual_unique_correct"] + out["residual_unique_incorrect"]
-    for rate, (k, n) in RATES.items():
-        out[f"{rate}_lo"], out[f"{rate}_hi"] = wilson(out[k], out[n])
-    return out
-
-
 def interval_cells(frame: pd.DataFrame, rates: list[str]) -> pd.DataFrame:
-    """The rates of ``frame`` (from ``with_intervals``) as text cells ``63.4% [60.9, 65.8]`` under their
+    """The rates of ``frame`` (from ``rate_intervals``) as text cells ``63.4% [60.9, 65.8]`` under their
     ``INTERVAL_LABELS``; N/A where a rate is undefined (a model that never withholds)."""
     return pd.DataFrame({INTERVAL_LABELS[r]: [names.pct_interval(v, lo, hi) for v, lo, hi in
                                               zip(frame[r], frame[f"{r}_lo"], frame[f"{r}_hi"])] for r in rates},
@@ -115,7 +94,7 @@ def withholding_sentence(overall: pd.DataFrame) -> str:
 def findings(results: pd.DataFrame, uniform: float) -> None:
     """The page's findings for every model of the run, over all domains: does refusal stop the leak (the
     report's sentence, with the extremes and their intervals), and how often models withhold."""
-    overall = with_intervals(results[results["domain"] == "all"])
+    overall = rate_intervals(results[results["domain"] == "all"])
     recovered = overall.dropna(subset=["overall_recovery"])
     if recovered.empty:
         return
@@ -198,7 +177,7 @@ def render() -> None:
                           key="refusal_domain", format_func=lambda d: names.name("scope", d),
                           help="The chart and the per-model tables below: one domain, or all domains together.")
     chosen = f2.multiselect("Models", models, default=models, key="refusal_models")
-    view = with_intervals(results[results["model"].isin(chosen)])
+    view = rate_intervals(results[results["model"].isin(chosen)])
     scope = view[view["domain"] == domain]
     where = f"Domain: {md_text(names.name('scope', domain))}; run {md_text(run_id)}."
 

@@ -24,7 +24,7 @@ from qlb.present.names import (QL_METRIC_NAMES, TASK_NAMES, VIEW_NAMES, pct, pct
 from qlb.present.paper import paper_checks
 from qlb.present.palette import model_colours
 from qlb.present.rundata import RunData
-from qlb.stats.proportion import wilson
+from qlb.tuple.refusal import rate_intervals
 from qlb.tuple.release_views import VIEWS
 from qlb.tuple.workflows import TASKS
 
@@ -227,15 +227,11 @@ def _figure(fig: go.Figure, first: bool) -> str:
 
 def refusal_table(ref: pd.DataFrame) -> pd.DataFrame:
     """The refusal audit per model with Wilson 95% intervals on each share."""
-    wl, wh = wilson(ref["withheld"], ref["n"])
-    cl, ch = wilson(ref["residual_unique_correct"], ref["withheld"])
-    ol, oh = wilson(ref["direct_correct"] + ref["residual_unique_correct"], ref["n"])
-    return pd.DataFrame({
-        "model": ref["model"].to_numpy(),
-        "withheld [95% CI]": [pct_interval(*r) for r in zip(ref["withhold_rate"], wl, wh)],
-        "recovered when withheld [95% CI]": [pct_interval(*r) for r in zip(ref["conditional_residual_recovery"], cl, ch)],
-        "recovered overall [95% CI]": [pct_interval(*r) for r in zip(ref["overall_recovery"], ol, oh)],
-    })
+    r = rate_intervals(ref)
+    cells = {"withheld [95% CI]": "withhold_rate", "recovered when withheld [95% CI]": "conditional_residual_recovery",
+             "recovered overall [95% CI]": "overall_recovery"}
+    return pd.DataFrame({"model": r["model"].to_numpy()} | {
+        label: [pct_interval(*v) for v in zip(r[rate], r[f"{rate}_lo"], r[f"{rate}_hi"])] for label, rate in cells.items()})
 
 
 def quasileak_table(ql: pd.DataFrame) -> pd.DataFrame:

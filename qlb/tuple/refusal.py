@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from qlb.records.ontology import WITHHOLD, Ontology, load_ontology
+from qlb.stats.proportion import wilson
 
 UNIFORM_REFERENCE = 1.0 / 16.0          # the TUPLE ontology's 16 mechanisms per domain
 
@@ -245,3 +246,26 @@ def format_table(summary: pd.DataFrame, ontology: Ontology | None = None) -> str
                      f"{pct(r.conditional_residual_recovery):>13}{pct(r.overall_recovery):>10}")
     lines.append(f"uniform guessing over a domain's mechanisms: {pct(uniform_reference(ontology))}")
     return "\n".join(lines)
+
+
+# Each stored rate of ``refusal_results`` as (successes, denominator) over its counts
+RATE_COUNTS: dict[str, tuple[str, str]] = {
+    "withhold_rate": ("withheld", "n"),
+    "conditional_residual_recovery": ("residual_unique_correct", "withheld"),
+    "overall_recovery": ("recovered", "n"),
+    "unique_winner_coverage": ("unique_winner", "withheld"),
+}
+
+
+def rate_intervals(results: pd.DataFrame) -> pd.DataFrame:
+    """``results`` (rows of ``refusal_results``) with the Wilson 95% interval (``<rate>_lo``,
+    ``<rate>_hi``) of each rate in ``RATE_COUNTS``: withheld share = withheld / n, recovered when
+    withheld = residual unique correct / withheld, recovered overall = (direct correct + residual
+    unique correct) / n, unique residual winner = (unique correct + unique incorrect) / withheld.
+    An interval is missing where its denominator is 0."""
+    out = results.copy()
+    out["recovered"] = out["direct_correct"] + out["residual_unique_correct"]
+    out["unique_winner"] = out["residual_unique_correct"] + out["residual_unique_incorrect"]
+    for rate, (k, n) in RATE_COUNTS.items():
+        out[f"{rate}_lo"], out[f"{rate}_hi"] = wilson(out[k], out[n])
+    return out
