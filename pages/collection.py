@@ -59,19 +59,22 @@ def _ms(v) -> str:
 
 
 def runs_table(runs: pd.DataFrame) -> pd.DataFrame:
-    """The runs as shown: provenance, counts, why a run stopped, readable settings."""
-    out = runs[["model", "probe", "transport", "endpoint"]].copy()
+    """The runs as shown: who and when, the counts, whether it stopped early (transport, endpoint
+    and settings are in ``provenance_table``)."""
+    out = runs[["model", "probe"]].copy()
     out["started (UTC)"] = [_when(t) for t in runs["started_at"]]
     for c in ("stored", "valid", "invalid", "unavailable"):
         out[c] = runs[c].astype(int)
     out["skipped"] = runs["skipped_existing"].astype(int)
-    out["stopped"] = runs["stopped"].fillna("")
+    out["stopped early"] = ["yes" if isinstance(s, str) and s else "" for s in runs["stopped"]]
     return out
 
 
 def provenance_table(runs: pd.DataFrame) -> pd.DataFrame:
-    """Each run's full provenance: id, endpoint model, instruction version, times, readable settings."""
-    out = runs[["collection_id", "model", "probe", "endpoint_model", "instruction_version"]].copy()
+    """Each run's full provenance: id, transport and endpoint, endpoint model, instruction version,
+    times, readable settings."""
+    out = runs[["collection_id", "model", "probe", "transport", "endpoint", "endpoint_model",
+                "instruction_version"]].copy()
     out["endpoint_model"] = out["endpoint_model"].fillna("")
     out["started (UTC)"] = [_when(t) for t in runs["started_at"]]
     out["finished (UTC)"] = [_when(t) for t in runs["finished_at"]]
@@ -111,13 +114,13 @@ def empty_state(path: str, dataset: str, simulated: bool) -> None:
                            "--endpoint-model", "llama3"]),
         "# a Python function called with each request body",
         shlex.join(base + ["--transport", "python", "--target", "my_module:answer"]),
-    ]), language="bash")
+    ]), language="bash", wrap_lines=True)
     st.markdown("**Then the refusal probe, and the audits over the collected answers:**")
     st.code("\n".join([
         shlex.join(["qlb", "collect", "refusal", "--dataset", dataset, "--model", "my-model"] + where
                    + ["--transport", "typed", "--base-url", "http://127.0.0.1:8000"]),
         shlex.join(["qlb", "audit", "--dataset", dataset] + where),
-    ]), language="bash")
+    ]), language="bash", wrap_lines=True)
     st.caption(f"Add `--show-request` to print the first request body without asking anything, and `--limit 5` "
                f"to try five worlds first. An API key is read from the environment variable named by "
                f"`--api-key-env` and never stored. Rerunning a command resumes: a world with a stored answer is "
@@ -191,14 +194,15 @@ def inspector(path: str, dataset: str, run: pd.Series) -> None:
     if attempts.empty:
         st.info("No calls archived for this world in this run.")
         return
-    calls = attempts[["attempt", "http_status", "latency_ms", "outcome", "reason", "request_sha256"]].copy()
+    calls = attempts[["attempt", "http_status", "latency_ms", "outcome", "reason"]].copy()
     calls["http_status"] = [("" if pd.isna(s) else str(int(s))) for s in attempts["http_status"]]
     calls["latency_ms"] = attempts["latency_ms"].round(2)
     calls["reason"] = attempts["reason"].fillna("")
     calls["called (UTC)"] = [_when(t) for t in attempts["called_at"]]
+    calls["request sha256"] = [f"{h[:12]}…" if isinstance(h, str) else "" for h in attempts["request_sha256"]]
     table(calls, f"collection_calls_{cid}",
           "Every attempt for this world; the last one decided the stored answer. http_status is empty for the "
-          "python transport.")
+          "python transport. The request's sha256 is shortened here; the check below compares it in full.")
 
     left, right = st.columns(2)
     with left:
@@ -274,8 +278,8 @@ def render() -> None:
     st.subheader("Collection runs")
     table(runs_table(runs), "collections",
           "Newest first. stored = valid + invalid + unavailable; skipped: worlds that already had a stored "
-          "answer and were not asked again.")
-    with st.expander("Provenance of every run (ids, endpoint model, instruction version, settings)"):
+          "answer and were not asked again. Why a run stopped early is shown when you select it below.")
+    with st.expander("Provenance of every run (ids, transport and endpoint, instruction version, settings)"):
         table(provenance_table(runs), "collection_provenance",
               "asked: worlds asked this run. settings never hold an API key, only its environment variable's "
               "name (api_key_env).")

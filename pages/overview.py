@@ -2,6 +2,8 @@
 ingests and the quarantine."""
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
@@ -60,7 +62,7 @@ def headline_findings(path: str, dataset: str) -> None:
         st.info("No audit run of this dataset yet: run `qlb audit` (or wait for the background audit above).")
         return
     for topic, sentence in headline(d):
-        left, right = st.columns([6, 1], vertical_alignment="center")
+        left, right = st.columns([4, 1], vertical_alignment="center")     # "Details" whole at 1,024 px
         left.markdown(f"- {md_text(sentence)}")
         right.page_link(FINDING_PAGES[topic], label="Details", icon=":material/arrow_forward:")
     key_chart(d)
@@ -79,9 +81,22 @@ def headline_findings(path: str, dataset: str) -> None:
                       "paper_comparison", "The paper's findings (TUPLE.md section 8) against this run.")
 
 
-def model_descriptions(models: pd.DataFrame) -> None:
+SIMULATED_PREFIX = re.compile(r"^\s*SIMULATED\b[^:]*:\s*")
+
+
+def unlabelled(text: object) -> str:
+    """A simulated item's stored description without its leading "SIMULATED ...:" label, for a
+    page whose banner already says so once (the warehouse keeps the label)."""
+    if not isinstance(text, str):
+        return ""
+    rest = SIMULATED_PREFIX.sub("", text, count=1)
+    return rest[:1].upper() + rest[1:]
+
+
+def model_descriptions(models: pd.DataFrame, simulated: bool) -> None:
     """Each model's description (from its manifest, or the simulator's), one line per model in an
     expander: long sentences read better as a list than as a table column."""
+    models = models.assign(description=models["description"].map(unlabelled)) if simulated else models
     described = models[models["description"].fillna("").astype(str).str.strip() != ""]
     if described.empty:
         return
@@ -116,8 +131,9 @@ def render() -> None:
     ds = da.datasets(path)
     row = ds[ds["dataset_id"] == dataset].iloc[0]
     st.subheader(f"Dataset: {md_text(dataset)}")
-    if isinstance(row["description"], str) and row["description"]:
-        st.caption(md_text(row["description"]))
+    description = unlabelled(row["description"]) if simulated else row["description"]
+    if isinstance(description, str) and description:
+        st.caption(md_text(description))
     headline_findings(path, dataset)
     st.subheader("What the dataset holds")
 
@@ -159,7 +175,7 @@ def render() -> None:
                   "repaired), and choices that are not the unique top score of the released probabilities.")
             table(models[list(REFUSAL_COLUMNS)].rename(columns=REFUSAL_COLUMNS), "models_refusal",
                   "Refusal-probe responses per model (the refusal audit's input) and how many were unavailable.")
-            model_descriptions(models)
+            model_descriptions(models, simulated)
     elif section == sections[1]:
         corpus = da.query(path, "corpus_summary", (dataset,))
         if corpus.empty:

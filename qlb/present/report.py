@@ -170,8 +170,9 @@ def headline(d: RunData) -> list[tuple[str, str]]:
         if not allm.empty:
             best = allm.sort_values("value", ascending=False).iloc[0]
             out.append(("quasileak", f"Among {allm['detector'].nunique()} privacy detectors on the QuasiLeak "
-                                     f"corpus, the best complete-group F1 is {best['value']:.3f} "
-                                     f"({best['detector']})."))
+                                     f"corpus, the best complete-group F1 is "
+                                     f"{pct_interval(best['value'], best['ci_low'], best['ci_high'])} "
+                                     f"({best['detector']}; 95% interval in brackets)."))
     return out
 
 
