@@ -57,10 +57,25 @@ def render() -> None:
     findings(main, wcpq, models, len(set(everyone)))
     control_note(da.query(path, "recovery_results", (run_id,)), main)
 
-    recovery_section(path, dataset, run_id, res, main, model_colours(everyone))
+    shown = table_models(models)
+    recovery_section(path, dataset, run_id, res, main, model_colours(everyone), shown)
     verification_section(wcpq, run_id)
-    cost_section(costs, run_id)
+    cost_section(costs[costs["model"].isin(shown)], run_id)
     inspector(path, dataset, run_id, models)
+
+
+TABLE_MODELS = 4      # more defended models than this: the per-model tables show a chosen few (<= 30 rows each)
+
+
+def table_models(models: list[str]) -> list[str]:
+    """The models the per-model tables show: all of them for a few, else the ones chosen in a picker
+    (the first ``TABLE_MODELS`` by default); the chart and the WCPQ verification always show every model."""
+    if len(models) <= TABLE_MODELS:
+        return models
+    return st.multiselect(
+        "Models in the tables", models, default=models[:TABLE_MODELS], key="defense_models",
+        help=f"The recovery and cost tables list one row per model and defense; with {len(models)} defended models "
+             "they show the models chosen here. The chart and the WCPQ verification show every model.") or models
 
 
 def findings(main: pd.DataFrame, wcpq: pd.DataFrame, models: list[str], n_models: int) -> None:
@@ -127,8 +142,16 @@ def join(items: list[str], word: str = "and") -> str:
 def wcpq_sentence(w: pd.DataFrame) -> str:
     """WCPQ's change in recovery per model (points, interval), its coverage range and whether the recipient's plans and
     costs are unchanged."""
-    changes = ", ".join(f"{points_interval(r.diff_vs_native, r.diff_ci_low, r.diff_ci_high)} points for {r.model}"
-                        for r in w.itertuples(index=False))
+    if len(w) <= TABLE_MODELS:
+        changes = ", ".join(f"{points_interval(r.diff_vs_native, r.diff_ci_low, r.diff_ci_high)} points for {r.model}"
+                            for r in w.itertuples(index=False))
+    else:      # many models: the range, and for how many the paired interval is below zero (each one is in Table 3)
+        low = w.loc[w["diff_vs_native"].idxmin()]
+        high = w.loc[w["diff_vs_native"].idxmax()]
+        changes = (f"{points_interval(low.diff_vs_native, low.diff_ci_low, low.diff_ci_high)} points ({low.model}) to "
+                   f"{points_interval(high.diff_vs_native, high.diff_ci_low, high.diff_ci_high)} points ({high.model}), "
+                   f"lower for {int((w['diff_ci_high'] < 0).sum())} of {len(w)} models (paired 95% interval below "
+                   f"zero)")
     cover = (pct(w["coverage"].min()) if w["coverage"].min() == w["coverage"].max()
              else f"{pct(w['coverage'].min())} to {pct(w['coverage'].max())}")
     agree, compared = int(w["plan_agreement"].sum()), int(w["plan_comparisons"].sum())
@@ -149,16 +172,17 @@ def verified(w: pd.DataFrame) -> bool:
 
 
 def recovery_section(path: str, dataset: str, run_id: str, res: pd.DataFrame, main: pd.DataFrame,
-                     colours: dict[str, str]) -> None:
-    """Figure 10 and Table 3: recovery per model and defense, the paired difference against the native control, and
-    the noise seeds one by one."""
+                     colours: dict[str, str], shown: list[str]) -> None:
+    """Figure 10 (every model) and Table 3 (the ``shown`` models): recovery per model and defense, the paired
+    difference against the native control, and the noise seeds one by one."""
     families = da.run_parameters(path, dataset, run_id).get("defense_families")
     st.subheader("Recovery per defense")
     chart(defense_figure(main, colours), main, "defense_recovery",
           f"Paper Figure 10: defense-aware secret recovery on the test worlds per model and defense, 95% "
           f"pair-clustered intervals; dashed line: 50% (guessing). The defenses are categories, not a scale. Decoder "
           f"families: {md_text(', '.join(families)) if families else 'all'}. Run {md_text(run_id)}.")
-    t3 = main.assign(order=main["defense"].map(ORDER.index)).sort_values(["model", "order"])
+    t3 = main[main["model"].isin(shown)]
+    t3 = t3.assign(order=t3["defense"].map(ORDER.index)).sort_values(["model", "order"])
     out = pd.DataFrame({
         "model": t3["model"].to_numpy(), "defense": t3["defense"].to_numpy(),
         "secret recovery [95% CI]": [pct_interval(a, lo, hi) for a, lo, hi in
@@ -174,7 +198,7 @@ def recovery_section(path: str, dataset: str, run_id: str, res: pd.DataFrame, ma
           f"test worlds and resamples (negative: the defense lowers recovery)"
           + (f", {int(sizes[0]):,} test worlds each" if len(sizes) == 1 else "") + f". Run {md_text(run_id)}.",
           column_config={"vs native [95% CI]": st.column_config.TextColumn("vs native [95% CI]", help=tip)})
-    seeds = res[res["defense"].str.startswith("noise seed")]
+    seeds = res[res["defense"].str.startswith("noise seed") & res["model"].isin(shown)]
     if not seeds.empty:
         with st.expander("Noise, seed by seed"):
             s = pd.DataFrame({

@@ -210,12 +210,17 @@ def actions_browser(path: str, run_id: str, models: list[str], task: str, profil
     """What the frozen policy of one task and profile did on each test world of a chosen model and view, and the
     policies selected for that model."""
     st.subheader("Per-world actions")
-    c1, c2 = st.columns(2)
+    c1, c2, c3 = st.columns(3)
     model = c1.selectbox("Model", models, key="model", bind="query-params")
     view = c2.selectbox("View", list(VIEWS), index=list(VIEWS).index("full_native"), key="actions_view",
                         format_func=lambda v: name("view", v),
                         help="\n".join(f"- **{name('view', v)}**: {VIEW_HELP.get(v, '')}" for v in VIEWS))
     acts = da.query(path, "policy_actions_for", (run_id, model, view, task, profile, 2000))
+    domains = sorted(acts["domain"].unique())
+    if domains:
+        domain = c3.selectbox("Domain", domains, key="actions_domain",
+                              help="The test worlds of one domain (each domain has its own selected policy).")
+        acts = acts[acts["domain"] == domain]
     clarifying = task == "clarification"
     shown = pd.DataFrame({"world_id": acts["world_id"], "available": acts["available"],
                           "what happened" if clarifying else "plan": transcript(acts) if clarifying else acts["plan"],

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import base64
+from contextlib import contextmanager
 import json
 import re
 
@@ -10,6 +11,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from dashboard.data_access import release_readers
 from tests.conftest import ROOT
 
 APP = str(ROOT / "app.py")
@@ -19,10 +21,24 @@ APP = str(ROOT / "app.py")
 def app(demo_warehouse, monkeypatch):
     monkeypatch.setenv("QLB_WAREHOUSE", str(demo_warehouse))
     monkeypatch.chdir(ROOT)
-    at = AppTest.from_file(APP, default_timeout=60)
-    yield at
-    from dashboard.data_access import release_readers
+    yield AppTest.from_file(APP, default_timeout=60)
     release_readers()   # AppTest shares this process: close the cached read-only handle
+
+
+@contextmanager
+def opened(path, page: str, monkeypatch, timeout: int = 60, query: dict | None = None):
+    """The app on the warehouse at ``path`` (``query``: the URL's query string), switched to ``page``;
+    the cached read-only handle is closed afterwards."""
+    monkeypatch.setenv("QLB_WAREHOUSE", str(path))
+    monkeypatch.chdir(ROOT)
+    at = AppTest.from_file(APP, default_timeout=timeout)
+    at.query_params.update(query or {})
+    at.run()
+    at.switch_page(page).run()
+    try:
+        yield at
+    finally:
+        release_readers()
 
 
 def plotly_traces(chart) -> list[dict]:
@@ -230,11 +246,7 @@ def test_quasileak_page(app):
 
 
 def test_recovery_page(decoded_warehouse, monkeypatch):
-    monkeypatch.setenv("QLB_WAREHOUSE", str(decoded_warehouse))
-    monkeypatch.chdir(ROOT)
-    at = AppTest.from_file(APP, default_timeout=120).run()
-    at.switch_page("pages/recovery.py").run()
-    try:
+    with opened(decoded_warehouse, "pages/recovery.py", monkeypatch, 120) as at:
         assert not at.exception, [e.value for e in at.exception]
         findings = [m.value for m in at.markdown if "qlb-finding" in m.value]
         assert [f.split("</b>")[0].split("<b>")[1] for f in findings] == [
@@ -279,9 +291,6 @@ def test_recovery_page(decoded_warehouse, monkeypatch):
         rc = next(f for f in frames(at) if "result" in f.columns).set_index("result")
         assert "recomputed (refit)" in rc.index and rc.loc["recomputed (refit)", "attacker families"] == \
             "base rate, random forest"
-    finally:
-        from dashboard.data_access import release_readers
-        release_readers()
 
 
 def test_attacker_words_reads_every_stored_candidate_form():
@@ -312,18 +321,13 @@ def test_refusal_recompute_now_stores_a_quick_new_run(demo_warehouse, tmp_path, 
     import duckdb
     wh = tmp_path / "qlb.duckdb"
     shutil.copy(demo_warehouse, wh)           # this test writes a run: keep the shared demo as it is
-    monkeypatch.setenv("QLB_WAREHOUSE", str(wh))
-    monkeypatch.chdir(ROOT)
-    at = AppTest.from_file(APP, default_timeout=60).run()
-    at.switch_page("pages/refusal.py").run()
-    before = at.selectbox(key="refusal_run").options
-    at.button[0].click().run()
-    assert not at.exception, [e.value for e in at.exception]
-    after = at.selectbox(key="refusal_run").options
-    assert len(after) == len(before) + 1
-    assert at.selectbox(key="refusal_run").value == after[0] not in before     # the picker shows the new run
-    from dashboard.data_access import release_readers
-    release_readers()
+    with opened(wh, "pages/refusal.py", monkeypatch) as at:
+        before = at.selectbox(key="refusal_run").options
+        at.button[0].click().run()
+        assert not at.exception, [e.value for e in at.exception]
+        after = at.selectbox(key="refusal_run").options
+        assert len(after) == len(before) + 1
+        assert at.selectbox(key="refusal_run").value == after[0] not in before     # the picker shows the new run
     con = duckdb.connect(str(wh), read_only=True)
     try:   # the page's recompute never starts the minutes-long decoding audit
         params = con.execute("SELECT parameters FROM runs ORDER BY started_at DESC LIMIT 1").fetchone()[0]
@@ -353,8 +357,13 @@ def test_sensitivity_page_and_whatif(app):
     detail = next(f for f in frames(at) if "mean cost per case [95% CI]" in f.columns)
     assert len(detail) == 9 * 2 and "coverage" in detail.columns and "routed error" in detail.columns
     assert "None" not in detail.astype(str).to_numpy()
-    acts = next(f for f in frames(at) if "plan" in f.columns)
-    assert len(acts) == 288 and set(acts["available"]) <= {True, False}
+    acts = next(f for f in frames(at) if "plan" in f.columns)           # one domain's 96 test worlds of 288
+    assert len(acts) == 96 and set(acts["available"]) <= {True, False}
+    assert at.selectbox(key="actions_domain").value == "delivery"
+    at.selectbox(key="actions_domain").set_value("it").run()
+    other = next(f for f in frames(at) if "plan" in f.columns)
+    world = acts.columns[0]                                             # the world column, by its display label
+    assert len(other) == 96 and not set(other[world]) & set(acts[world])
     at.segmented_control(key="task").set_value("clarification").run()
     assert not at.exception
     assert "clarified" in next(f for f in frames(at) if "mean cost per case [95% CI]" in f.columns).columns
@@ -376,11 +385,7 @@ def test_sensitivity_page_and_whatif(app):
 
 
 def test_fronts_page(decoded_warehouse, monkeypatch):
-    monkeypatch.setenv("QLB_WAREHOUSE", str(decoded_warehouse))
-    monkeypatch.chdir(ROOT)
-    at = AppTest.from_file(APP, default_timeout=120).run()
-    at.switch_page("pages/fronts.py").run()
-    try:
+    with opened(decoded_warehouse, "pages/fronts.py", monkeypatch, 120) as at:
         assert not at.exception, [e.value for e in at.exception]
         traces = plotly_traces(at.get("plotly_chart")[0])
         points = [t for t in traces if t.get("mode") == "markers" and "hovertemplate" in t]
@@ -405,37 +410,21 @@ def test_fronts_page(decoded_warehouse, monkeypatch):
         assert {"sim-alder", "sim-dogwood", "no output", "choice", "full native"} <= key     # colour and symbol key
         shown = next(f for f in frames(at) if "release" in f.columns)            # the table's default rows: the front
         assert 1 <= len(shown) <= 2 * 5 and all(" · " in r for r in shown["release"])
-    finally:
-        from dashboard.data_access import release_readers
-        release_readers()
 
 
 def test_a_link_reopens_the_same_view(demo_warehouse, monkeypatch):
     """Task, profile and model are bound to the URL's query string (?task=...&profile=...)."""
-    monkeypatch.setenv("QLB_WAREHOUSE", str(demo_warehouse))
-    monkeypatch.chdir(ROOT)
-    at = AppTest.from_file(APP, default_timeout=60)
-    at.query_params.update({"task": "asymmetric-cost routing", "profile": "errors at double cost",
-                            "model": "sim-cedar"})
-    at.run()
-    at.switch_page("pages/sensitivity.py").run()
-    try:
+    query = {"task": "asymmetric-cost routing", "profile": "errors at double cost", "model": "sim-cedar"}
+    with opened(demo_warehouse, "pages/sensitivity.py", monkeypatch, query=query) as at:
         assert not at.exception, [e.value for e in at.exception]
         assert at.segmented_control(key="task").value == "asymmetric"
         assert at.selectbox(key="profile").value == "error_double"
         assert at.selectbox(key="model").value == "sim-cedar"
         assert "Non-inferiority under the cost profile “errors at double cost”" in texts(at)
-    finally:
-        from dashboard.data_access import release_readers
-        release_readers()
 
 
 def test_defenses_page(decoded_warehouse, monkeypatch):
-    monkeypatch.setenv("QLB_WAREHOUSE", str(decoded_warehouse))
-    monkeypatch.chdir(ROOT)
-    at = AppTest.from_file(APP, default_timeout=120).run()
-    at.switch_page("pages/defenses.py").run()
-    try:
+    with opened(decoded_warehouse, "pages/defenses.py", monkeypatch, 120) as at:
         assert not at.exception, [e.value for e in at.exception]
         assert "This run defended 1 of the dataset" in texts(at)                 # scope first
         traces = plotly_traces(at.get("plotly_chart")[0])
@@ -464,9 +453,6 @@ def test_defenses_page(decoded_warehouse, monkeypatch):
         assert not at.exception
         paid = next(f for f in frames(at) if "recipients" in f.columns)
         assert set(paid["recipients"]) == {"frozen"}
-    finally:
-        from dashboard.data_access import release_readers
-        release_readers()
 
 
 REFUSAL_COLUMNS = ["model", "run A [95% CI]", "run B [95% CI]", "B − A (points)"]
@@ -476,11 +462,7 @@ def test_compare_runs_page(decoded_warehouse, monkeypatch):
     """The decoded warehouse holds the demo run and a second run on the same data: the pickers
     name each run by its start (to the minute) and audits, and what both computed (utility and
     refusal of the two decoded models, every QuasiLeak score) agrees exactly, as the findings say."""
-    monkeypatch.setenv("QLB_WAREHOUSE", str(decoded_warehouse))
-    monkeypatch.chdir(ROOT)
-    at = AppTest.from_file(APP, default_timeout=120).run()
-    at.switch_page("pages/compare.py").run()
-    try:
+    with opened(decoded_warehouse, "pages/compare.py", monkeypatch, 120) as at:
         assert not at.exception, [e.value for e in at.exception]
         labels = at.selectbox(key="run_a").options + at.selectbox(key="run_b").options
         assert all(re.fullmatch(r"\d{1,2} \w{3} \d{4} \d{2}:\d{2} UTC · [\w, ]+ · (\d models · )?run-…\w{6}", x)
@@ -508,9 +490,6 @@ def test_compare_runs_page(decoded_warehouse, monkeypatch):
             assert len(ql) == 5 and (ql["B − A (points)"].abs() < 1e-12).all()
         at.switch_page("pages/glossary.py").run()
         assert not at.exception and "WCPQ" in texts(at)
-    finally:
-        from dashboard.data_access import release_readers
-        release_readers()
 
 
 def test_compare_runs_page_names_the_largest_change(decoded_warehouse, tmp_path, monkeypatch):
@@ -526,11 +505,7 @@ def test_compare_runs_page_names_the_largest_change(decoded_warehouse, tmp_path,
         con.execute("UPDATE refusal_responses SET status = 'unavailable', choice = NULL, scores = NULL "
                     "WHERE model = 'sim-alder' AND hash(world_id) % 6 = 0")
         run_audits(con, "simulated-reference", force=True, decode=False, utility=False, n_boot=100)
-    monkeypatch.setenv("QLB_WAREHOUSE", str(wh))
-    monkeypatch.chdir(ROOT)
-    at = AppTest.from_file(APP, default_timeout=120).run()
-    at.switch_page("pages/compare.py").run()
-    try:
+    with opened(wh, "pages/compare.py", monkeypatch, 120) as at:
         assert not at.exception, [e.value for e in at.exception]
         ref = next(f for f in frames(at) if list(f.columns) == REFUSAL_COLUMNS)
         assert ref["model"].iloc[0] == "sim-alder" and ref["B − A (points)"].iloc[0] != 0
@@ -540,9 +515,6 @@ def test_compare_runs_page_names_the_largest_change(decoded_warehouse, tmp_path,
         lead = "Largest change." if abs(change) >= 1 else "No rate moved by more than 1 point."
         assert lead in shown and "efusal-probe recovery of sim-alder went from " in shown
         assert f"({change:+.1f} points)".translate(str.maketrans({"(": "&#40;", ")": "&#41;"})) in shown
-    finally:
-        from dashboard.data_access import release_readers
-        release_readers()
 
 
 def test_collection_page_without_collections_says_how_to_collect(app, demo_warehouse):
@@ -594,11 +566,7 @@ def test_collection_page_shows_runs_outcomes_reasons_and_calls(collected_warehou
     from qlb.collect.requests import body_sha256
     from tests.app.collect_target import HOSTILE
     path, first, second = collected_warehouse
-    monkeypatch.setenv("QLB_WAREHOUSE", str(path))
-    monkeypatch.chdir(ROOT)
-    at = AppTest.from_file(APP, default_timeout=60).run()
-    at.switch_page("pages/collection.py").run()
-    try:
+    with opened(path, "pages/collection.py", monkeypatch, 60) as at:
         assert not at.exception, [e.value for e in at.exception]
         import html
         summary = html.unescape(texts(at))
@@ -656,9 +624,6 @@ def test_collection_page_shows_runs_outcomes_reasons_and_calls(collected_warehou
         history = next(f for f in frames(at) if "replaced_by" in f.columns)
         assert sorted(history["world"]) == ["w2", "w3"] and set(history["replaced_by"]) == {second}
         assert HOSTILE in history["choice"].tolist()
-    finally:
-        from dashboard.data_access import release_readers
-        release_readers()
 
 
 def test_data_page_ontology_section_shows_validates_and_ingests(demo_warehouse, tmp_path, monkeypatch):
@@ -671,11 +636,7 @@ def test_data_page_ontology_section_shows_validates_and_ingests(demo_warehouse, 
     from warehouse.ontologies import dataset_ontology_sha256
     wh = tmp_path / "qlb.duckdb"
     shutil.copy(demo_warehouse, wh)           # this test writes: keep the shared demo as it is
-    monkeypatch.setenv("QLB_WAREHOUSE", str(wh))
-    monkeypatch.chdir(ROOT)
-    try:
-        at = AppTest.from_file(APP, default_timeout=60).run()
-        at.switch_page("pages/data.py").run()
+    with opened(wh, "pages/data.py", monkeypatch) as at:
         assert not at.exception, [e.value for e in at.exception]
         assert "Decision task (ontology)" in [h.value for h in at.subheader]
         assert any("uses the default **TUPLE** ontology" in m.value for m in at.markdown)
@@ -710,9 +671,6 @@ def test_data_page_ontology_section_shows_validates_and_ingests(demo_warehouse, 
         assert at.session_state["dataset"] == "lending"
         assert any("uses its own ontology, from lending\\_ontology\\.json" in m.value for m in at.markdown)
         assert any("medical\\_debt: The credit file shows unpaid medical bills\\." in m.value for m in at.markdown)
-    finally:
-        from dashboard.data_access import release_readers
-        release_readers()
     con = open_reader(wh)
     try:
         assert dataset_ontology_sha256(con, "lending") == parse_sha(LENDING_PATH)
