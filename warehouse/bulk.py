@@ -10,8 +10,11 @@ so "the first of two equal keys is kept" holds across them.
 
 The stored rows are the same either way, except the text of ``probabilities``: the bulk path
 stores the object as DuckDB's JSON reader writes it back (minified; an integer stays ``1``), the
-pydantic path as pydantic writes floats (``1.0``); they parse to the same values. A block's lines
-go to DuckDB through a file in a private temporary folder, removed at once.
+pydantic path as pydantic writes floats (``1.0``); they parse to the same values.
+
+No Python object is made per line for the lines DuckDB takes: a block's bytes go to DuckDB's JSON
+reader as one file (in a private temporary folder, removed at once) and, for the checks on each
+line's text, as an Arrow string column whose buffers are the block's own bytes.
 """
 from __future__ import annotations
 
@@ -34,22 +37,28 @@ def plain_native_responses(con: duckdb.DuckDBPyConnection, block: LineBlock, dat
                            forced_model: str | None, ingest_id: int) -> tuple[pa.Table, list[Record]]:
     """The rows of ``block``'s plainly valid native responses (in line order), and the Records of
     its other lines (in line order) for the pydantic path."""
-    if not block.lines:
+    if not len(block):
         return _EMPTY, list(block.others)
     with tempfile.TemporaryDirectory(prefix="qlb-bulk-") as tmp:
         path = Path(tmp) / "block.jsonl"
-        path.write_text("\n".join(block.lines) + "\n", encoding="utf-8")
-        _block = pa.table({"idx": pa.array(np.arange(1, len(block.lines) + 1)),  # noqa: F841 (replacement scan)
-                           "line_no": pa.array(block.line_nos, type=pa.int64()),
-                           "line": pa.array(block.lines, type=pa.string())})
+        path.write_bytes(block.data)
+        _block = _lines_table(block)  # noqa: F841 (replacement scan)
         rows = con.sql(queries.sql("bulk_native_responses"),
-                       params=[dataset_id, forced_model, ingest_id, PROBABILITY_TOLERANCE, str(path), MAX_LINE_BYTES + 1]).to_arrow_table()
-    taken = rows.column("line_no").to_numpy()
-    if len(taken) == len(block.lines):
-        return rows, list(block.others)
-    left = np.flatnonzero(~np.isin(block.line_nos, taken, assume_unique=True))
-    others = [Record(int(block.line_nos[i]), block.lines[i], text=block.lines[i]) for i in left]
+                       params=[dataset_id, forced_model, ingest_id, PROBABILITY_TOLERANCE, str(path), MAX_LINE_BYTES + 1,
+                               block.first - 1]).to_arrow_table()
+    left = np.ones(len(block), dtype=bool)
+    left[rows.column("line_no").to_numpy() - block.first] = False
+    left[block.aside] = False
+    others = block.records_at(np.flatnonzero(left))
     return rows, sorted(others + block.others, key=lambda r: r.line_no) if block.others else others
+
+
+def _lines_table(block: LineBlock) -> pa.Table:
+    """The block's lines as (idx from 1, line with its ending): the Arrow column shares the block's
+    bytes (a line is valid UTF-8 or set aside as ASCII, see LineBlock), nothing is copied."""
+    offsets = np.concatenate((np.zeros(1, dtype=np.int64), block.ends)).astype(np.int32)
+    lines = pa.StringArray.from_buffers(len(block), pa.py_buffer(offsets), pa.py_buffer(block.data))
+    return pa.table({"idx": pa.array(np.arange(1, len(block) + 1, dtype=np.int64)), "line": lines})
 
 
 def in_line_order(*tables: pa.Table | None) -> pa.Table | None:

@@ -26,6 +26,9 @@ SELECT detector, doc_id, ingest_id FROM ql_predictions WHERE dataset_id = ?;
 -- name: ingest_by_sha
 SELECT ingest_id, file_format, n_rejected FROM ingests WHERE dataset_id = ? AND kind = ? AND sha256 = ?;
 
+-- name: ingests_of_kind
+SELECT count(*) AS n FROM ingests WHERE dataset_id = ? AND kind = ?;
+
 -- name: retry_ingest_forget_rejects
 DELETE FROM rejects WHERE ingest_id = ?;
 
@@ -350,6 +353,26 @@ WHERE run_id = ? AND model = ? AND list_contains(?, view) ORDER BY domain, view,
 -- name: decoder_configs_for
 SELECT view, config, family, name FROM decoder_configs WHERE run_id = ? ORDER BY view, config;
 
+-- name: decoder_config_scores_of_view
+SELECT model, domain, view, split, world_id, p_s1 FROM decoder_config_scores
+WHERE run_id = ? AND view = ? ORDER BY model, domain, split, world_id;
+
+-- name: decoder_predictions_of_view
+-- The selected attacker's test predictions of one view for every model of a run (native releases).
+SELECT model, world_id, domain, pair_id, correct, log_loss FROM decoder_predictions
+WHERE run_id = ? AND view = ? AND defense = 'none' ORDER BY model, world_id;
+
+-- name: decoding_worlds
+-- Per model a decoding run decoded and planned world of its dataset: split, pair, labels and the
+-- released choice as decoding_input has them (no response, unavailable or invalid: unavailable).
+SELECT m.model, w.world_id, w.pair_id, w.domain, w.split, w.coarse, w.mechanism, w.hypothesis_0, w.hypothesis_1,
+       CASE WHEN r.status = 'ok' AND r.valid THEN 'ok' ELSE 'unavailable' END AS status,
+       CASE WHEN r.status = 'ok' AND r.valid THEN r.choice END AS choice
+FROM (SELECT DISTINCT dataset_id, model FROM decoder_predictions WHERE run_id = ? AND defense = 'none') m
+JOIN worlds w ON w.dataset_id = m.dataset_id
+LEFT JOIN responses r ON r.dataset_id = w.dataset_id AND r.world_id = w.world_id AND r.model = m.model
+ORDER BY m.model, w.world_id;
+
 -- name: runs_with_config_scores
 SELECT DISTINCT run_id FROM decoder_configs WHERE dataset_id = ?;
 
@@ -493,7 +516,7 @@ WHERE column_name = 'run_id' AND table_name <> 'runs' ORDER BY table_name;
 -- name: bulk_native_responses
 -- The lines of one JSON Lines block that are plainly valid native responses, as rows of
 -- ``responses``. DuckDB's JSON reader splits the block's lines (file ``?``, one line each, in the
--- order of ``_block``: idx, line_no, line) into their fields' JSON texts in one vectorised pass;
+-- order of ``_block``: idx, line with its ending) into their fields' JSON texts in one vectorised pass;
 -- a line is taken here only when every rule of NativeResponse and native_invalid_reason is met
 -- with room to spare. Any other line (rejected, invalid, or merely unusual) is left to the
 -- pydantic path, whose verdicts and messages define the rules.
@@ -505,8 +528,11 @@ WHERE column_name = 'run_id' AND table_name <> 'runs' ORDER BY table_name;
 -- exactly the structure its fields imply: no backslash (so no escaped quote inside a string), no
 -- colon or comma inside its strings, one colon per field and probability label, and one comma
 -- between members. An extra or repeated field or a stray comma changes one of these counts.
+-- A taken line must also hold its model's and world's JSON texts: a check that the reader's row
+-- and the line are the same line (the block is built so that they are, see LineBlock).
 -- Parameters: dataset, --model (or NULL), ingest id, tolerance, file, the largest line in bytes (a
--- larger maximum_object_size makes DuckDB reserve twice that for its read buffer).
+-- larger maximum_object_size makes DuckDB reserve twice that for its read buffer), the number of
+-- the line before the block.
 WITH params AS (
     SELECT ?::VARCHAR AS dataset, ?::VARCHAR AS forced_model, ?::INTEGER AS ingest_id, ?::DOUBLE AS tol
 ), parsed AS (
@@ -518,7 +544,7 @@ WITH params AS (
          WITH ORDINALITY AS r(j_model, j_world, j_status, j_choice, j_probs, j_conf, idx)
     WHERE j_status::VARCHAR IN ('"ok"', '"unavailable"') AND starts_with(j_world::VARCHAR, '"')
 ), typed AS (
-    SELECT b.line_no, b.line, j_probs,
+    SELECT b.idx + ?::BIGINT AS line_no, b.line, j_probs,
            coalesce(j_model, 'null') = 'null' OR starts_with(j_model, '"') AS model_ok,
            CASE WHEN starts_with(j_model, '"') THEN j_model[2:-2] END AS model_in,
            j_world[2:-2] AS world_id, j_status[2:-2] AS status,
@@ -534,7 +560,7 @@ WITH params AS (
                                                    THEN try_cast(x::VARCHAR AS DOUBLE) END) END AS pvals
     FROM parsed p
     JOIN _block b USING (idx)
-    WHERE NOT contains(b.line, '\')
+    WHERE NOT contains(b.line, '\') AND contains(b.line, j_world) AND (j_model IS NULL OR contains(b.line, j_model))
 ), counted AS (
     SELECT t.*, coalesce(len(pkeys), 0) AS n_pk,
            concat_ws('', model_in, world_id, status, choice, array_to_string(pkeys, '')) AS strings,

@@ -24,7 +24,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Iterator
+from typing import IO, Any, Iterable, Iterator
 
 from pydantic_core import from_json
 
@@ -32,10 +32,9 @@ BOM = b"\xef\xbb\xbf"
 FORMATS = ("jsonl", "csv", "parquet")
 MAX_LINE_BYTES = 16 << 20     # a larger line (or row) is rejected: memory stays bounded per line
 MAX_DEPTH = 200               # nesting a Parquet value may have (pydantic's JSON parser stops near here)
-BULK_BLOCK = 8 << 20         # bytes of lines the bulk validator takes at once
+BULK_BLOCK = 8 << 20         # bytes of lines the bulk validator takes at once (32 MB: 1 GB file peaks at 542 MB RSS)
 RAW_SHOWN = 4096              # characters of an over-long line kept for the quarantine
 _BLOCK = 1 << 20
-_ASCII_SPACE = " \t\n\r\x0b\x0c"        # what bytes.strip() strips
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,9 +68,14 @@ def file_sha256(path: str | Path) -> str:
     """Hex sha256 of the file's bytes, read in 1 MiB blocks."""
     h = hashlib.sha256()
     with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(_BLOCK), b""):
-            h.update(block)
+        _feed(h, fh)
     return h.hexdigest()
+
+
+def _feed(digest: "hashlib._Hash", fh: IO[bytes]) -> None:
+    """Feed ``digest`` the rest of ``fh``."""
+    for block in iter(lambda: fh.read(_BLOCK), b""):
+        digest.update(block)
 
 
 def count_lines(path: str | Path) -> int:
@@ -162,24 +166,33 @@ def _jsonl_records(fh: IO[bytes], lines_before: int = 0) -> Iterator[Record]:
     """The Records of the lines from ``fh``'s position on, numbered after ``lines_before``."""
     for line_no, line, rest in _physical_lines(fh):
         line_no += lines_before
-        if line_no == 1 and line.startswith(BOM):
-            line = line[len(BOM):]
         if rest is not None:
+            if line_no == 1 and line.startswith(BOM):
+                line = line[len(BOM):]
             size, last = len(line), b""
             for last in rest:
                 size += len(last)
             size -= len(last) - len(_ending(last)[0])
             yield Record(line_no, _shown(line, size), error=_too_long(size))
             continue
-        line = line.rstrip(b"\r\n")
-        if not line.strip():
-            continue
-        try:
-            text = line.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            yield Record(line_no, line.decode("utf-8", "backslashreplace"), error=_not_utf8(exc))
-            continue
-        yield Record(line_no, text, text=text)
+        rec = _line_record(line_no, line)
+        if rec is not None:
+            yield rec
+
+
+def _line_record(line_no: int, line: bytes) -> Record | None:
+    """The Record of one JSON Lines line (not over-long; its ending may be included), None when
+    it is blank. The one definition of the line rules, for ``read_records`` and ``jsonl_blocks``."""
+    if line_no == 1 and line.startswith(BOM):
+        line = line[len(BOM):]
+    line = line.rstrip(b"\r\n")
+    if not line.strip():
+        return None
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return Record(line_no, line.decode("utf-8", "backslashreplace"), error=_not_utf8(exc))
+    return Record(line_no, text, text=text)
 
 
 def _chunks(records: Iterator[Record], size: int = 20_000) -> Iterator[list[Record]]:
@@ -193,53 +206,112 @@ def _chunks(records: Iterator[Record], size: int = 20_000) -> Iterator[list[Reco
         yield chunk
 
 
+SET_ASIDE = b"#"      # what a set-aside line of a LineBlock holds instead (never JSON, never blank)
+
+
 @dataclass(frozen=True, slots=True)
 class LineBlock:
-    """Consecutive JSON Lines lines: the non-blank readable ones decoded (``line_nos[i]`` is the
-    number of ``lines[i]``) and, among ``others``, those that are not valid UTF-8."""
+    """Consecutive whole lines of a JSON Lines file, none over-long, as bytes for a bulk reader:
+    line ``i`` (numbered ``first + i``) is ``data[starts[i]:ends[i]]``, its ending included. Each
+    line starts with ``{`` and is valid UTF-8, except the lines set aside (indices ``aside``): those
+    that start otherwise (blank lines, a byte-order mark, anything but an object) or are not UTF-8.
+    A set-aside line holds just ``SET_ASIDE`` in ``data`` and its Record, unless it is blank, is
+    among ``others``. So a reader that splits ``data`` at newlines meets one line per line number,
+    and the lines it may take whole are never blank, never the first line's byte-order mark."""
 
-    line_nos: "np.ndarray"
-    lines: list[str]
-    others: list[Record] = field(default_factory=list)   # its lines that could not be read (not UTF-8)
+    first: int
+    data: bytes
+    ends: "np.ndarray"
+    aside: "np.ndarray"
+    others: list[Record] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.ends)
+
+    @property
+    def starts(self) -> "np.ndarray":
+        """The offset of each line's first byte."""
+        return _line_starts(self.ends)
+
+    def records_at(self, indices: Iterable[int]) -> list[Record]:
+        """The Records of the lines at ``indices`` (none set aside; in that order), by the line
+        rules of ``read_records``."""
+        starts, ends, data, first = self.starts, self.ends, self.data, self.first
+        return [rec for i in map(int, indices)
+                if (rec := _line_record(first + i, data[starts[i]:ends[i]])) is not None]
+
+    def records(self) -> list[Record]:
+        """Every non-blank line's Record, in line order: what ``read_records`` gives for these lines."""
+        aside = set(self.aside.tolist())
+        kept = self.records_at(i for i in range(len(self)) if i not in aside)
+        return sorted(kept + self.others, key=lambda r: r.line_no)
 
 
-def _line_block(body: bytes, lines_before: int) -> LineBlock:
-    """The non-blank lines of ``body`` (whole lines, none over-long), numbered after ``lines_before``;
-    a line that is not valid UTF-8 is one of the block's ``others``, a rejected Record."""
+def _line_ends(data: bytes) -> "np.ndarray":
+    """The offset just past each line of ``data`` (past its newline; the last line may have none)."""
     import numpy as np
-    others: list[Record] = []
+    ends = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10) + 1
+    return np.append(ends, len(data)) if data and not data.endswith(b"\n") else ends
+
+
+def _line_starts(ends: "np.ndarray") -> "np.ndarray":
+    """The offset of each line's first byte, from ``_line_ends``."""
+    import numpy as np
+    return np.concatenate((np.zeros(1, dtype=ends.dtype), ends[:-1])) if len(ends) else ends
+
+
+def _longest_line(data: bytes, ends: "np.ndarray") -> int:
+    """Bytes of the longest line of ``data``, its newline not counted."""
+    import numpy as np
+    if not len(ends):
+        return 0
+    sizes = ends - _line_starts(ends) - (np.frombuffer(data, dtype=np.uint8)[ends - 1] == 10)
+    return int(sizes.max())
+
+
+def _set_aside(data: bytes, ends: "np.ndarray") -> "np.ndarray":
+    """Indices of the lines a LineBlock sets aside: not starting with ``{``, or not valid UTF-8."""
+    import numpy as np
+    body = np.frombuffer(data, dtype=np.uint8)
+    odd = set(np.flatnonzero(body[_line_starts(ends)] != ord("{")).tolist())
     try:
-        parts: list[str | None] = body.decode("utf-8").split("\n")
-    except UnicodeDecodeError:                  # some lines are not UTF-8: find them, keep the rest
-        parts = body.decode("utf-8", "surrogateescape").split("\n")
-        for i, part in enumerate(parts):
-            if part.isascii():
-                continue
+        data.decode("utf-8")
+    except UnicodeDecodeError:           # decode only the lines with a byte outside ASCII, one by one
+        starts = _line_starts(ends)
+        for i in np.unique(np.searchsorted(ends, np.flatnonzero(body >= 0x80), side="right")).tolist():
             try:
-                part.encode("utf-8")
-            except UnicodeEncodeError:
-                line = part.encode("utf-8", "surrogateescape").rstrip(b"\r")
-                if line.strip():
-                    try:
-                        line.decode("utf-8")
-                    except UnicodeDecodeError as exc:
-                        others.append(Record(lines_before + 1 + i, line.decode("utf-8", "backslashreplace"),
-                                             error=_not_utf8(exc)))
-                parts[i] = None
-    if body.endswith(b"\n"):
-        parts.pop()
-    nos = np.arange(lines_before + 1, lines_before + 1 + len(parts), dtype=np.int64)
-    keep = [i for i, p in enumerate(parts) if p is not None and p.strip(_ASCII_SPACE)]
-    if len(keep) < len(parts):
-        nos, parts = nos[keep], [parts[i] for i in keep]
-    return LineBlock(nos, [p.rstrip("\r") for p in parts], others)
+                data[starts[i]:ends[i]].decode("utf-8")
+            except UnicodeDecodeError:
+                odd.add(i)
+    return np.array(sorted(odd), dtype=np.int64)
 
 
-def jsonl_blocks(path: str | Path, block_bytes: int | None = None) -> Iterator[LineBlock | list[Record]]:
+def _line_block(data: bytes, ends: "np.ndarray", lines_before: int) -> LineBlock:
+    """``data`` (whole lines, none over-long; ``ends`` from ``_line_ends``) as a LineBlock numbered
+    after ``lines_before``: the lines set aside are read here, by the line rules, and replaced."""
+    aside = _set_aside(data, ends)
+    if not len(aside):
+        return LineBlock(lines_before + 1, data, ends, aside)
+    starts, stops = _line_starts(ends).tolist(), ends.tolist()
+    others, pieces, pos = [], [], 0
+    for i in aside.tolist():
+        rec = _line_record(lines_before + 1 + i, data[starts[i]:stops[i]])
+        if rec is not None:
+            others.append(rec)
+        pieces += [data[pos:starts[i]], SET_ASIDE + b"\n"]
+        pos = stops[i]
+    pieces.append(data[pos:])
+    kept = b"".join(pieces)
+    return LineBlock(lines_before + 1, kept, _line_ends(kept), aside, others)
+
+
+def jsonl_blocks(path: str | Path, block_bytes: int | None = None,
+                 digest: "hashlib._Hash | None" = None) -> Iterator[LineBlock | list[Record]]:
     """The lines of a JSON Lines file in file order, as ``LineBlock``s of about ``block_bytes``
     for the bulk validator, with the same line rules as ``read_records``: a block that holds an
     over-long line comes as that block's Records instead (the rejected lines with their reasons,
-    the others as text), so no line is lost or numbered differently."""
+    the others as text), so no line is lost or numbered differently. ``digest`` (a hashlib object)
+    is fed the file's bytes as they are read, so that a file is read once for both."""
     limit = MAX_LINE_BYTES + 1
     block_bytes = block_bytes or BULK_BLOCK
     with open(path, "rb", buffering=_BLOCK) as fh:
@@ -254,15 +326,19 @@ def jsonl_blocks(path: str | Path, block_bytes: int | None = None) -> Iterator[L
                 data += tail
                 if len(tail) == limit and not tail.endswith(b"\n"):     # an over-long line: line by line from here
                     fh.seek(start)
+                    if digest is not None:
+                        _feed(digest, fh)
+                        fh.seek(start)
                     yield from _chunks(_jsonl_records(fh, lines_before))
                     return
-            n_lines = data.count(b"\n") + (not data.endswith(b"\n"))
-            body = data[len(BOM):] if lines_before == 0 and data.startswith(BOM) else data
-            if len(data) > MAX_LINE_BYTES and max(map(len, data.split(b"\n"))) > MAX_LINE_BYTES:
+            if digest is not None:
+                digest.update(data)
+            ends = _line_ends(data)
+            if _longest_line(data, ends) > MAX_LINE_BYTES:
                 yield from _chunks(_jsonl_records(io.BufferedReader(io.BytesIO(data)), lines_before))
             else:
-                yield _line_block(body, lines_before)
-            lines_before += n_lines
+                yield _line_block(data, ends, lines_before)
+            lines_before += len(ends)
 
 
 # ---------------------------------------------------------------------------------------- CSV

@@ -3,6 +3,7 @@
 are not UTF-8, over-long lines), whatever the block size."""
 from __future__ import annotations
 
+import hashlib
 import random
 
 import pytest
@@ -17,11 +18,8 @@ PIECES = [b'{"a":1}', b'', b'   ', b'\t', b'{"b":"\xc3\xa9"}', b'\xff\xfe bad', 
 def _flat(path, block_bytes):
     out = []
     for block in jsonl_blocks(path, block_bytes):
-        if isinstance(block, LineBlock):
-            out += sorted([(int(n), t, t, None) for n, t in zip(block.line_nos, block.lines)]
-                          + [(r.line_no, r.raw, r.text, r.error) for r in block.others])
-        else:
-            out += [(r.line_no, r.raw, r.text, r.error) for r in block]
+        records = block.records() if isinstance(block, LineBlock) else block
+        out += [(r.line_no, r.raw, r.text, r.error) for r in records]
     return out
 
 
@@ -46,5 +44,26 @@ def test_a_bad_line_does_not_send_its_block_line_by_line(tmp_path):
     path = tmp_path / "f.jsonl"
     path.write_bytes(b'{"a":1}\n\xff\n{"a":2}\n')
     (block,) = list(jsonl_blocks(path))
-    assert block.lines == ['{"a":1}', '{"a":2}'] and list(block.line_nos) == [1, 3]
+    assert block.data == b'{"a":1}\n#\n{"a":2}\n' and list(block.aside) == [1]      # one line per number
     assert [(r.line_no, r.error) for r in block.others] == [(2, "line is not valid UTF-8 (byte 0)")]
+
+
+def test_lines_a_bulk_reader_cannot_take_are_set_aside_one_for_one(tmp_path):
+    path = tmp_path / "f.jsonl"
+    path.write_bytes(BOM + b'{"a":1}\n\n  \n\x0b\n[1]\n {"b":2}\r\n{"c":"\xc3\xa9"}\n{"d":"\xff"}\n{"e":5}')
+    (block,) = list(jsonl_blocks(path))
+    assert block.data == b'#\n#\n#\n#\n#\n#\n{"c":"\xc3\xa9"}\n#\n{"e":5}'
+    assert list(block.aside) == [0, 1, 2, 3, 4, 5, 7] and block.first == 1 and len(block) == 9
+    assert [(r.line_no, r.text, r.error) for r in block.others] == [
+        (1, '{"a":1}', None), (5, "[1]", None), (6, ' {"b":2}', None), (8, None, "line is not valid UTF-8 (byte 6)")]
+    assert [r.line_no for r in block.records()] == [1, 5, 6, 7, 8, 9]
+
+
+def test_a_file_is_hashed_while_its_blocks_are_read(tmp_path, monkeypatch):
+    monkeypatch.setattr(readers, "MAX_LINE_BYTES", 64)
+    path = tmp_path / "f.jsonl"
+    path.write_bytes(b'{"a":1}\n' * 40 + b"z" * 100 + b'\n{"a":2}\n' * 5)        # an over-long line, then more
+    for block_bytes in (16, 10_000):
+        digest = hashlib.sha256()
+        list(jsonl_blocks(path, block_bytes, digest=digest))
+        assert digest.hexdigest() == readers.file_sha256(path)

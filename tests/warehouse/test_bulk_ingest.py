@@ -11,6 +11,7 @@ import random
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
+from qlb.records import readers
 from qlb.records.readers import BOM
 from warehouse import bulk
 from warehouse.db import writer
@@ -157,3 +158,41 @@ def test_the_lines_duckdb_reads_more_laxly_are_judged_by_pydantic(tmp_path):
     ]
     result = _verdicts(tmp_path, [x.encode() for x in lines], None)
     assert len(result.report.accepted) == 2     # the escaped class name is valid too (pydantic decodes it)
+
+
+def _quarantine_and_rows(db, worlds, path, bulk_validation: bool):
+    with writer(db) as con:
+        ingest_file(con, IngestRequest("worlds", worlds, "d"))
+        result = ingest_file(con, IngestRequest("responses", path, "d"), bulk_validation=bulk_validation)
+        quarantine = con.execute("SELECT line_no, field, reason, raw_text FROM rejects ORDER BY line_no").fetchall()
+        rows = con.execute("SELECT line_no, model, world_id, valid, invalid_reason FROM responses "
+                           "ORDER BY line_no").fetchall()
+        sha = con.execute("SELECT sha256 FROM ingests WHERE kind = 'responses'").fetchone()[0]
+    return result, quarantine, rows, sha
+
+
+def test_planted_bad_lines_get_the_same_messages_in_bulk_as_line_by_line(tmp_path):
+    worlds = write_lines(tmp_path / "worlds.jsonl", two_pairs())
+    good = [json.dumps(native(f"m{i}", f"w{1 + i % 4}")) for i in range(40)]
+    planted = {3: "", 5: "   ", 8: "not json", 11: good[0], 14: good[2].replace('"ok"', '"OK"'),
+               17: '{"model": "m1", "world_id": "w9", "status": "ok"}', 20: good[4][:-1] + ', "x": 1}'}
+    lines = [planted.get(i, line).encode() for i, line in enumerate(good)]
+    lines[23] = b'{"model": "m23", "world_id": "w4", "status": "ok", "choice": "\xff"}'
+    path = tmp_path / "responses.jsonl"
+    path.write_bytes(BOM + b"\r\n".join(lines))
+    bulk_run = _quarantine_and_rows(tmp_path / "bulk.duckdb", worlds, path, True)
+    per_line = _quarantine_and_rows(tmp_path / "per_line.duckdb", worlds, path, False)
+    assert bulk_run[1:] == per_line[1:]
+    assert bulk_run[0].report.messages() == per_line[0].report.messages()
+    assert len(bulk_run[1]) == 6 and bulk_run[3] == readers.file_sha256(path)    # hashed while read
+
+
+def test_a_file_hashed_while_read_is_known_again(tmp_path):
+    worlds = write_lines(tmp_path / "worlds.jsonl", two_pairs())
+    path = write_lines(tmp_path / "responses.jsonl", [native("m0", "w1"), native("m0", "w2")])
+    with writer(tmp_path / "w.duckdb") as con:
+        ingest_file(con, IngestRequest("worlds", worlds, "d"))
+        first = ingest_file(con, IngestRequest("responses", path, "d"))
+        again = ingest_file(con, IngestRequest("responses", path, "d"))
+    assert first.report.sha256 == readers.file_sha256(path) and not first.duplicate
+    assert again.duplicate and again.ingest_id == first.ingest_id
