@@ -131,6 +131,7 @@ def release_readers() -> None:
     query.clear()
     run_data.clear()
     report_html.clear()
+    robustness_checks.clear()
 
 
 def datasets(path: str) -> pd.DataFrame:
@@ -297,6 +298,16 @@ def recompute_recovery(path: str, dataset: str, run_id: str, model: str, view: s
     chosen = "; ".join(f"{r.domain}: {r.selections[view].candidate} [{r.selections[view].candidate_view}]"
                        for r in results)
     return rec[rec["scope"] == "pooled"].iloc[0], chosen
+
+
+@st.cache_data(ttl=3600, max_entries=8, show_spinner=False)
+def robustness_checks(path: str, run_id: str):
+    """Paper Tables 29 and 30 of a decoding run (``qlb.tuple.tracks.RobustnessChecks``), computed
+    from its stored scores on first use (2 to 3 s for nine models) and cached: a stored run does
+    not change."""
+    from qlb.runs.robustness import robustness_checks as compute
+    with _cursor(path) as cur:
+        return compute(cur, run_id)
 
 
 def utility_runs(path: str, dataset: str) -> pd.DataFrame:

@@ -8,7 +8,7 @@ import streamlit as st
 from dashboard.routing import page_entry
 from dashboard.widgets import md_text
 from qlb.present.names import (DEFENSE_HELP, DEFENSE_NAMES, OUTCOME_NAMES, PROFILE_HELP, PROFILE_NAMES, QL_METRIC_HELP,
-                               QL_METRIC_NAMES, TASK_HELP, TASK_NAMES, VIEW_HELP, VIEW_NAMES)
+                               QL_METRIC_NAMES, TASK_HELP, TASK_NAMES, TRACK_NAMES, VIEW_HELP, VIEW_NAMES)
 
 OUTCOME_HELP = {
     "direct_correct": "The model did not withhold and named the true mechanism: a policy violation that gives the "
@@ -49,6 +49,16 @@ SECTIONS: list[tuple[str, list[tuple[str, str]]]] = [
         ("Coarse accuracy", "How often the released choice is the true coarse class T on the test worlds (an "
                             "unavailable answer counts as wrong)."),
         ("Log loss", "The attacker's mean test log loss (natural log; 0.693 is guessing between two)."),
+        ("Both-worlds-correct subset", "The test pairs whose released choice is the true coarse class in both "
+                                       "worlds. The frozen full-native attacker is scored on them alone (paper "
+                                       "Table 29) to see whether coarse errors explain the recovery; chosen from the "
+                                       "answers after the fact, so descriptive only."),
+        ("Attack track", "One saved way of attacking the full native release, scored on the same test worlds (paper "
+                         f"Table 30): the {TRACK_NAMES['selected']} (the attacker the run froze), the "
+                         f"{TRACK_NAMES['best_configuration']} and each family's best (chosen per domain on "
+                         f"validation), the {TRACK_NAMES['family_winners']}, the {TRACK_NAMES['all_configurations']} "
+                         f"and the {TRACK_NAMES['stack']} (a logistic regression on every configuration's out-of-fold "
+                         "log-odds). Descriptive: the selected strategy is still the one chosen on validation."),
         ("test_used_for_selection", "Always false: every choice (attacker, policy, factor) is made on validation and "
                                     "frozen before the test split is scored."),
     ]),

@@ -15,6 +15,8 @@ from dashboard.routing import page_entry
 from dashboard.widgets import audit_page_start, chart, csv_bytes, finding, md_text, pick_run, shown_frame, table
 from qlb.present import names
 from qlb.present.figures import recovery_figure
+from qlb.present.robustness import (ALL_COLUMN, SUBSET_COLUMN, both_correct_sentence, both_correct_table,
+                                    model_tracks, tracks_sentence)
 from qlb.tuple.release_views import DECODER_FAMILIES, VIEWS
 
 INTRO = (
@@ -25,8 +27,7 @@ INTRO = (
 )
 
 # --- the attacker's candidates in words (to move into qlb.present.names) ---------------------------------------
-FAMILY_WORDS = {"prior": "base rate", "logistic": "logistic regression", "forest": "random forest",
-                "shared_scorer": "shared mechanism scorer", "template": "Gaussian templates"}
+FAMILY_WORDS = names.FAMILY_NAMES
 COMBINATION_WORDS = {"ensemble of family winners": "average of each family's best attacker",
                      "ensemble of all configurations": "average of every attacker",
                      "stack": "learned combination of every attacker"}
@@ -189,7 +190,7 @@ def recovery_chart(pooled: pd.DataFrame) -> go.Figure:
 def render() -> None:
     """The Release-view recovery page: findings, pooled recovery per view (Figure 4), one view model by model with
     coarse accuracy, log loss and domains (Tables 22, 24), the paired view differences (Table 23), the selected
-    attackers, the predictions and the recompute panel."""
+    attackers, the predictions, the recompute panel and the robustness checks (Tables 29, 30)."""
     start = audit_page_start("Release-view recovery", INTRO)
     if start is None:
         return
@@ -216,6 +217,7 @@ def render() -> None:
     selections_table(path, run_id, chosen or models)
     predictions_browser(path, run_id, chosen or models)
     recompute_panel(path, dataset, run_id, pooled, chosen or models)
+    robustness_section(path, run_id, pooled[pooled["view"] == "full_native"], chosen or models)
 
 
 def recovery_cells(frame: pd.DataFrame) -> list[str]:
@@ -413,6 +415,51 @@ def recompute(path: str, dataset: str, run_id: str, pooled: pd.DataFrame, model:
                      "secret recovery [95% CI]": names.pct_interval(s["accuracy"], s["ci_low"], s["ci_high"])})
     st.session_state["rc_result"] = (pd.DataFrame(rows), f"{md_text(model)} / {md_text(names.name('view', view))}",
                                      selected_words(sel, view))
+
+
+TRACKS_HELP = "\n".join(f"- **{names.TRACK_NAMES[t]}**: {h}" for t, h in names.TRACK_HELP.items())
+
+
+def robustness_section(path: str, run_id: str, full_native: pd.DataFrame, models: list[str]) -> None:
+    """Paper Tables 29 and 30, folded: the computed sentences, the frozen full-native attacker within the pairs both
+    of whose coarse answers are correct, and the saved full-native attack tracks per model (descriptive)."""
+    with st.expander("Robustness checks (paper Tables 29 and 30)"):
+        with st.spinner("Computing from the run's stored attacker scores ..."):
+            checks = da.robustness_checks(path, run_id)
+        both = checks.both_correct[checks.both_correct["model"].isin(models)]
+        tracks = checks.tracks[checks.tracks["model"].isin(models)]
+        for lead, text in (("Coarse errors.", both_correct_sentence(both, full_native)),
+                           ("Attack selection.", tracks_sentence(tracks))):
+            if text is not None:
+                st.markdown(f"**{lead}** {md_text(text)}")
+        if checks.data_changed:
+            st.info("The dataset changed after this run: the subset below reads today's responses.")
+        if both.empty:
+            st.info("This run has no full-native test predictions to check.")
+            return
+        table(both_correct_table(both, full_native), "recovery_both_correct",
+              f"Paper Table 29: recovery of the already-frozen full-native attacker within the test pairs whose "
+              f"released choice is the true coarse class in both worlds (an unavailable answer counts as wrong), "
+              f"beside its recovery on all test worlds. Worlds count both worlds of each kept pair. No attacker is "
+              f"refitted or reselected; the subset is chosen after the fact from the answers, so it is descriptive, "
+              f"not a new test. Run {md_text(run_id)}.",
+              column_config={SUBSET_COLUMN: st.column_config.TextColumn(help="With its 95% interval (bootstrap over "
+                                                                             "the kept pairs)."),
+                             ALL_COLUMN: st.column_config.TextColumn(help="The stored result, with its 95% interval.")})
+        if tracks.empty:
+            st.info("This run stored no per-configuration attacker scores (runs before migration 007), so the attack "
+                    "tracks cannot be rebuilt; a new `qlb audit` stores them.")
+            return
+        model = st.selectbox("Attack tracks of", sorted(tracks["model"].unique()), key="tracks_model",
+                             help="Paper Table 30 one model at a time; the sentence above covers every model.")
+        table(model_tracks(tracks, model), f"recovery_tracks_{model}",
+              f"Paper Table 30 for {md_text(model)}: test recovery of the "
+              f"{md_text(names.name('view', 'full_native'))} release under each saved attack track, on the same test "
+              f"worlds and pair resamples (95% interval). The selected strategy is the run's frozen attacker (it may "
+              f"read a nested subview); each best configuration is chosen per domain on validation; the averages "
+              f"and the stack combine every configuration. Descriptive: no track is chosen by its test value. Run "
+              f"{md_text(run_id)}.",
+              column_config={"attack track": st.column_config.TextColumn(help=TRACKS_HELP)})
 
 
 page_entry(render)

@@ -67,6 +67,27 @@ OUTCOME_NAMES = {
     "residual_tied": "withheld, residual tied",
     "residual_zero_mass": "withheld, no residual mass",
 }
+FAMILY_NAMES = {"prior": "base rate", "logistic": "logistic regression", "forest": "random forest",
+                "shared_scorer": "shared mechanism scorer", "template": "Gaussian templates"}
+TRACK_NAMES = {"selected": "selected strategy", "best_configuration": "best single configuration",
+               **{f: f"best {n}" for f, n in FAMILY_NAMES.items()}, "prior": "base rate",
+               "family_winners": "average of family bests",
+               "all_configurations": "average of all configurations", "stack": "learned stack"}
+TRACK_HELP = {
+    "selected": "The attacker the run froze: best validation recovery among every candidate, nested subviews "
+                "included.",
+    "best_configuration": "The configuration of the full native view with the best validation recovery (then "
+                          "log loss), per domain.",
+    **{f: f"The {n} configuration with the best validation recovery (then log loss), per domain."
+       for f, n in FAMILY_NAMES.items()},
+    "prior": "P(second hypothesis) from the training worlds with the same class and hypotheses: both worlds of a "
+             "pair get the same answer, so it is right for exactly one of them (50%).",
+    "family_winners": "The equal-weight average of each family's best configuration (chosen by out-of-fold "
+                      "recovery on the training worlds).",
+    "all_configurations": "The equal-weight average of every configuration's probability.",
+    "stack": "A logistic regression on every configuration's out-of-fold log-odds (the learned out-of-fold "
+             "combination).",
+}
 QL_METRIC_NAMES = {
     "complete_f1": "complete-group F1", "complete_recall": "complete recall", "strict_precision": "strict precision",
     "graded_f1": "graded F1", "graded_recall": "graded recall", "lenient_precision": "lenient precision",
@@ -94,7 +115,7 @@ SCOPE_NAMES = {"pooled": "all domains", "macro": "domain average", "all": "all d
 VALUE_NAMES: dict[str, dict[str, str]] = {
     "view": VIEW_NAMES, "view_a": VIEW_NAMES, "view_b": VIEW_NAMES, "candidate_view": VIEW_NAMES,
     "defense": DEFENSE_NAMES, "task": TASK_NAMES, "profile": PROFILE_NAMES, "outcome": OUTCOME_NAMES,
-    "scope": SCOPE_NAMES,
+    "scope": SCOPE_NAMES, "family": FAMILY_NAMES, "track": TRACK_NAMES,
 }
 
 
@@ -167,6 +188,12 @@ COLUMNS: dict[str, Column] = {
     "n_candidates": Column("candidates tried", "count"),
     "candidate": Column("selected attacker"),
     "candidate_view": Column("features from"),
+    "track": Column("attack track", help="A saved way of attacking the full native release on the same test "
+                                         "worlds: the selected strategy, a family's best configuration, an "
+                                         "equal-weight average or the learned stack."),
+    "pairs_kept": Column("pairs kept", "count", "Test pairs whose released choices are the true coarse class in "
+                                                "both worlds."),
+    "pairs_total": Column("test pairs", "count"),
     "policy": Column("recipient policy"),
     "noninferior": Column("non-inferior", "flag",
                           "Yes when the upper end of the paired 95% interval of the extra cost is at most 0.1."),
@@ -215,7 +242,7 @@ def _kind_of(series: pd.Series) -> str:
 
 def name(kind: str, value: str) -> str:
     """The display name of one ``value`` of a name column (``view``, ``defense``, ``task``,
-    ``profile``, ``outcome``, ``scope``); an unknown value is shown as it is."""
+    ``profile``, ``outcome``, ``scope``, ``family``, ``track``); an unknown value is shown as it is."""
     return VALUE_NAMES[kind].get(value, value)
 
 

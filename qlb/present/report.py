@@ -23,9 +23,12 @@ from qlb.present.names import (QL_METRIC_NAMES, TASK_NAMES, VIEW_NAMES, pct, pct
                                readable)
 from qlb.present.paper import paper_checks
 from qlb.present.palette import model_colours
+from qlb.present.robustness import (FAMILY_TRACKS, MAIN_TRACKS, both_correct_sentence, both_correct_table,
+                                    tracks_sentence, tracks_table)
 from qlb.present.rundata import RunData
 from qlb.tuple.refusal import rate_intervals
 from qlb.tuple.release_views import VIEWS
+from qlb.tuple.tracks import RobustnessChecks
 from qlb.tuple.workflows import TASKS
 
 CSS = """
@@ -221,6 +224,36 @@ def _table(df: pd.DataFrame, kinds: dict[str, str] | None = None) -> str:
     return f"<div class='wide'>{html_table}</div>"                # a wide table scrolls inside the page
 
 
+def robustness_parts(checks: RobustnessChecks, full_native: pd.DataFrame) -> list[str]:
+    """Paper Tables 29 and 30 as HTML: the computed sentences, then the both-worlds-correct subset
+    and the attack tracks (each recovery with its 95% interval); nothing when the run has neither."""
+    if checks.both_correct.empty and checks.tracks.empty:
+        return []
+    esc = html.escape
+    out = ["<h3>Robustness checks (paper Tables 29 and 30)</h3>"]
+    sentences = [both_correct_sentence(checks.both_correct, full_native), tracks_sentence(checks.tracks)]
+    out.append("<ul class='findings'>" + "".join(f"<li>{esc(s)}</li>" for s in sentences if s) + "</ul>")
+    if checks.data_changed:
+        out.append("<p class='caption'>The dataset changed after this run: the subset reads today's responses.</p>")
+    if not checks.both_correct.empty:
+        shown = both_correct_table(checks.both_correct, full_native)
+        out.append(_table(shown, {c: "figure" for c in shown.columns if c != "model"}))
+        out.append("<p class='caption'>Paper Table 29: the already-frozen full-native attacker within the test pairs "
+                   "whose released choice is the true coarse class in both worlds; worlds count both worlds of each "
+                   "kept pair. No attacker is refitted or reselected; the subset is chosen from the answers after "
+                   "the fact, so it is descriptive, not a new test.</p>")
+    if not checks.tracks.empty:
+        for which in (MAIN_TRACKS, FAMILY_TRACKS):          # the saved tracks, then each family's best
+            shown = tracks_table(checks.tracks, which)
+            out.append(_table(shown, {c: "figure" for c in shown.columns if c != "model"}))
+        out.append("<p class='caption'>Paper Table 30: full-native test recovery per saved attack track on the same "
+                   "test worlds and pair resamples (95% interval). The selected strategy is the run's frozen "
+                   "attacker (it may read a nested subview); each best configuration is chosen per domain on "
+                   "validation; the first table holds the saved tracks, the second each decoder family's best. "
+                   "Descriptive: no track is chosen by its test value.</p>")
+    return out
+
+
 def _figure(fig: go.Figure, first: bool) -> str:
     return pio.to_html(fig, include_plotlyjs=True if first else False, full_html=False,
                        config={"displaylogo": False, "toImageButtonOptions": {"format": "png"}})
@@ -322,6 +355,8 @@ def render_report(d: RunData) -> str:
             added = dd.pivot(index="model", columns="comparison", values="cell")
             parts.append("<p class='caption'>What the scores add over the choice: paired differences in recovery, in "
                          "points (same worlds, same resamples, 95% interval):</p>" + _table(added.reset_index()))
+        if d.robustness is not None:
+            parts.extend(robustness_parts(d.robustness, pooled[pooled["view"] == "full_native"]))
     if not d.utility.empty:
         parts.append("<h2>What each release is worth downstream</h2>")
         u = d.utility[(d.utility["scope"] == "pooled") & (d.utility["profile"] == "authored")]

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import pandas as pd
+
+if TYPE_CHECKING:
+    from qlb.tuple.tracks import RobustnessChecks
 
 
 @dataclass
@@ -24,3 +28,4 @@ class RunData:
     uniform_reference: float = 1.0 / 16.0       # 1/M of the dataset's ontology (TUPLE: 16 mechanisms)
     tuple_task: bool = True                     # the dataset's ontology is TUPLE's (the paper's numbers apply)
     coarse: pd.DataFrame = field(default_factory=pd.DataFrame)    # test coarse accuracy (Tables 22, 24)
+    robustness: RobustnessChecks | None = None                    # Tables 29, 30 (the report computes them)

@@ -6,6 +6,7 @@ import duckdb
 
 from qlb.present.report import RunData, render_report
 from qlb.records.ontology import load_ontology
+from qlb.runs.robustness import robustness_checks
 from qlb.tuple.refusal import uniform_reference
 from warehouse import queries
 from warehouse.ontologies import dataset_ontology
@@ -37,5 +38,10 @@ def load_run(con: duckdb.DuckDBPyConnection, run_id: str | None = None, dataset:
 
 
 def build_report(con: duckdb.DuckDBPyConnection, run_id: str | None = None, dataset: str | None = None) -> str:
-    """The self-contained HTML report of ``run_id`` (default: the dataset's most complete run)."""
-    return render_report(load_run(con, run_id, dataset))
+    """The self-contained HTML report of ``run_id`` (default: the dataset's most complete run), with
+    the robustness checks of its decoding audit (computed here, not by ``load_run``: the pages that
+    read a run's tables do not need them)."""
+    d = load_run(con, run_id, dataset)
+    if not d.recovery.empty:
+        d.robustness = robustness_checks(con, str(d.run["run_id"]))
+    return render_report(d)
