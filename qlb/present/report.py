@@ -220,6 +220,8 @@ def _table(df: pd.DataFrame, kinds: dict[str, str] | None = None) -> str:
     for c in text.columns:          # data text pasted into a spreadsheet never runs; our own figures are left as they are
         if kinds.get(c, "text") == "text" and not c.endswith(OWN_FIGURES):   # kind "figure": text written here
             text[c] = [spreadsheet_cell(v) for v in text[c]]
+        else:                       # a figure ("73.6% [68.1, 78.5]") stays on one line; a wide table scrolls instead
+            text[c] = [v.replace(" ", "\u00a0") for v in text[c]]
     html_table = text.to_html(index=False, escape=True, border=0, na_rep="—")
     return f"<div class='wide'>{html_table}</div>"                # a wide table scrolls inside the page
 
