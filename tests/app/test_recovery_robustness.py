@@ -3,43 +3,22 @@ the decoded demo warehouse (two models, the fast decoder families)."""
 from __future__ import annotations
 
 import re
-from contextlib import contextmanager
 
 import duckdb
-from streamlit.testing.v1 import AppTest
 
-from dashboard.data_access import release_readers
 from dashboard.widgets import md_plain
 from qlb.present.names import TRACK_NAMES
 from qlb.present.robustness import ALL_COLUMN, SUBSET_COLUMN
-from tests.conftest import ROOT
+from tests.app.test_pages import frames, opened
 
 CELL = re.compile(r"^(\d+\.\d)% \[(\d+\.\d), (\d+\.\d)\]$")
-
-
-@contextmanager
-def opened(path, page: str, monkeypatch, timeout: int = 120):
-    """The app on the warehouse at ``path``, switched to ``page``; the read-only handle is closed afterwards."""
-    monkeypatch.setenv("QLB_WAREHOUSE", str(path))
-    monkeypatch.chdir(ROOT)
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=timeout)
-    at.run()
-    at.switch_page(page).run()
-    try:
-        yield at
-    finally:
-        release_readers()
-
-
-def frames(at: AppTest) -> list:
-    return [df.value for df in at.dataframe] + [t.value for t in at.table]
 
 
 def test_recovery_page_shows_the_robustness_checks(decoded_warehouse, monkeypatch):
     with duckdb.connect(str(decoded_warehouse), read_only=True) as con:
         stored = dict(con.execute("SELECT model, accuracy FROM recovery_results WHERE view = 'full_native' "
                                   "AND scope = 'pooled'").fetchall())
-    with opened(decoded_warehouse, "pages/recovery.py", monkeypatch) as at:
+    with opened(decoded_warehouse, "pages/recovery.py", monkeypatch, 120) as at:
         assert not at.exception, [e.value for e in at.exception]
         assert "Robustness checks (paper Tables 29 and 30)" in [e.label for e in at.expander]
         sentences = [md_plain(m.value) for m in at.markdown
