@@ -335,13 +335,13 @@ class TemplateDecoder(_FeatureDecoder):
         return merge([{f"T={t}": 1.0} for t in X["coarse"]], release_dicts(X, self.coarse_classes, self.representation))
 
     def fit(self, X, y):
-        """Learn the shrunk mean per mechanism and one regularized covariance (precision, log-determinant) per coarse
-        class."""
+        """Learn the shrunk mean per mechanism and one regularized covariance (its precision) per coarse class; the
+        log-determinant is never needed, as both hypotheses of a world are scored under the same class."""
         Z = self._fit_features(X)
         y = self._fitted(y)
         mech = np.where(y == 1, X["hypothesis_1"].to_numpy(), X["hypothesis_0"].to_numpy())
         coarse = X["coarse"].to_numpy()
-        self.means_, self.precisions_, self.logdets_ = {}, {}, {}
+        self.means_, self.precisions_ = {}, {}
         self.mech_class_, self.class_means_ = {}, {}
         dim = Z.shape[1]
         for c in np.unique(coarse):
@@ -363,9 +363,7 @@ class TemplateDecoder(_FeatureDecoder):
             else:
                 S = 0.25 * S + 0.75 * np.diag(np.diag(S))
             S = S + 0.05 * np.eye(dim)
-            sign, logdet = np.linalg.slogdet(S)
-            self.precisions_[c] = np.linalg.inv(S)
-            self.logdets_[c] = logdet
+            self.precisions_[c] = np.linalg.inv(S)      # no log-determinant: both hypotheses of a world share class c
         return self
 
     def _loglik(self, z: np.ndarray, m: str, c: str) -> float:
