@@ -39,7 +39,7 @@ h1{margin-bottom:.2rem}h2{margin-top:2.2rem;border-bottom:1px solid #d0d7de;padd
 .findings li{margin:.35rem 0}.caption{color:#57606a;font-size:.9rem;margin-top:.2rem}
 table{border-collapse:collapse;font-size:.85rem;margin:.5rem 0}th,td{border:1px solid #d0d7de;padding:.25rem .5rem;
 text-align:left}th{background:#f6f8fa}code,pre{background:#f6f8fa;padding:.1rem .3rem;border-radius:4px}
-pre{padding:.6rem;overflow-x:auto;font-size:.8rem}.wide{overflow-x:auto;max-width:100%}
+pre{padding:.6rem;overflow-x:auto;font-size:.8rem}.wide{overflow-x:auto;max-width:100%}td.fig{white-space:nowrap}
 """
 
 
@@ -220,10 +220,12 @@ def _table(df: pd.DataFrame, kinds: dict[str, str] | None = None) -> str:
     for c in text.columns:          # data text pasted into a spreadsheet never runs; our own figures are left as they are
         if kinds.get(c, "text") == "text" and not c.endswith(OWN_FIGURES):   # kind "figure": text written here
             text[c] = [spreadsheet_cell(v) for v in text[c]]
-        else:                       # a figure ("73.6% [68.1, 78.5]") stays on one line; a wide table scrolls instead
-            text[c] = [v.replace(" ", "\u00a0") for v in text[c]]
     html_table = text.to_html(index=False, escape=True, border=0, na_rep="—")
+    html_table = INTERVAL_CELL.sub(r"<td class='fig'>\1</td>", html_table)   # "73.6% [68.1, 78.5]" on one line
     return f"<div class='wide'>{html_table}</div>"                # a wide table scrolls inside the page
+
+
+INTERVAL_CELL = re.compile(r"<td>([-+]?[\d.,]+%? \[[-+\d.,]+, [-+\d.,]+\])</td>")
 
 
 def robustness_parts(checks: RobustnessChecks, full_native: pd.DataFrame) -> list[str]:
