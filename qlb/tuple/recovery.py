@@ -173,6 +173,12 @@ def recovery_tables(predictions: pd.DataFrame, n_boot: int = N_BOOT, seed: int =
     return rec, diff
 
 
+def coarse_correct(worlds: pd.DataFrame) -> np.ndarray:
+    """Per world, whether the released choice is the world's true coarse class T (``status``,
+    ``choice``, ``coarse``); an unavailable or invalid response (status not ``ok``) is not correct."""
+    return ((worlds["status"] == "ok") & (worlds["choice"] == worlds["coarse"])).to_numpy(dtype=bool)
+
+
 def coarse_accuracy(frames: dict[str, pd.DataFrame], predictions: pd.DataFrame, n_boot: int = N_BOOT,
                     seed: int = SEED) -> pd.DataFrame:
     """Test coarse accuracy per model (paper Tables 22, 24): on the decoding audit's test worlds
@@ -183,8 +189,7 @@ def coarse_accuracy(frames: dict[str, pd.DataFrame], predictions: pd.DataFrame, 
     for model, sub in predictions.groupby("model", sort=True):
         worlds = sub.drop_duplicates("world_id")[["world_id", "pair_id", "domain"]]
         f = frames[model].set_index("world_id").loc[worlds["world_id"]]
-        right = ((f["status"] == "ok") & (f["choice"] == f["coarse"])).to_numpy()
-        rows.append(worlds.assign(model=model, view="coarse", correct=right, log_loss=np.nan))
+        rows.append(worlds.assign(model=model, view="coarse", correct=coarse_correct(f), log_loss=np.nan))
     if not rows:
         return pd.DataFrame(columns=["model", "scope", "accuracy", "ci_low", "ci_high", "n"])
     rec, _ = recovery_tables(pd.concat(rows, ignore_index=True), n_boot, seed)

@@ -36,11 +36,11 @@ import numpy as np
 import pandas as pd
 from threadpoolctl import threadpool_limits
 
-from qlb.stats.bootstrap import N_BOOT, SEED, PairResamples, percentile_interval, resampled_means
+from qlb.stats.bootstrap import N_BOOT, SEED
 from qlb.tuple.decoding import (
     Candidate, ViewFit, correct, labels, log_loss_per_world, select, split_frames, view_candidates,
 )
-from qlb.tuple.recovery import fits_from_scores
+from qlb.tuple.recovery import coarse_correct, fits_from_scores, recovery_tables
 from qlb.tuple.release_views import DECODER_FAMILIES
 
 VIEW = "full_native"
@@ -53,24 +53,12 @@ _COLUMNS = ["model", "track", "accuracy", "ci_low", "ci_high", "log_loss", "n"]
 
 
 def pooled_recovery(rows: pd.DataFrame, by: str, n_boot: int = N_BOOT, seed: int = SEED) -> pd.DataFrame:
-    """Per model and value of ``by``: recovery over all domains (share of ``correct``), its
-    pair-clustered 95% percentile interval, mean log loss and worlds, with one set of pair
-    resamples per model shared by every value of ``by``: the pooled rows of ``recovery_tables``,
-    without its per-domain scopes."""
-    out = []
-    for model, sub in rows.groupby("model", sort=True):
-        rs = PairResamples.of(sub, n_boot, seed)
-        for key, v in sub.groupby(by, sort=False):
-            sums, sizes = rs.totals(v["pair_id"], v["correct"])
-            out.append((model, key, float(sums.sum() / sizes.sum()),
-                        *percentile_interval(resampled_means(sums, sizes, rs.W)), float(v["log_loss"].mean()), len(v)))
-    return pd.DataFrame(out, columns=["model", by, "accuracy", "ci_low", "ci_high", "log_loss", "n"])
-
-
-def coarse_correct(worlds: pd.DataFrame) -> np.ndarray:
-    """Per world, whether the released choice is the world's true coarse class T (``status``,
-    ``choice``, ``coarse``); an unavailable or invalid response (status not ``ok``) is not correct."""
-    return ((worlds["status"] == "ok") & (worlds["choice"] == worlds["coarse"])).to_numpy(dtype=bool)
+    """Per model and value of ``by``: the pooled rows of ``recovery_tables`` (recovery over all
+    domains, its pair-clustered 95% percentile interval, mean log loss and worlds), with one set of
+    pair resamples per model shared by every value of ``by``."""
+    rec, _ = recovery_tables(rows.rename(columns={by: "view"}), n_boot, seed)
+    pooled = rec[rec["scope"] == "pooled"].drop(columns="scope").rename(columns={"view": by})
+    return pooled.reset_index(drop=True)
 
 
 def both_correct_pairs(worlds: pd.DataFrame) -> set:
