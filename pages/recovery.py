@@ -97,11 +97,6 @@ def selected_words(selected: str, view: str) -> str:
 
 
 # --- findings -----------------------------------------------------------------------------------------------------
-def how_many(k: int, n: int) -> str:
-    """``k`` of ``n`` models in words: none of the 9, all 9, 3 of 9."""
-    return f"none of the {n}" if k == 0 else f"all {n}" if k == n else f"{k} of {n}"
-
-
 def span(frame: pd.DataFrame, value: str, cell: Callable[[pd.Series], str]) -> str:
     """The lowest and highest ``value`` in ``frame`` with their model, each shown by ``cell(row)``."""
     ordered = frame.sort_values([value, "model"])
@@ -134,7 +129,7 @@ def choice_sentence(pooled: pd.DataFrame) -> str | None:
     return (f"Seeing only the released choice, the attacker recovers the secret mechanism in "
             f"{span(choice, 'accuracy', recovery_cell)} "
             f"of test worlds, against 50% for guessing; the 95% interval lies above 50% for "
-            f"{how_many(above, len(choice))} models.")
+            f"{names.how_many(above, len(choice))} models.")
 
 
 def full_output_sentence(diff: pd.DataFrame) -> str | None:
@@ -145,8 +140,8 @@ def full_output_sentence(diff: pd.DataFrame) -> str | None:
     up, down = int((d["ci_low"] > 0).sum()), int((d["ci_high"] < 0).sum())
     text = (f"Releasing the {names.name('view', 'full_native')} output (choice, every class probability and the "
             f"confidence) instead of the choice alone changes recovery by {span(d, 'difference', points)} "
-            f"points on the same test worlds; the gain is clear (interval above 0) for {how_many(up, len(d))} models")
-    return text + (f", and recovery clearly drops for {how_many(down, len(d))} models." if down else ".")
+            f"points on the same test worlds; the gain is clear (interval above 0) for {names.how_many(up, len(d))} models")
+    return text + (f", and recovery clearly drops for {names.how_many(down, len(d))} models." if down else ".")
 
 
 def confidence_sentence(diff: pd.DataFrame) -> str | None:
@@ -161,7 +156,7 @@ def confidence_sentence(diff: pd.DataFrame) -> str | None:
                 f"{span(d, 'difference', points)} points).")
     listed = ", ".join(f"{r['model']} {points(r)}" for _, r in clear.head(3).iterrows())
     more = "" if len(clear) <= 3 else f" and {len(clear) - 3} more"
-    return f"{head} for {how_many(len(clear), len(d))} models: {listed}{more} points."
+    return f"{head} for {names.how_many(len(clear), len(d))} models: {listed}{more} points."
 
 
 def findings(pooled: pd.DataFrame, diff: pd.DataFrame) -> None:

@@ -278,3 +278,8 @@ def cost_interval(v: float | None, lo: float | None = None, hi: float | None = N
     if lo is None or hi is None or pd.isna(lo) or pd.isna(hi):
         return f.format(v)
     return f"{f.format(v)} [{f.format(lo)}, {f.format(hi)}]"
+
+
+def how_many(k: int, n: int) -> str:
+    """``k`` of ``n`` in words, for a finding: none of the 9, all 9, 3 of 9."""
+    return f"none of the {n}" if k == 0 else f"all {n}" if k == n else f"{k} of {n}"

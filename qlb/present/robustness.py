@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from qlb.present.names import TRACK_NAMES, pct, pct_interval
+from qlb.present.names import TRACK_NAMES, how_many, pct, pct_interval
 from qlb.tuple.release_views import DECODER_FAMILIES
 from qlb.tuple.tracks import TRACKS
 
@@ -15,10 +15,6 @@ FAMILY_TRACKS = tuple(t for t in TRACKS if t in DECODER_FAMILIES)       # each f
 SUBSET_COLUMN = "both answers correct [95% CI]"
 ALL_COLUMN = "all test worlds [95% CI]"
 TRACK_COLUMN = "recovery [95% CI]"
-
-
-def _models(k: int, n: int) -> str:
-    return f"none of the {n} models" if k == 0 else f"all {n} models" if k == n else f"{k} of {n} models"
 
 
 def _cell(row: pd.Series) -> str:
@@ -44,7 +40,7 @@ def both_correct_sentence(both: pd.DataFrame, overall: pd.DataFrame | None = Non
             f"secret mechanism in {span}")
     if overall is not None and not overall.empty:
         text += f", against {pct(overall['accuracy'].min())} to {pct(overall['accuracy'].max())} on all test worlds"
-    text += f"; the 95% interval lies above 50% for {_models(above, len(rows))}"
+    text += f"; the 95% interval lies above 50% for {how_many(above, len(rows))} models"
     if above == len(rows):
         return text + ", so coarse errors alone do not explain the recovery."
     return text + "."
@@ -63,7 +59,7 @@ def tracks_sentence(tracks: pd.DataFrame) -> str | None:
     low = main.sort_values(["accuracy", "model"]).iloc[0]
     names = ", ".join(TRACK_NAMES[t] for t in MAIN_TRACKS if t in set(main["track"]))
     text = (f"On the same test worlds, every saved full-native attack track ({names}) recovers more than 50% for "
-            f"{_models(every, n)}; the lowest is {_cell(low)} ({TRACK_NAMES[low['track']]}, {low['model']}).")
+            f"{how_many(every, n)} models; the lowest is {_cell(low)} ({TRACK_NAMES[low['track']]}, {low['model']}).")
     families = tracks[tracks["track"].isin(DECODER_FAMILIES) & (tracks["track"] != "prior")]
     if not families.empty:
         mean = families.groupby("track")["accuracy"].mean().sort_values()
