@@ -70,7 +70,7 @@ def document_html(text: str, gold: Sequence[tuple[str, Sequence[tuple[int, int]]
 def legend_html(attributes: Sequence[str]) -> str:
     """The document viewer's legend, how gold and predicted cues are drawn and a swatch per attribute, as escaped
     HTML."""
-    items = [f'<span style="margin-right:12px"><span style="background:{_colour(a, attributes)}40;padding:0 6px">'
+    items = [f'<span style="margin-right:12px;white-space:nowrap;display:inline-block"><span style="background:{_colour(a, attributes)}40;padding:0 6px">'
              f'{escape(a)}</span></span>' for a in attributes]
     return ('<div style="font-size:0.85em">Gold cues shaded by attribute (hide targets in bold); predicted '
             'cues underlined in their group\'s colour. ' + "".join(items) + "</div>")

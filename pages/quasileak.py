@@ -27,14 +27,17 @@ INTRO = (
 )
 
 
-MAIN_METRICS = ("complete_f1", "complete_recall", "strict_precision", "binding_error_rate", "over_flag_rate")
+# The leaderboard in two tables of at most four columns (each fits a 1,024 px screen): the
+# headline metrics, then the errors the policy cares about; the rest folded.
+MAIN_METRICS = ("complete_f1", "complete_recall")
+ERROR_METRICS = ("strict_precision", "binding_error_rate", "over_flag_rate")
 MORE_METRICS = ("graded_f1", "graded_recall", "lenient_precision", "document_flag_recall", "span_f1")
-CI = " [95% CI]"
+INTERVAL_NOTE = "each cell is a percent with its 95% interval"
 
 
-def leaderboard_frame(scores: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """(main table, more-metrics table, numeric table) from the run's 'all' slice, best complete F1
-    first; rates as percent with their 95% intervals where the run has one."""
+def leaderboard_frame(scores: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """(main table, errors table, more-metrics table, numeric table) from the run's 'all' slice,
+    best complete F1 first; rates as percent with their 95% intervals where the run has one."""
     a = scores[scores["slice_kind"] == "all"]
     numeric = a.pivot_table(index="detector", columns="metric", values="value", aggfunc="first")
     lo = a.pivot_table(index="detector", columns="metric", values="ci_low", aggfunc="first")
@@ -43,19 +46,19 @@ def leaderboard_frame(scores: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame,
     order = numeric.sort_values("complete_f1", ascending=False).index
 
     def cells(metrics: tuple[str, ...], det: str) -> dict[str, str]:
-        return {QL_METRIC_NAMES[m] + (CI if m in HEADLINE else ""):
-                pct_interval(numeric.loc[det, m], *((lo.loc[det, m], hi.loc[det, m]) if m in HEADLINE else ()))
+        return {QL_METRIC_NAMES[m]: pct_interval(numeric.loc[det, m],
+                                                 *((lo.loc[det, m], hi.loc[det, m]) if m in HEADLINE else ()))
                 for m in metrics}
 
-    main = pd.DataFrame([{"detector": det, "simulated": bool(sim[det]),
-                          "predicted groups": int(numeric.loc[det, "predicted_groups"]), **cells(MAIN_METRICS, det)}
-                         for det in order])
-    more = pd.DataFrame([{"detector": det, **cells(MORE_METRICS, det)} for det in order])
+    main = pd.DataFrame([{"detector": det, "simulated": bool(sim[det]), **cells(MAIN_METRICS, det)} for det in order])
+    errors = pd.DataFrame([{"detector": det, **cells(ERROR_METRICS, det)} for det in order])
+    more = pd.DataFrame([{"detector": det, "predicted groups": int(numeric.loc[det, "predicted_groups"]),
+                          **cells(MORE_METRICS, det)} for det in order])
     out = numeric.reset_index()
     for m in HEADLINE:
         out[f"{m}_ci_low"] = out["detector"].map(lo[m])
         out[f"{m}_ci_high"] = out["detector"].map(hi[m])
-    return main, more, out
+    return main, errors, more, out
 
 
 def findings(numeric: pd.DataFrame) -> None:
@@ -95,8 +98,7 @@ def findings(numeric: pd.DataFrame) -> None:
 def metric_help(frame: pd.DataFrame) -> dict[str, object]:
     """Header tooltips for the leaderboard's metric columns (QUASILEAK.md section 3's definitions)."""
     by_label = {QL_METRIC_NAMES[m]: QL_METRIC_HELP[m] for m in QL_METRIC_HELP}
-    return {c: st.column_config.TextColumn(c, help=by_label[c.removesuffix(CI)])
-            for c in frame.columns if c.removesuffix(CI) in by_label}
+    return {c: st.column_config.TextColumn(c, help=by_label[c]) for c in frame.columns if c in by_label}
 
 
 def breakdown_figure(data: pd.DataFrame, metric: str, kind: str) -> go.Figure:
@@ -136,7 +138,7 @@ def render() -> None:
     scores = da.query(path, "ql_scores", (run_id,))
     split = scores["split"].iloc[0]
 
-    main, more, numeric = leaderboard_frame(scores)
+    main, errors, more, numeric = leaderboard_frame(scores)
     findings(numeric)
     chart(f1_figure(numeric), numeric, "quasileak_f1",
           f"Complete-group F1 (strict precision with complete recall) and graded F1 (lenient precision with graded "
@@ -145,8 +147,13 @@ def render() -> None:
     st.subheader("Leaderboard")
     table(main, "quasileak_leaderboard",
           f"Micro over the {int(numeric['targets'].max()):,} target groups and each detector's predicted groups of "
-          f"split '{md_text(split)}', best complete-group F1 first; run {md_text(run_id)}. Simulated detectors are derived from the gold groups. Hover a header "
-          "for its definition (also in the Glossary).", column_config=metric_help(main))
+          f"split '{md_text(split)}', best complete-group F1 first ({INTERVAL_NOTE}); run {md_text(run_id)}. "
+          "Simulated detectors are derived from the gold groups. Hover a header for its definition (also in "
+          "the Glossary).", column_config=metric_help(main))
+    table(errors, "quasileak_errors",
+          f"The errors the policy cares about, same order ({INTERVAL_NOTE}): the share of predicted groups that "
+          "complete a target (strict precision; the rest are errors), of targets found whole but under a wrong "
+          "attribute (binding error), and of groups for attributes the policy keeps or leaves neutral (over-flag).", column_config=metric_help(errors))
     with st.expander("More metrics: graded credit, document flags and the span-level reference"):
         table(more, "quasileak_more_metrics",
               "Graded recall gives partial credit for part of a group; span F1 ignores groups and attributes "
@@ -193,17 +200,21 @@ def document_viewer(path: str, dataset: str, scores: pd.DataFrame, split: str) -
     st.markdown(html_block("<div><b>Policy</b> " + policy_chips(policy) + "</div>"), unsafe_allow_html=True)
     st.markdown(html_block(legend_html(list(policy))), unsafe_allow_html=True)
     st.markdown(html_block(document_html(doc["text"], gold, predicted, policy)), unsafe_allow_html=True)
-    explained = pd.DataFrame(explain_targets(policy, gold, predicted))
-    if explained.empty:
+    targets = explain_targets(policy, gold, predicted)
+    if not targets:
         st.info("This document has no target (no gold group with a hide attribute).")
     else:
-        table(explained, "quasileak_document_targets",
-              f"Each target of {md_text(doc_id)} under {md_text(detector)}: its credit and why.")
-    preds = pd.DataFrame([{"predicted group": i + 1, "attribute": a, "policy label": policy.get(a, "?"),
-                           "cues": "; ".join(doc["text"][s_:e_] for s_, e_ in cues)}
-                          for i, (a, cues) in enumerate(predicted)])
-    if not preds.empty:
-        table(preds, "quasileak_document_predictions", "The detector's groups; keep or neutral ones are over-flags.")
+        # lists, not tables: the verdicts and cues are sentences that wrap at any screen width
+        st.markdown(f"**Targets under {md_text(detector)}** (gold groups of a hide attribute): credit and why")
+        st.markdown("\n".join(f"- **Gold group {t['gold group']}**, {md_text(t['attribute'])} ({t['arity']} cues): "
+                               f"credit {t['credit']:.2f}; {md_text(t['why'])}" for t in targets))
+    if predicted:
+        st.markdown(f"**Groups {md_text(detector)} predicted** (a keep or neutral attribute is an over-flag)")
+        st.markdown("\n".join(f"- **Predicted group {i + 1}**, {md_text(a)} ({md_text(policy.get(a, '?'))}): "
+                               + "; ".join(f"\u201c{md_text(doc['text'][s_:e_])}\u201d" for s_, e_ in cues)
+                               for i, (a, cues) in enumerate(predicted)))
+    else:
+        st.caption(f"{md_text(detector)} predicted no group in this document.")
     if gold:
         construction_check(doc["text"], gold)
 

@@ -9,8 +9,17 @@ from pathlib import Path
 from typing import Callable
 
 import pytest
+from threadpoolctl import threadpool_limits
 
-from warehouse.db import writer
+# One BLAS thread in every test process and in what the tests start (servers, `qlb` commands):
+# the engine's matrices are small, and two pytest-xdist workers on two cores with OpenBLAS's
+# thread per core spin against each other (the two own-task audits took 107 and 118 s side by
+# side, 19 and 32 s with one thread each).
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+threadpool_limits(limits=1)
+
+from warehouse.db import writer  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 

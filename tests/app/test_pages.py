@@ -225,15 +225,19 @@ def test_quasileak_page(app):
     at = app.run()
     at.switch_page("pages/quasileak.py").run()
     assert not at.exception, [e.value for e in at.exception]
-    board = next(f for f in frames(at) if "complete recall [95% CI]" in f.columns)
+    board = next(f for f in frames(at) if "complete recall" in f.columns)
+    assert len(board.columns) <= 4                                     # fits a 1,024 px screen
     assert set(board["detector"]) == {"pattern-pii", "lexicon-cues", "sim-det-strong", "sim-det-local",
                                       "sim-det-binder"}
     assert board["detector"].iloc[0] == "sim-det-strong"            # sorted by complete F1
     assert board.set_index("detector")["simulated"]["sim-det-local"]
     assert not board.set_index("detector")["simulated"]["lexicon-cues"]
-    assert all(re.fullmatch(r"\d+\.\d% \[\d+\.\d, \d+\.\d\]", v) for v in board["complete-group F1 [95% CI]"])
+    assert all(re.fullmatch(r"\d+\.\d% \[\d+\.\d, \d+\.\d\]", v) for v in board["complete-group F1"])
     assert any("finds the most complete groups" in m.value and "sim-det-strong" in m.value for m in at.markdown)
-    assert (board["predicted groups"] > 0).all()
+    errors = next(f for f in frames(at) if "over-flag" in f.columns)
+    assert list(errors["detector"]) == list(board["detector"]) and len(errors.columns) <= 4
+    more = next(f for f in frames(at) if "predicted groups" in f.columns)
+    assert (more["predicted groups"] > 0).all()
     f1 = plotly_traces(at.get("plotly_chart")[0])
     assert len(f1[0]["x"]) == 5
     at.selectbox(key="ql_breakdown_kind").select("attribute").run()
@@ -243,6 +247,8 @@ def test_quasileak_page(app):
     assert not at.exception
     body = [m.value for m in at.markdown if "white-space:pre-wrap" in m.value]
     assert len(body) == 1 and "border-bottom" in body[0]
+    verdicts = [m.value for m in at.markdown if m.value.startswith("- **Gold group")]
+    assert verdicts and all("credit" in v for v in verdicts)
 
 
 def test_recovery_page(decoded_warehouse, monkeypatch):
