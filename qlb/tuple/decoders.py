@@ -20,12 +20,12 @@ from sklearn.utils.validation import check_is_fitted
 
 from qlb.tuple.forest import grow_forest
 from qlb.tuple.release_views import (
-    Vectorizer, condition_dicts, merge, public_dicts, quadratic, release_dicts,
+    Vectorizer, column, condition_dicts, merge, public_dicts, quadratic, release_dicts,
 )
 
 
 def _pair_keys(X: pd.DataFrame) -> list[str]:
-    return [f"H={a}|{b}" for a, b in zip(X["hypothesis_0"], X["hypothesis_1"])]
+    return [f"H={a}|{b}" for a, b in zip(column(X, "hypothesis_0"), column(X, "hypothesis_1"))]
 
 
 def _as_proba(p1: np.ndarray) -> np.ndarray:
@@ -59,7 +59,7 @@ class EmpiricalPrior(_Decoder):
         """Learn the training rate of s1 per (coarse class T, hypothesis pair H), and the overall rate for unseen (T,
         H)."""
         y = self._fitted(y).astype(float)
-        keys = [f"{t}|{k}" for t, k in zip(X["coarse"], _pair_keys(X))]
+        keys = [f"{t}|{k}" for t, k in zip(column(X, "coarse"), _pair_keys(X))]
         frame = pd.DataFrame({"k": keys, "y": y})
         self.rates_ = frame.groupby("k")["y"].mean().to_dict()
         self.overall_ = float(y.mean()) if len(y) else 0.5
@@ -68,7 +68,7 @@ class EmpiricalPrior(_Decoder):
     def predict_proba(self, X: pd.DataFrame) -> np.ndarray:
         """[P(s0), P(s1)] per world: the training rate of its (T, H), else the overall rate."""
         check_is_fitted(self)
-        keys = [f"{t}|{k}" for t, k in zip(X["coarse"], _pair_keys(X))]
+        keys = [f"{t}|{k}" for t, k in zip(column(X, "coarse"), _pair_keys(X))]
         return _as_proba([self.rates_.get(k, self.overall_) for k in keys])
 
 
@@ -106,6 +106,21 @@ class _FeatureDecoder(_Decoder):
         """What determines this decoder's feature dicts (besides the rows)."""
         return (type(self).__name__, tuple(self.coarse_classes))
 
+    def _row_dicts(self, X: pd.DataFrame) -> list[dict]:
+        """``_dicts(X)``, each world's computed once per block: a world's features of one kind do
+        not change inside a block (see ``feature_memo``), and the folds, the full fit and the
+        validation and test rows ask for the same worlds again and again."""
+        current = _FEATURE_MEMO.get()
+        if current is None or "world_id" not in X.columns:
+            return self._dicts(X)
+        release_view, memo = current
+        known = memo.setdefault(("dicts", release_view, self._kind()), {})
+        ids = column(X, "world_id")
+        new = [i for i, w in enumerate(ids) if w not in known]
+        if new:
+            known.update(zip((ids[i] for i in new), self._dicts(X.iloc[new])))
+        return [known[w] for w in ids]
+
     def _memo(self, X: pd.DataFrame, *extra) -> tuple[dict | None, tuple | None]:
         """The current block's memo and this call's key in it: (step, the vectorizer it reads,
         release view, feature kind, world ids); (None, None) outside a block."""
@@ -113,14 +128,14 @@ class _FeatureDecoder(_Decoder):
         if current is None or "world_id" not in X.columns:
             return None, None
         release_view, memo = current
-        return memo, (*extra, release_view, self._kind(), tuple(X["world_id"]))
+        return memo, (*extra, release_view, self._kind(), tuple(column(X, "world_id")))
 
     def _fit_features(self, X: pd.DataFrame) -> np.ndarray:
         memo, key = self._memo(X, "fit")
         hit = memo.get(key) if memo is not None else None
         if hit is None:
             vec = Vectorizer()
-            Z = vec.fit_transform(self._dicts(X))
+            Z = vec.fit_transform(self._row_dicts(X))
             scaler = StandardScaler().fit(Z) if self.standardize else None
             hit = (vec, scaler, scaler.transform(Z) if scaler is not None else Z)
             if memo is not None:
@@ -136,7 +151,7 @@ class _FeatureDecoder(_Decoder):
         memo, key = self._memo(X, "transform", self.vectorizer_)
         hit = memo.get(key) if memo is not None else None
         if hit is None:
-            Z = self.vectorizer_.transform(self._dicts(X))
+            Z = self.vectorizer_.transform(self._row_dicts(X))
             hit = self.scaler_.transform(Z) if self.standardize else Z
             if memo is not None:
                 memo[key] = hit
@@ -283,8 +298,8 @@ class SharedScorerDecoder(_FeatureDecoder):
         """[z, 1] per row and the mechanism indices of s1 and s0."""
         index = {m: i for i, m in enumerate(self.mechanisms)}
         Zb = np.hstack([Z, np.ones((Z.shape[0], 1))])
-        i1 = np.array([index[s] for s in X["hypothesis_1"]], dtype=int)
-        i0 = np.array([index[s] for s in X["hypothesis_0"]], dtype=int)
+        i1 = np.array([index[s] for s in column(X, "hypothesis_1")], dtype=int)
+        i0 = np.array([index[s] for s in column(X, "hypothesis_0")], dtype=int)
         return Zb, i1, i0
 
     def fit(self, X, y):
@@ -332,11 +347,12 @@ class TemplateDecoder(_FeatureDecoder):
         return (*super()._kind(), self.representation)
 
     def _dicts(self, X):
-        return merge([{f"T={t}": 1.0} for t in X["coarse"]], release_dicts(X, self.coarse_classes, self.representation))
+        return merge([{f"T={t}": 1.0} for t in column(X, "coarse")], release_dicts(X, self.coarse_classes, self.representation))
 
     def fit(self, X, y):
         """Learn the shrunk mean per mechanism and one regularized covariance (its precision) per coarse class; the
-        log-determinant is never needed, as both hypotheses of a world are scored under the same class."""
+        log-determinant is never needed, as both hypotheses of a world are scored under the same class. A diagonal
+        covariance's precision is its reciprocal diagonal (what inverting it gives, without the inversion)."""
         Z = self._fit_features(X)
         y = self._fitted(y)
         mech = np.where(y == 1, X["hypothesis_1"].to_numpy(), X["hypothesis_0"].to_numpy())
@@ -359,32 +375,32 @@ class TemplateDecoder(_FeatureDecoder):
             R = np.vstack(resid)
             S = (R.T @ R) / max(len(R) - 1, 1)
             if self.covariance == "diag":
-                S = np.diag(np.diag(S))
+                self.precisions_[c] = np.diag(1.0 / (np.diag(S) + 0.05))
             else:
-                S = 0.25 * S + 0.75 * np.diag(np.diag(S))
-            S = S + 0.05 * np.eye(dim)
-            self.precisions_[c] = np.linalg.inv(S)      # no log-determinant: both hypotheses of a world share class c
+                S = 0.25 * S + 0.75 * np.diag(np.diag(S)) + 0.05 * np.eye(dim)
+                self.precisions_[c] = np.linalg.inv(S)
         return self
 
-    def _loglik(self, z: np.ndarray, m: str, c: str) -> float:
-        """log N(z; template of mechanism m, class c's covariance) up to the class's constant: the
-        template is m's shrunk mean when m was seen in class c, else the class mean."""
-        mu = self.means_[m] if self.mech_class_.get(m) == c else self.class_means_[c]
-        diff = z - mu
-        return -0.5 * float(diff @ self.precisions_[c] @ diff)
+    def _templates(self, mechanisms: np.ndarray, c: str) -> np.ndarray:
+        """The template of each mechanism in class c: its shrunk mean when it was seen in c, else the class mean."""
+        return np.array([self.means_[m] if self.mech_class_.get(m) == c else self.class_means_[c] for m in mechanisms])
 
     def predict_proba(self, X):
-        """[P(s0), P(s1)] per world from the log-likelihood difference of s1 and s0; 0.5 when the class or both
-        hypotheses are unseen."""
+        """[P(s0), P(s1)] per world from the log-likelihood difference of s1 and s0 (log N(z; template, class c's
+        covariance) up to the class's constant); 0.5 when the class or both hypotheses are unseen."""
         check_is_fitted(self)
         Z = self._features(X)
-        out = np.empty(len(X))
-        for i, (z, c, s0, s1) in enumerate(zip(Z, X["coarse"], X["hypothesis_0"], X["hypothesis_1"])):
-            if c not in self.precisions_ or (s0 not in self.means_ and s1 not in self.means_):
-                out[i] = 0.5
+        coarse, h0, h1 = (np.array(column(X, name), dtype=object) for name in ("coarse", "hypothesis_0", "hypothesis_1"))
+        seen = np.array([a in self.means_ or b in self.means_ for a, b in zip(h0, h1)], dtype=bool)
+        out = np.full(len(X), 0.5)
+        for c, precision in self.precisions_.items():
+            rows = np.flatnonzero((coarse == c) & seen)
+            if not len(rows):
                 continue
-            delta = self._loglik(z, s1, c) - self._loglik(z, s0, c)
-            out[i] = 1.0 / (1.0 + np.exp(-np.clip(delta, -50, 50)))
+            d1 = Z[rows] - self._templates(h1[rows], c)
+            d0 = Z[rows] - self._templates(h0[rows], c)
+            delta = -0.5 * ((d1 @ precision) * d1).sum(axis=1) - -0.5 * ((d0 @ precision) * d0).sum(axis=1)
+            out[rows] = 1.0 / (1.0 + np.exp(-np.clip(delta, -50, 50)))
         return _as_proba(out)
 
 

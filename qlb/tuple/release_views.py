@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from itertools import chain
 from typing import Iterable, Sequence
 
 import numpy as np
@@ -48,6 +49,12 @@ def release_columns(f: pd.DataFrame) -> pd.DataFrame:
     return f
 
 
+def column(frame: pd.DataFrame, name: str) -> list:
+    """A column's values as a list: iterating a list is several times faster than iterating a
+    pandas column backed by Arrow (pandas' default for text) value by value."""
+    return frame[name].tolist()
+
+
 def apply_view(frame: pd.DataFrame, view: str) -> pd.DataFrame:
     """The release a recipient of ``view`` sees: fields outside the view are withheld (missing)."""
     fields = VIEW_FIELDS[view]
@@ -67,9 +74,8 @@ def public_dicts(frame: pd.DataFrame) -> list[dict[str, float]]:
     if "_public" in frame.columns:
         return list(frame["_public"])
     out = []
-    for req, ctx, role, chan, win, order in zip(frame["request"], frame["case_context"], frame["recipient_role"],
-                                                frame["intake_channel"], frame["operating_window"],
-                                                frame["candidate_order"]):
+    for req, ctx, role, chan, win, order in zip(*(column(frame, c) for c in (
+            "request", "case_context", "recipient_role", "intake_channel", "operating_window", "candidate_order"))):
         d: dict[str, float] = {}
         for prefix, text in (("req", req), ("ctx", ctx)):
             for tok in TOKEN.findall(str(text).lower()):
@@ -94,7 +100,7 @@ def with_public_features(frame: pd.DataFrame) -> pd.DataFrame:
 def condition_dicts(frame: pd.DataFrame) -> list[dict[str, float]]:
     """Authorized class T and the sorted hypothesis identities."""
     return [{f"T={t}": 1.0, f"H={h0}|{h1}": 1.0, f"h0={h0}": 1.0, f"h1={h1}": 1.0}
-            for t, h0, h1 in zip(frame["coarse"], frame["hypothesis_0"], frame["hypothesis_1"])]
+            for t, h0, h1 in zip(column(frame, "coarse"), column(frame, "hypothesis_0"), column(frame, "hypothesis_1"))]
 
 
 def release_dicts(frame: pd.DataFrame, classes: Sequence[str], representation: str = "raw") -> list[dict[str, float]]:
@@ -102,10 +108,10 @@ def release_dicts(frame: pd.DataFrame, classes: Sequence[str], representation: s
     log-ratio and residual representations add their transforms (never modifying the response).
     A ``_signature`` column (the public workflow signatures of a WCPQ release) adds one indicator
     per policy plan where the view shows the scores."""
-    signatures = frame["_signature"] if "_signature" in frame.columns else [None] * len(frame)
+    signatures = column(frame, "_signature") if "_signature" in frame.columns else [None] * len(frame)
     return [_release_features(status, choice, conf, probs, t, sig, classes, representation)
-            for status, choice, conf, probs, t, sig in zip(frame["status"], frame["choice"], frame["confidence"],
-                                                           frame["probabilities"], frame["coarse"], signatures)]
+            for status, choice, conf, probs, t, sig in zip(*(column(frame, c) for c in (
+                "status", "choice", "confidence", "probabilities", "coarse")), signatures)]
 
 
 def _release_features(status: str, choice, conf, probs, t: str, sig, classes: Sequence[str],
@@ -180,29 +186,23 @@ def merge(*parts: list[dict[str, float]]) -> list[dict[str, float]]:
 class Vectorizer:
     """Dict features -> dense matrix, fitted on training rows only: the vocabulary is every key
     seen in training (sorted, as scikit-learn's DictVectorizer does); unseen keys are ignored at
-    transform. Numeric values only; several times faster than DictVectorizer on these dicts."""
+    transform. Numeric values only; many times faster than DictVectorizer on these dicts (one
+    vectorised lookup of every key instead of a Python step per value)."""
 
     def fit_transform(self, dicts: list[dict]) -> np.ndarray:
         """Learn the vocabulary (every key of ``dicts``, sorted) and return their dense matrix."""
-        keys: set[str] = set()
-        for d in dicts:
-            keys.update(d)
-        self.feature_names_ = sorted(keys)
-        self.index_ = {k: i for i, k in enumerate(self.feature_names_)}
+        self.feature_names_ = sorted(set(chain.from_iterable(dicts)))
+        self.index_ = pd.Index(self.feature_names_, dtype=object)      # object keys: no Arrow conversion per lookup
         return self.transform(dicts)
 
     def transform(self, dicts: list[dict]) -> np.ndarray:
         """The dense (rows x vocabulary) matrix of ``dicts``: absent keys are 0, keys outside the vocabulary are
         ignored."""
-        index = self.index_
-        rows, cols, vals = [], [], []
-        for r, d in enumerate(dicts):
-            for k, v in d.items():
-                j = index.get(k)
-                if j is not None:
-                    rows.append(r)
-                    cols.append(j)
-                    vals.append(v)
-        out = np.zeros((len(dicts), len(index)))
-        out[rows, cols] = vals
+        sizes = np.fromiter(map(len, dicts), dtype=np.int64, count=len(dicts))
+        cols = self.index_.get_indexer(list(chain.from_iterable(dicts)))        # -1: not in the vocabulary
+        vals = np.fromiter(chain.from_iterable(d.values() for d in dicts), dtype=float, count=len(cols))
+        rows = np.repeat(np.arange(len(dicts)), sizes)
+        known = cols >= 0
+        out = np.zeros((len(dicts), len(self.index_)))
+        out[rows[known], cols[known]] = vals[known]
         return out
