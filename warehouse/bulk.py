@@ -1,25 +1,37 @@
 """Bulk validation of native-response JSON Lines (issue #17, goal 3).
 
 pydantic's rules stay the definition; this module only finds, in bulk, the lines that plainly
-meet all of them. DuckDB parses and types a whole block of lines at once (``queries.sql``:
-``bulk_native_responses``) and returns, as table rows, every line that is a well-formed, valid
-native response with nothing unusual about it. Every other line of the block (rejected, invalid,
-or merely unusual) goes through the per-line pydantic path, so its verdict and message are
-exactly those of ``validate_file``. Both kinds of row are then written together, in line order,
-so "the first of two equal keys is kept" holds across them.
+meet all of them. Every other line of a block (rejected, invalid, or merely unusual) goes through
+the per-line pydantic path, so its verdict and message are exactly those of ``validate_file``.
+Both kinds of row are then written together, in line order, so "the first of two equal keys is
+kept" holds across them.
+
+A line is plain after three vectorised steps over a whole block, none of which makes a Python
+object per line:
+
+* its text matches ``PLAIN_LINE`` (Arrow's RE2, on the block's lines as an Arrow string column
+  whose buffers are the block's own bytes): a JSON object whose members are only
+  NativeResponse's six fields, each a string with no escape, control character, colon or comma
+  in it, a JSON number, null, or (probabilities) a flat object of such strings and numbers. On
+  such a line DuckDB's JSON reader and pydantic's read the same values, save a repeated key
+  (DuckDB keeps the first, pydantic the last); the line's colons, one per member and per
+  probability label, are counted too, to rule those out;
+* DuckDB reads the block's bytes (one file in a private temporary folder, removed at once) with
+  its JSON reader and applies the rules each field has on its own (``queries.sql``:
+  ``bulk_native_responses``);
+* numpy applies the rules that need the world or the probabilities (``_world_rules``): the
+  choice and the labels are the world's candidates, no label repeats, the probabilities are
+  non-negative and sum to 1 with room to spare; it also derives ``choice_not_argmax``.
 
 The stored rows are the same either way, except the text of ``probabilities``: the bulk path
 stores the object as DuckDB's JSON reader writes it back (minified; an integer stays ``1``), the
 pydantic path as pydantic writes floats (``1.0``); they parse to the same values.
-
-No Python object is made per line for the lines DuckDB takes: a block's bytes go to DuckDB's JSON
-reader as one file (in a private temporary folder, removed at once) and, for the checks on each
-line's text, as an Arrow string column whose buffers are the block's own bytes.
 """
 from __future__ import annotations
 
 import tempfile
 from pathlib import Path
+from typing import Mapping
 
 import duckdb
 import numpy as np
@@ -30,22 +42,56 @@ from qlb.records.readers import MAX_LINE_BYTES, LineBlock, Record
 from qlb.records.schemas import PROBABILITY_TOLERANCE
 from warehouse import queries
 
+_WS = r"[ \t\r]*"                                   # JSON's whitespace (a line holds no newline)
+_STRING = r'"[^"\\\x00-\x1f:,]*"'
+_NUMBER = r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?"
+_LABEL = f"{_STRING}{_WS}:{_WS}{_NUMBER}"
+_MEMBER = (f'(?:"(?:model|world_id|status|choice)"{_WS}:{_WS}(?:{_STRING}|null)'
+           f'|"probabilities"{_WS}:{_WS}(?:null|\\{{{_WS}(?:{_LABEL}(?:{_WS},{_WS}{_LABEL})*)?{_WS}\\}})'
+           f'|"confidence"{_WS}:{_WS}(?:null|{_NUMBER}))')
+PLAIN_LINE = f"^\\{{{_WS}{_MEMBER}(?:{_WS},{_WS}{_MEMBER})*{_WS}\\}}{_WS}\\n?$"
+
+_NULLABLE = ("model", "choice", "probabilities", "confidence")
 _EMPTY = pa.table({"line_no": pa.array([], type=pa.int64())})
 
 
-def plain_native_responses(con: duckdb.DuckDBPyConnection, block: LineBlock, dataset_id: str,
-                           forced_model: str | None, ingest_id: int) -> tuple[pa.Table, list[Record]]:
-    """The rows of ``block``'s plainly valid native responses (in line order), and the Records of
-    its other lines (in line order) for the pydantic path."""
+class Candidates:
+    """A dataset's worlds (world_id: its candidate classes, as the per-line path reads them), for
+    ``_world_rules``: each world's candidate set, and in it each label's place (1 to the set's
+    size, a bit of a 64-bit mask; 0 for a label that is not a candidate). A set that holds a
+    field's name takes no label, so that the colon count never mistakes a label for a field: its
+    lines go through pydantic (as would a set too large for the mask; an ontology has at most 8)."""
+
+    def __init__(self, worlds: Mapping[str, frozenset[str]]):
+        sets = {s: i for i, s in enumerate(dict.fromkeys(worlds.values()))}
+        labels = sorted(set().union(*sets))
+        code = {label: i for i, label in enumerate(labels)}
+        self.none = len(sets)                          # the row of ``place`` for a world not known
+        self.world_ids = pa.array(list(worlds), type=pa.string())
+        self.world_set = np.array([sets[s] for s in worlds.values()] + [self.none], dtype=np.int64)
+        self.labels = pa.array(labels, type=pa.string())
+        self.quoted = pa.array([f'"{label}"' for label in labels], type=pa.string())   # as in JSON text
+        self.place = np.zeros((len(sets) + 1, len(labels) + 1), dtype=np.int64)   # last column: no label
+        for s, i in sets.items():
+            if not s & set(_NULLABLE) and len(s) < 63:
+                self.place[i, [code[label] for label in s]] = np.arange(1, len(s) + 1)
+
+
+def plain_native_responses(con: duckdb.DuckDBPyConnection, block: LineBlock, candidates: Candidates,
+                           dataset_id: str, forced_model: str | None, ingest_id: int) -> tuple[pa.Table, list[Record]]:
+    """The rows of ``block``'s plainly valid native responses (in no particular order), and the
+    Records of its other lines (in line order) for the pydantic path."""
     if not len(block):
         return _EMPTY, list(block.others)
     with tempfile.TemporaryDirectory(prefix="qlb-bulk-") as tmp:
         path = Path(tmp) / "block.jsonl"
         path.write_bytes(block.data)
         _block = _lines_table(block)  # noqa: F841 (replacement scan)
-        rows = con.sql(queries.sql("bulk_native_responses"),
-                       params=[dataset_id, forced_model, ingest_id, PROBABILITY_TOLERANCE, str(path), MAX_LINE_BYTES + 1,
-                               block.first - 1]).to_arrow_table()
+        read = con.sql(queries.sql("bulk_native_responses"),
+                       params={"file": str(path), "max_object_size": MAX_LINE_BYTES + 1, "dataset": dataset_id,
+                               "model": forced_model, "ingest_id": ingest_id}).to_arrow_table()
+    plain, not_argmax = _world_rules(read, candidates)
+    rows = read.filter(plain).drop_columns(["n_labels"]).append_column("choice_not_argmax", pa.array(not_argmax[plain]))
     left = np.ones(len(block), dtype=bool)
     left[rows.column("line_no").to_numpy() - block.first] = False
     left[block.aside] = False
@@ -54,11 +100,16 @@ def plain_native_responses(con: duckdb.DuckDBPyConnection, block: LineBlock, dat
 
 
 def _lines_table(block: LineBlock) -> pa.Table:
-    """The block's lines as (idx from 1, line with its ending): the Arrow column shares the block's
-    bytes (a line is valid UTF-8 or set aside as ASCII, see LineBlock), nothing is copied."""
-    offsets = np.concatenate((np.zeros(1, dtype=np.int64), block.ends)).astype(np.int32)
-    lines = pa.StringArray.from_buffers(len(block), pa.py_buffer(offsets), pa.py_buffer(block.data))
-    return pa.table({"idx": pa.array(np.arange(1, len(block) + 1, dtype=np.int64)), "line": lines})
+    """The block's lines in order: line_no, line (with its ending), shaped (it matches
+    ``PLAIN_LINE``) and colons. The line column shares the block's bytes (a line is valid UTF-8
+    or set aside as ASCII, see LineBlock), nothing is copied."""
+    ends = block.ends
+    lines = pa.StringArray.from_buffers(len(block), pa.py_buffer(np.concatenate(([0], ends)).astype(np.int32)),
+                                        pa.py_buffer(block.data))
+    colons = np.flatnonzero(np.frombuffer(block.data, dtype=np.uint8) == ord(":"))
+    return pa.table({"line_no": np.arange(block.first, block.first + len(block), dtype=np.int64), "line": lines,
+                     "shaped": pc.match_substring_regex(lines, PLAIN_LINE),
+                     "colons": np.diff(np.searchsorted(colons, ends), prepend=0)})
 
 
 def in_line_order(*tables: pa.Table | None) -> pa.Table | None:
@@ -67,4 +118,50 @@ def in_line_order(*tables: pa.Table | None) -> pa.Table | None:
     if not kept:
         return None
     both = pa.concat_tables(kept) if len(kept) > 1 else kept[0]
-    return both.take(pc.sort_indices(both, [("line_no", "ascending")])) if len(kept) > 1 else both
+    if (np.diff(both.column("line_no").to_numpy()) > 0).all():
+        return both
+    return both.take(pc.sort_indices(both, [("line_no", "ascending")]))
+
+
+def _world_rules(read: pa.Table, candidates: Candidates) -> tuple[np.ndarray, np.ndarray]:
+    """Which rows of ``bulk_native_responses`` meet native_invalid_reason's rules (with room to
+    spare) and are about a known world, and each row's choice_not_argmax (choice_not_argmax's rule).
+    Codes for labels: their index in ``candidates.labels``; the last column of ``place`` (0) for
+    a label that is none of them, -1 for a choice that is none (so that it matches no label)."""
+    world = pc.index_in(read.column("world_id"), value_set=candidates.world_ids)
+    sets = candidates.world_set[world.fill_null(len(candidates.world_set) - 1).to_numpy()]
+    choice = pc.index_in(read.column("choice"), value_set=candidates.labels).fill_null(-1).to_numpy()
+    probabilities = read.column("probabilities").combine_chunks()
+    has = probabilities.is_valid().to_numpy(zero_copy_only=False)
+    n_labels = read.column("n_labels").to_numpy()
+    # '{}' holds no label; n_labels > 0 with it only by a repeated key
+    empty = pc.equal(probabilities, "{}").fill_null(False).to_numpy(zero_copy_only=False)
+    plain = (sets != candidates.none) & np.where(has, (n_labels > 0) & ~empty, n_labels == 0)
+    plain &= (pc.not_equal(read.column("status"), "ok").to_numpy(zero_copy_only=False)
+              | (candidates.place[sets, choice] > 0))
+    not_argmax = np.zeros(read.num_rows, dtype=bool)
+    rows = np.flatnonzero(plain & has)
+    if not len(rows):
+        return plain, not_argmax
+    # DuckDB writes an object back minified, '{"label":value,...}' (not '{}' here), and no label
+    # holds ':' or ',': split at both, a row's texts are label, value, label, ...
+    text = pc.utf8_slice_codeunits(probabilities.take(rows), 1, -1)
+    items = pc.split_pattern(pc.replace_substring(text, ":", ","), ",")
+    size = np.diff(items.offsets.to_numpy()) // 2
+    pairs = items.flatten()
+    label = pc.index_in(pairs.take(np.arange(0, len(pairs), 2)), value_set=candidates.quoted)
+    label = label.fill_null(len(candidates.labels)).to_numpy()
+    value = pc.cast(pairs.take(np.arange(1, len(pairs), 2)), pa.float64()).to_numpy()
+    starts = np.cumsum(size) - size
+    place = candidates.place[np.repeat(sets[rows], size), label]
+    bit = np.left_shift(1, np.maximum(place - 1, 0))
+    top = np.maximum.reduceat(value, starts)
+    with np.errstate(invalid="ignore"):                # inf - inf: nan, which fails the sum's check
+        total = np.add.reduceat(value, starts)
+    plain[rows] = ((size == n_labels[rows]) & (np.minimum.reduceat(place, starts) > 0)
+                   & (np.bitwise_or.reduceat(bit, starts) == np.add.reduceat(bit, starts))      # none repeated
+                   & (np.minimum.reduceat(value, starts) >= 0)
+                   & (np.abs(total - 1) <= PROBABILITY_TOLERANCE - 1e-9))
+    at_choice = np.fmax.reduceat(np.where(label == np.repeat(choice[rows], size), value, np.nan), starts)
+    not_argmax[rows] = (at_choice != top) | (np.add.reduceat(value == np.repeat(top, size), starts) > 1)
+    return plain, not_argmax & read.column("choice").is_valid().to_numpy(zero_copy_only=False)

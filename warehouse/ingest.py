@@ -15,6 +15,7 @@ import gc
 import hashlib
 import json
 import logging
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from contextlib import contextmanager
@@ -888,14 +889,23 @@ def _ingest_in_bulk(con: duckdb.DuckDBPyConnection, k: "_Responses", request: In
                     progress: Progress | None, flush: "Flush", ingest_id: int,
                     digest: "hashlib._Hash | None" = None) -> None:
     """``ingest_file``'s path for native responses in JSON Lines: each block's plainly valid lines
-    are typed and checked by DuckDB at once (``warehouse.bulk``), its other lines go through
-    pydantic as in ``_validate_stream``; both are stored together in line order. ``digest`` (a
-    hashlib object), when given, is fed the file's bytes as they are read."""
-    for block in jsonl_blocks(request.path, digest=digest):
-        if isinstance(block, LineBlock):
-            plain, records = bulk.plain_native_responses(con, block, request.dataset_id, request.model, ingest_id)
-        else:
-            plain, records = None, block
+    are found at once (``warehouse.bulk``), its other lines go through pydantic as in
+    ``_validate_stream``; both are stored together in line order. ``digest`` (a hashlib object),
+    when given, is fed the file's bytes as they are read.
+
+    Three blocks are in hand at once: while a second thread checks one, on a DuckDB cursor of its
+    own (it reads only the block), this thread stores the one before and reads the one after.
+    DuckDB, Arrow and numpy release the GIL, so the two threads overlap on two cores."""
+    cursor = con.cursor()
+    candidates = bulk.Candidates(k.context["worlds"])
+
+    def check(block: LineBlock | list[Record]) -> tuple[LineBlock | list[Record], pa.Table | None, list[Record]]:
+        if not isinstance(block, LineBlock):
+            return block, None, block
+        return block, *bulk.plain_native_responses(cursor, block, candidates, request.dataset_id, request.model,
+                                                   ingest_id)
+
+    def store(block: LineBlock | list[Record], plain: pa.Table | None, records: list[Record]) -> None:
         accepted: Accepted = []
         rejects: list[Reject] = []
 
@@ -908,6 +918,16 @@ def _ingest_in_bulk(con: duckdb.DuckDBPyConnection, k: "_Responses", request: In
         if progress is not None and (records or (plain is not None and plain.num_rows)):
             progress(block.first + len(block) - 1 if isinstance(block, LineBlock) and len(block)
                      else records[-1].line_no)
+
+    with cursor, ThreadPoolExecutor(max_workers=1) as checker:
+        checking = None
+        for block in jsonl_blocks(request.path, digest=digest):
+            checked = checking.result() if checking is not None else None
+            checking = checker.submit(check, block)
+            if checked is not None:
+                store(*checked)
+        if checking is not None:
+            store(*checking.result())
 
 
 def _close_ingest(con: duckdb.DuckDBPyConnection, request: IngestRequest, report: ValidationReport,

@@ -514,94 +514,35 @@ SELECT DISTINCT table_name FROM information_schema.columns
 WHERE column_name = 'run_id' AND table_name <> 'runs' ORDER BY table_name;
 
 -- name: bulk_native_responses
--- The lines of one JSON Lines block that are plainly valid native responses, as rows of
--- ``responses``. DuckDB's JSON reader splits the block's lines (file ``?``, one line each, in the
--- order of ``_block``: idx, line with its ending) into their fields' JSON texts in one vectorised pass;
--- a line is taken here only when every rule of NativeResponse and native_invalid_reason is met
--- with room to spare. Any other line (rejected, invalid, or merely unusual) is left to the
--- pydantic path, whose verdicts and messages define the rules.
+-- The lines of one JSON Lines block that may be plainly valid native responses, as rows of
+-- ``responses`` with n_labels (and no choice_not_argmax yet), in no particular order: those that
+-- meet the rules each field has on its own; warehouse.bulk applies the rules that need the world
+-- or the probabilities. Any other line is left to the pydantic path, whose verdicts and messages
+-- define the rules.
 --
--- Each field's type is read from its JSON text (a string starts with a quote, a number with a
--- digit or minus and must be finite, an object with a brace, else only the word null). DuckDB's
--- reader is laxer than pydantic's in what it does not look at: it keeps the first of repeated
--- keys and takes trailing commas and nan/inf in other fields. So a taken line must also have
--- exactly the structure its fields imply: no backslash (so no escaped quote inside a string), no
--- colon or comma inside its strings, one colon per field and probability label, and one comma
--- between members. An extra or repeated field or a stray comma changes one of these counts.
--- A taken line must also hold its model's and world's JSON texts: a check that the reader's row
--- and the line are the same line (the block is built so that they are, see LineBlock).
--- Parameters: dataset, --model (or NULL), ingest id, tolerance, file, the largest line in bytes (a
--- larger maximum_object_size makes DuckDB reserve twice that for its read buffer), the number of
--- the line before the block.
-WITH params AS (
-    SELECT ?::VARCHAR AS dataset, ?::VARCHAR AS forced_model, ?::INTEGER AS ingest_id, ?::DOUBLE AS tol
-), parsed AS (
-    SELECT idx, j_model::VARCHAR AS j_model, j_world::VARCHAR AS j_world, j_status::VARCHAR AS j_status,
-           j_choice::VARCHAR AS j_choice, j_probs::VARCHAR AS j_probs, j_conf::VARCHAR AS j_conf
-    FROM read_json(?, format = 'newline_delimited', ignore_errors = true, maximum_object_size = ?::INTEGER,
-                   columns = {model: 'JSON', world_id: 'JSON', status: 'JSON', choice: 'JSON',
-                              probabilities: 'JSON', confidence: 'JSON'})
-         WITH ORDINALITY AS r(j_model, j_world, j_status, j_choice, j_probs, j_conf, idx)
-    WHERE j_status::VARCHAR IN ('"ok"', '"unavailable"') AND starts_with(j_world::VARCHAR, '"')
-), typed AS (
-    SELECT b.idx + ?::BIGINT AS line_no, b.line, j_probs,
-           coalesce(j_model, 'null') = 'null' OR starts_with(j_model, '"') AS model_ok,
-           CASE WHEN starts_with(j_model, '"') THEN j_model[2:-2] END AS model_in,
-           j_world[2:-2] AS world_id, j_status[2:-2] AS status,
-           coalesce(j_choice, 'null') = 'null' OR starts_with(j_choice, '"') AS choice_ok,
-           CASE WHEN starts_with(j_choice, '"') THEN j_choice[2:-2] END AS choice,
-           coalesce(j_conf, 'null') = 'null' OR left(j_conf, 1) IN ('-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9') AS conf_ok,
-           CASE WHEN left(j_conf, 1) IN ('-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9') THEN try_cast(j_conf AS DOUBLE) END AS confidence,
-           coalesce(j_probs, 'null') = 'null' OR starts_with(j_probs, '{') AS probs_ok,
-           CASE WHEN starts_with(j_probs, '{') THEN json_keys(j_probs) END AS pkeys,
-           CASE WHEN starts_with(j_probs, '{')
-                THEN list_transform(json_extract(j_probs, '$.*'),
-                                    lambda x: CASE WHEN left(x::VARCHAR, 1) IN ('-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9')
-                                                   THEN try_cast(x::VARCHAR AS DOUBLE) END) END AS pvals
-    FROM parsed p
-    JOIN _block b USING (idx)
-    WHERE NOT contains(b.line, '\') AND contains(b.line, j_world) AND (j_model IS NULL OR contains(b.line, j_model))
-), counted AS (
-    SELECT t.*, coalesce(len(pkeys), 0) AS n_pk,
-           concat_ws('', model_in, world_id, status, choice, array_to_string(pkeys, '')) AS strings,
-           contains(line, '"model"')::INT
-               + contains(line, '"world_id"')::INT
-               + contains(line, '"status"')::INT
-               + contains(line, '"choice"')::INT
-               + contains(line, '"probabilities"')::INT
-               + contains(line, '"confidence"')::INT AS n_fields,
-           strlen(line) - strlen(replace(line, ':', '')) AS n_colons,
-           strlen(line) - strlen(replace(line, ',', '')) AS n_commas
-    FROM typed t
-), checked AS (
-    SELECT c.*, w.candidate_order AS cands, list_max(pvals) AS top,
-        coalesce(
-            model_ok AND choice_ok AND conf_ok AND probs_ok
-            AND NOT contains(strings, ':') AND NOT contains(strings, ',')
-            AND n_colons = n_fields + n_pk
-            AND n_commas = n_fields - 1 + greatest(n_pk - 1, 0)
-            AND (pkeys IS NULL OR len(pkeys) = len(list_distinct(pkeys)))
-            AND CASE WHEN model_in IS NOT NULL THEN model_in <> '' AND (forced_model IS NULL OR model_in = forced_model)
-                     ELSE forced_model IS NOT NULL END
-            AND w.candidate_order IS NOT NULL
-            AND len(list_filter(pvals, lambda x: NOT coalesce(isfinite(x) AND x >= 0 AND x <= 1, false))) = 0
-            AND (confidence IS NULL OR (isfinite(confidence) AND confidence >= 0 AND confidence <= 1))
-            AND (status <> 'ok'
-                 OR (choice IS NOT NULL AND list_contains(w.candidate_order, choice)
-                     AND (pkeys IS NULL OR (list_has_all(w.candidate_order, pkeys)
-                                            AND abs(list_sum(pvals) - 1) <= tol - 1e-9)))),
-            false) AS plain
-    FROM counted c
-    JOIN params ON true
-    LEFT JOIN worlds w ON w.dataset_id = params.dataset AND w.world_id = c.world_id
-)
-SELECT params.dataset AS dataset_id, coalesce(model_in, forced_model) AS model, world_id, status, choice,
-       CASE WHEN pkeys IS NOT NULL THEN j_probs END AS probabilities,
-       confidence, true AS valid, NULL::VARCHAR AS invalid_reason,
-       CASE WHEN choice IS NULL OR pkeys IS NULL OR n_pk = 0 THEN false
-            ELSE coalesce(pvals[list_position(pkeys, choice)] <> top, true)
-                 OR len(list_filter(pvals, lambda x: x = top)) > 1 END AS choice_not_argmax,
-       params.ingest_id AS ingest_id, line_no
-FROM checked, params
-WHERE plain
-ORDER BY line_no;
+-- DuckDB's JSON reader types the block's lines (file $file) in one vectorised pass, one row per
+-- line in line order, joined by position to ``_block`` (warehouse.bulk._lines_table: line_no,
+-- line with its ending, shaped, colons); a taken line must hold its world_id, a check that the
+-- two are the same line. Only a shaped line (warehouse.bulk.PLAIN_LINE: the six fields, each a
+-- plain string, number, null or flat object of numbers) is read alike by DuckDB and pydantic,
+-- save a repeated key, which DuckDB reads first and pydantic last. Its colons, one per member and
+-- per probability label, rule that out: world_id and status count once (they are read), another
+-- field once when read or when null and its key with a colon is present (no string holds a
+-- colon, and a label named like a field is never plain, see warehouse.bulk.Candidates), and
+-- n_labels, the colons left for the labels, must be their number.
+-- Named parameters: file, max_object_size (the largest line in bytes + 1; a larger maximum makes
+-- DuckDB reserve twice that for its read buffer), dataset, model (--model, or NULL), ingest_id.
+SELECT $dataset AS dataset_id, coalesce(r.model, $model) AS model, r.world_id, r.status, r.choice, r.probabilities,
+       r.confidence, true AS valid, NULL::VARCHAR AS invalid_reason, $ingest_id::INTEGER AS ingest_id, b.line_no,
+       b.colons - 2 - CASE WHEN r.model IS NULL THEN contains(b.line, '"model":')::INT ELSE 1 END
+           - CASE WHEN r.choice IS NULL THEN contains(b.line, '"choice":')::INT ELSE 1 END
+           - CASE WHEN r.probabilities IS NULL THEN contains(b.line, '"probabilities":')::INT ELSE 1 END
+           - CASE WHEN r.confidence IS NULL THEN contains(b.line, '"confidence":')::INT ELSE 1 END AS n_labels
+FROM read_json($file, format = 'newline_delimited', ignore_errors = true,
+               maximum_object_size = $max_object_size::INTEGER,
+               columns = {model: 'VARCHAR', world_id: 'VARCHAR', status: 'VARCHAR', choice: 'VARCHAR',
+                          probabilities: 'VARCHAR', confidence: 'DOUBLE'}) AS r
+     POSITIONAL JOIN _block AS b
+WHERE b.shaped AND contains(b.line, r.world_id) AND r.status IN ('ok', 'unavailable')
+  AND coalesce(r.model <> '' AND r.model = coalesce($model, r.model), $model IS NOT NULL)
+  AND (r.confidence IS NULL OR r.confidence BETWEEN 0 AND 1);

@@ -2,7 +2,8 @@
 lines; pydantic judges the rest). pydantic stays the definition: for any mix of lines, the bulk
 ingest must store exactly the lines, values and verdicts the per-line pydantic path gives
 (`validate_file`), with the same messages. The lines are built to probe every way DuckDB's
-reader is laxer than pydantic's (conversions, repeated keys, trailing commas, nan/inf, escapes)."""
+reader is laxer than pydantic's (conversions, repeated keys, trailing commas, nan/inf, escapes)
+and every count the bulk path relies on (colons, nulls, labels)."""
 from __future__ import annotations
 
 import json
@@ -49,7 +50,7 @@ def _line(rng: random.Random, model_pool: list[str]) -> str:
     text = _dump(obj, rng.randint(0, 2))
     edits = rng.randint(0, 2) if rng.random() < 0.6 else 0
     for _ in range(edits):
-        kind = rng.randint(0, 9)
+        kind = rng.randint(0, 12)
         if kind == 0:                                   # a field's value replaced verbatim
             key = rng.choice(["model", "world_id", "status", "choice", "probabilities", "confidence"])
             obj2 = dict(obj)
@@ -72,15 +73,26 @@ def _line(rng: random.Random, model_pool: list[str]) -> str:
             text = text.replace("DELAY", "DEL\\u0041Y")
         elif kind == 8:
             text = " " + text + "\t"
-        else:
+        elif kind == 9:
             text = text.replace('"model"', '"model": "x", "model"', 1)
+        elif kind == 10:                                # a repeated key, null once
+            key = rng.choice(["model", "choice", "probabilities", "confidence"])
+            text = text[:-1] + f', "{key}": null}}' if rng.random() < 0.5 else \
+                text.replace("{", f'{{"{key}": null, ', 1)
+        elif kind == 11:                                # a key before a space
+            key = rng.choice(["model", "choice", "probabilities", "confidence"])
+            text = text.replace(f'"{key}": ', f'"{key}" : ', 1)
+        else:                                           # a probability label repeated or foreign
+            text = text.replace('"DAMAGE"', rng.choice(['"DELAY"', '"OTHER"', '"model"', '"damage"']), 1)
     return text
 
 
 def _zero(value):
-    """-0.0 as 0.0 (DuckDB stores a DOUBLE -0.0 as 0.0, whichever path wrote it)."""
+    """-0.0 as 0.0 (DuckDB stores a DOUBLE -0.0 as 0.0, whichever path wrote it), and a probability
+    as a float (the bulk path stores an integer as it was written: ``1``, not ``1.0``)."""
     if isinstance(value, dict):
-        return {k: _zero(v) for k, v in value.items()}
+        return {k: float(v) + 0.0 if isinstance(v, int) and not isinstance(v, bool) else _zero(v)
+                for k, v in value.items()}
     return value + 0.0 if isinstance(value, float) else value
 
 
@@ -158,6 +170,53 @@ def test_the_lines_duckdb_reads_more_laxly_are_judged_by_pydantic(tmp_path):
     ]
     result = _verdicts(tmp_path, [x.encode() for x in lines], None)
     assert len(result.report.accepted) == 2     # the escaped class name is valid too (pydantic decodes it)
+
+
+def test_repeated_keys_nulls_and_labels_are_counted_right(tmp_path, monkeypatch):
+    taken = []
+    plain = bulk.plain_native_responses
+
+    def spy(*args):
+        rows, others = plain(*args)
+        taken.extend(rows.column("line_no").to_pylist())
+        return rows, others
+
+    monkeypatch.setattr(bulk, "plain_native_responses", spy)
+    good = json.dumps(native("M", "w1"))
+    lines = [
+        good.replace('"confidence": 0.93', '"confidence": 0.93, "model": null'),       # DuckDB reads the first,
+        good.replace('"model": "M"', '"model": null, "model": "M"'),                  # pydantic the last
+        good.replace('"choice": "DELAY"', '"choice": "DELAY", "choice": null'),
+        good.replace('"choice": "DELAY"', '"choice": null, "choice": "DELAY"'),
+        good.replace('"confidence": 0.93', '"confidence": null, "confidence": 0.93'),
+        good.replace('"confidence": 0.93', '"confidence": 0.93, "probabilities": null'),
+        good.replace('"status": "ok"', '"status": "ok", "status": "unavailable"'),
+        good.replace('"ADDRESS": 0.02', '"ADDRESS": 0.01, "ADDRESS": 0.03'),         # a repeated label
+        good.replace('"ADDRESS": 0.02', '"OTHER": 0.02'),                             # a foreign label
+        good.replace('"ADDRESS": 0.02', '"model": 0.02'),
+        good.replace('"probabilities": {', '"probabilities": {}, "probabilities": {'),
+        good.replace('"ADDRESS": 0.02, "DAMAGE": 0.01', '"ADDRESS": 1e400, "DAMAGE": -1e400'),
+        good.replace('"confidence": 0.93', '"confidence": null'),                      # taken: nulls are fine
+        good.replace('"confidence": 0.93', '"confidence" : null'),                     # (this one by pydantic)
+        '{"model": "M", "world_id": "w1", "status": "unavailable", "choice": null, "probabilities": null, '
+        '"confidence": null}',
+        '{"model": "M", "world_id": "w1", "status": "ok", "choice": "DELAY", "probabilities": {"DELAY": 1}}',
+        '{"model": "M", "world_id": "w1", "status": "ok", "choice": "DELAY", "probabilities": {}}',
+        '{"model": "M", "world_id": "w1", "status": "ok", "choice": "DELAY", '
+        '"probabilities": {"ADDRESS": 0.5, "DELAY": 0.5}}',                          # a tie: not the argmax
+        '{"model": "M", "world_id": "w1", "status": "ok", "choice": "DAMAGE", "probabilities": {"DELAY": 1.0}}',
+        '{"model": "M",\r"world_id": "w1",\t"status":"ok","choice":"DELAY"  }  ',
+    ]
+    lines = [line.replace('"M"', f'"m{i}"') for i, line in enumerate(lines)]       # no key repeats across lines
+    result = _verdicts(tmp_path, [x.encode() for x in lines], None)
+    assert sorted(taken) == [13, 15, 16, 18, 19, 20] and result.report.n_invalid == 6
+
+
+def test_a_candidate_named_like_a_field_takes_no_label():
+    candidates = bulk.Candidates({"w1": frozenset({"A", "B"}), "w2": frozenset({"model", "A"}),
+                                  "w3": frozenset({"A", "B"})})
+    assert candidates.place.shape == (3, 4) and not candidates.place[1].any() and not candidates.place[2].any()
+    assert sorted(candidates.place[0]) == [0, 0, 1, 2] and list(candidates.world_set) == [0, 1, 0, 2]
 
 
 def _quarantine_and_rows(db, worlds, path, bulk_validation: bool):
