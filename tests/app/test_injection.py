@@ -208,7 +208,7 @@ PAGES = [
     ("pages/fronts.py", "**On the front:** ", True),
     ("pages/sensitivity.py", "What the frozen selective routing policy did on each test world", True),
     ("pages/defenses.py", " · status ", False),
-    ("pages/quasileak.py", "Each target of ", True),
+    ("pages/quasileak.py", "**Targets under ", True),
     ("pages/compare.py", None, True),
 ]
 
