@@ -101,12 +101,19 @@ def _build_demo(path: Path) -> None:
     build_demo(path, decode=False)
 
 
+# The decoded warehouse's audit: two models, the fast decoder families, the defenses of one model
+# with an attacker of two families (the logistic fits of its nine endpoints per domain were most
+# of the suite's longest wait, and the defense tests check shapes, agreement and coverage, not
+# how strong the attacker is).
+DECODED_AUDIT = dict(models=["sim-alder", "sim-dogwood"], families={"prior", "logistic", "template"},
+                     defense_models=["sim-alder"], defense_families={"prior", "template"})
+
+
 def _build_decoded(path: Path, demo: Path) -> None:
     from qlb.runs.audit import run_audits
     shutil.copytree(demo.parent, path.parent, dirs_exist_ok=True)
     with writer(path) as con:
-        run_audits(con, "simulated-reference", models=["sim-alder", "sim-dogwood"], force=True,
-                   families={"prior", "logistic", "template"}, jobs=2, defense_models=["sim-alder"])
+        run_audits(con, "simulated-reference", force=True, jobs=2, **DECODED_AUDIT)
 
 
 @pytest.fixture(scope="session")
@@ -117,6 +124,6 @@ def demo_warehouse(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def decoded_warehouse(demo_warehouse, tmp_path_factory) -> Path:
-    """The demo plus a small decoding audit (two models, the fast decoder families), the utility
-    audit and fronts, and the defense audit of one model."""
+    """The demo plus a small decoding audit (``DECODED_AUDIT``: two models, the fast decoder
+    families), the utility audit and fronts, and the defense audit of one model."""
     return built_once(tmp_path_factory, "decoded", lambda path: _build_decoded(path, demo_warehouse))

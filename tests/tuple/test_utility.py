@@ -19,6 +19,7 @@ from qlb.tuple.recipient_estimators import fit_logistic
 from qlb.tuple.recipients import Recipient, features
 from qlb.tuple.utility import action_rows, result_tables, utility_domain
 from qlb.tuple.workflows import FALLBACK, REVIEW, asymmetric, clarification, oracle_cost, run_task, selective
+from tests.conftest import DECODED_AUDIT
 
 CLASSES = ("ADDRESS", "DAMAGE", "DELAY", "DELIVERY_RECORD")
 # candidate order DELAY, ADDRESS, DAMAGE, DELIVERY_RECORD -> ranks of the canonical classes
@@ -257,8 +258,7 @@ def test_audit_json_has_the_contract_utility_and_defenses(decoded_warehouse, tmp
     wh = tmp_path / "qlb.duckdb"
     shutil.copy(decoded_warehouse, wh)
     with writer(wh) as con:
-        run = run_audits(con, "simulated-reference", models=["sim-alder", "sim-dogwood"],
-                         families={"prior", "logistic", "template"}, jobs=2, defense_models=["sim-alder"])
+        run = run_audits(con, "simulated-reference", jobs=2, **DECODED_AUDIT)
     doc = run.to_json()
     assert run.reused and doc["test_used_for_selection"] is False
     util = doc["utility"]
