@@ -287,17 +287,33 @@ def insert_new_rows(con: duckdb.DuckDBPyConnection, table: str, frame: pd.DataFr
     with the lowest ``line_no`` wins; a row's ``line_no`` is unique among them); the ``line_no`` of
     every row appended. The check is an anti-join, not a primary key: ``responses`` has none
     (migration 010). The lowest line of each key is found by grouping, several times faster than
-    a window (``row_number() OVER (PARTITION BY ...)``) on a large batch."""
+    a window (``row_number() OVER (PARTITION BY ...)``) on a large batch.
+
+    A ``key`` holding ``dataset_id`` compares the rows with the stored rows of the block's own
+    datasets only: other datasets' rows never reach the join, and their row groups are skipped
+    where the groups' min/max tell the datasets apart."""
     _incoming = frame if isinstance(frame, pa.Table) else _arrow(frame)
     if _incoming is None or not len(_incoming):
         return np.empty(0, dtype=np.int64)
     cols = ", ".join(_incoming.column_names if isinstance(_incoming, pa.Table) else _incoming.columns)
     keys = ", ".join(key)
+    datasets = _block_datasets(_incoming) if "dataset_id" in key else []
+    # bound constants, not a subquery on _incoming: only a constant filter reaches the table scan,
+    # where the row groups' min/max skip other datasets (DuckDB builds its hash table on the block)
+    stored = (f"(SELECT {keys} FROM {table} WHERE dataset_id IN ({', '.join('?' * len(datasets))}))"
+              if datasets else table)
     result = con.execute(f"INSERT INTO {table} ({cols}) "        # table, cols, keys: internal names
-                         f"SELECT {cols} FROM _incoming ANTI JOIN {table} USING ({keys}) "
+                         f"SELECT {cols} FROM _incoming ANTI JOIN {stored} USING ({keys}) "
                          f"WHERE line_no IN (SELECT min(line_no) FROM _incoming GROUP BY {keys}) "
-                         "RETURNING line_no")
+                         "RETURNING line_no", datasets)
     return result.fetchnumpy()["line_no"]
+
+
+def _block_datasets(rows: pa.Table | pd.DataFrame) -> list[str]:
+    """The distinct ``dataset_id`` values of a block's rows (one in practice: a block is one file's)."""
+    if isinstance(rows, pa.Table):
+        return pc.unique(rows.column("dataset_id")).to_pylist()
+    return rows["dataset_id"].unique().tolist()
 
 
 class _Worlds(_Kind):

@@ -216,3 +216,23 @@ def test_the_cap_is_set_back_when_the_ingest_fails(wh, tmp_path, monkeypatch):
         write_csv(tmp_path / "c.csv", [doc(1)])
         ingest_file(wh, IngestRequest("corpus", tmp_path / "c.csv", "ds"))
     assert buffer_limit(wh) == before and count(wh, "ql_documents") == 0
+
+
+@pytest.mark.parametrize("bulk", [True, False])
+def test_a_key_another_dataset_stored_does_not_block_this_datasets_row(wh, worlds_file, tmp_path, monkeypatch,
+                                                                       bulk):
+    """The store step compares a block with its own dataset's rows only; within a file the first
+    of two equal keys is still kept, across batches too."""
+    monkeypatch.setattr(ingest_mod, "BATCH_LINES", 2)
+    monkeypatch.setattr(readers, "BULK_BLOCK", 300)
+    for ds in ("a", "b"):
+        ingest_file(wh, IngestRequest("worlds", worlds_file, ds))
+    rows = [native("m", "w1"), native("m", "w2"), native("m", "w1", choice="ADDRESS"), native("m", "w3")]
+    resp = write_lines(tmp_path / "r.jsonl", rows)
+    for ds in ("a", "b"):
+        r = ingest_file(wh, IngestRequest("responses", resp, ds), bulk_validation=bulk)
+        assert len(r.report.accepted) == 3
+        assert [(x.line_no, x.reason) for x in r.report.rejects] == [
+            (3, "duplicate response for model 'm' and world 'w1' (the first is kept)")]
+    assert wh.execute("SELECT dataset_id, count(*), count(*) FILTER (WHERE world_id = 'w1' AND choice = 'DELAY') "
+                      "FROM responses GROUP BY ALL ORDER BY 1").fetchall() == [("a", 3, 1), ("b", 3, 1)]
