@@ -71,6 +71,9 @@ def main() -> int:
                 page.get_by_text("QuasiLeak documents").first.wait_for(timeout=120_000)
                 first_page = time.perf_counter() - t0
                 bar = page.get_by_text("running in the background").count() > 0
+                print(f"dashboard.sh on a fresh warehouse: health check after {health:.1f} s", flush=True)
+                print(f"first page (Overview with the demo's findings) after {first_page:.1f} s; "
+                      f"background progress bar shown: {'yes' if bar else 'NO'}; waiting for every audit ...", flush=True)
                 while True:
                     try:
                         state = json.loads(status_file.read_text())["state"]
@@ -87,9 +90,6 @@ def main() -> int:
         finally:
             os.killpg(proc.pid, signal.SIGTERM)
             proc.wait(timeout=30)
-    print(f"dashboard.sh on a fresh warehouse: health check after {health:.1f} s")
-    print(f"first page (Overview with the demo's findings) after {first_page:.1f} s; "
-          f"background progress bar shown: {'yes' if bar else 'NO'}")
     print(f"every audit stored by the background process after {all_stored:.1f} s (state {state}); the "
           f"previous dashboard.sh showed no page before this: first page at {first_page / all_stored:.0%} of it")
     print(f"Recovery page in the same server, no restart: {'filled in' if filled else 'STILL WAITING'}")
