@@ -31,13 +31,15 @@ INTRO = (
 # headline metrics, then the errors the policy cares about; the rest folded.
 MAIN_METRICS = ("complete_f1", "complete_recall")
 ERROR_METRICS = ("strict_precision", "binding_error_rate", "over_flag_rate")
-MORE_METRICS = ("graded_f1", "graded_recall", "lenient_precision", "document_flag_recall", "span_f1")
+GRADED_METRICS = ("graded_f1", "graded_recall", "lenient_precision")
+REFERENCE_METRICS = ("document_flag_recall", "span_f1")
 INTERVAL_NOTE = "each cell is a percent with its 95% interval"
 
 
-def leaderboard_frame(scores: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """(main table, errors table, more-metrics table, numeric table) from the run's 'all' slice,
-    best complete F1 first; rates as percent with their 95% intervals where the run has one."""
+def leaderboard_frame(scores: pd.DataFrame) -> tuple[list[pd.DataFrame], pd.DataFrame]:
+    """The leaderboard's tables (headline, errors, graded credit, reference scores; at most four
+    columns each) and the numeric table, from the run's 'all' slice, best complete F1 first; rates
+    as percent with their 95% intervals where the run has one."""
     a = scores[scores["slice_kind"] == "all"]
     numeric = a.pivot_table(index="detector", columns="metric", values="value", aggfunc="first")
     lo = a.pivot_table(index="detector", columns="metric", values="ci_low", aggfunc="first")
@@ -52,13 +54,14 @@ def leaderboard_frame(scores: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame,
 
     main = pd.DataFrame([{"detector": det, "simulated": bool(sim[det]), **cells(MAIN_METRICS, det)} for det in order])
     errors = pd.DataFrame([{"detector": det, **cells(ERROR_METRICS, det)} for det in order])
-    more = pd.DataFrame([{"detector": det, "predicted groups": int(numeric.loc[det, "predicted_groups"]),
-                          **cells(MORE_METRICS, det)} for det in order])
+    graded = pd.DataFrame([{"detector": det, **cells(GRADED_METRICS, det)} for det in order])
+    reference = pd.DataFrame([{"detector": det, "predicted groups": int(numeric.loc[det, "predicted_groups"]),
+                               **cells(REFERENCE_METRICS, det)} for det in order])
     out = numeric.reset_index()
     for m in HEADLINE:
         out[f"{m}_ci_low"] = out["detector"].map(lo[m])
         out[f"{m}_ci_high"] = out["detector"].map(hi[m])
-    return main, errors, more, out
+    return [main, errors, graded, reference], out
 
 
 def findings(numeric: pd.DataFrame) -> None:
@@ -138,7 +141,7 @@ def render() -> None:
     scores = da.query(path, "ql_scores", (run_id,))
     split = scores["split"].iloc[0]
 
-    main, errors, more, numeric = leaderboard_frame(scores)
+    (main, errors, graded, reference), numeric = leaderboard_frame(scores)
     findings(numeric)
     chart(f1_figure(numeric), numeric, "quasileak_f1",
           f"Complete-group F1 (strict precision with complete recall) and graded F1 (lenient precision with graded "
@@ -153,12 +156,17 @@ def render() -> None:
     table(errors, "quasileak_errors",
           f"The errors the policy cares about, same order ({INTERVAL_NOTE}): the share of predicted groups that "
           "complete a target (strict precision; the rest are errors), of targets found whole but under a wrong "
-          "attribute (binding error), and of groups for attributes the policy keeps or leaves neutral (over-flag).", column_config=metric_help(errors))
+          "attribute (binding error), and of groups for attributes the policy keeps or leaves neutral (over-flag).",
+          column_config=metric_help(errors))
     with st.expander("More metrics: graded credit, document flags and the span-level reference"):
-        table(more, "quasileak_more_metrics",
-              "Graded recall gives partial credit for part of a group; span F1 ignores groups and attributes "
-              "(the span-level score the QuasiLeak paper says cannot measure this task).",
-              column_config=metric_help(more))
+        table(graded, "quasileak_graded_metrics",
+              f"Graded recall gives partial credit for part of a group; lenient precision counts a predicted group "
+              f"that overlaps a target of its attribute ({INTERVAL_NOTE}).", column_config=metric_help(graded))
+        table(reference, "quasileak_reference_metrics",
+              "Document flag recall asks only whether a document with a target got any group of a hide attribute; "
+              "span F1 ignores groups and attributes (the span-level score the QuasiLeak paper says cannot measure "
+              "this task).",
+              column_config=metric_help(reference))
 
     st.subheader("Breakdowns")
     b1, b2 = st.columns(2)

@@ -238,6 +238,7 @@ def test_quasileak_page(app):
     assert list(errors["detector"]) == list(board["detector"]) and len(errors.columns) <= 4
     more = next(f for f in frames(at) if "predicted groups" in f.columns)
     assert (more["predicted groups"] > 0).all()
+    assert all(len(f.columns) <= 4 for f in frames(at))                 # every table fits a 1,024 px screen
     f1 = plotly_traces(at.get("plotly_chart")[0])
     assert len(f1[0]["x"]) == 5
     at.selectbox(key="ql_breakdown_kind").select("attribute").run()
