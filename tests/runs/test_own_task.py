@@ -26,8 +26,9 @@ MODELS = SIM_MODELS[:2]
 
 
 def build(tmp: Path, doc: dict, dataset: str) -> tuple[Path, str]:
-    """A small simulated dataset for the ontology, audited (fast decoder families, defenses on
-    one model). Returns the warehouse and the ontology's sha256."""
+    """A small simulated dataset for the ontology, audited (fast decoder families; defenses on
+    one model, attacked with two families as in the decoded warehouse). Returns the warehouse and
+    the ontology's sha256."""
     text = as_text(doc)
     onto = parse_ontology(text, "own.json")
     worlds = simulate_worlds(5, onto, pairs_per_class=10)
@@ -41,7 +42,7 @@ def build(tmp: Path, doc: dict, dataset: str) -> tuple[Path, str]:
             report = ingest_file(con, IngestRequest(kind, f, dataset)).report
             assert not report.rejects, report.messages()[:3]
         run_audits(con, dataset, AuditOptions(families={"prior", "logistic", "template"}, jobs=1,
-                                              defense_models=[MODELS[0].name]))
+                                              defense_models=[MODELS[0].name], defense_families={"prior", "template"}))
     return path, sha
 
 
