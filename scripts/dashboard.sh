@@ -7,6 +7,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 export QLB_WAREHOUSE="${QLB_WAREHOUSE:-warehouse/qlb.duckdb}"
+# one BLAS/OpenMP thread per process (the engine's tasks already run so): the server's pages and the
+# background audit's workers share the cores, and threads per core in each would spin against each other
+export OPENBLAS_NUM_THREADS="${OPENBLAS_NUM_THREADS:-1}" OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}" MKL_NUM_THREADS="${MKL_NUM_THREADS:-1}"
 if [ ! -f "$QLB_WAREHOUSE" ] || [ -d "$(dirname "$QLB_WAREHOUSE")/simulated_exports" ]; then
   echo "==> the SIMULATED demo data in $QLB_WAREHOUSE (about 15 s; the audits then run in the background)"
   .venv/bin/qlb demo --warehouse "$QLB_WAREHOUSE" --background
