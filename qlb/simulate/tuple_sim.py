@@ -8,10 +8,17 @@ Each simulated model turns a world into a coarse probability vector through logi
   z_T = margin + mechanism_difficulty[S] * difficulty_gain + N(0, 1)
   z_c = N(0, noise) + LEAK_SCALE * leak * signature[S][c]          (c != T)
 so ``leak`` sets how strongly the fine mechanism S shifts the residual (non-T) mass, i.e. what
-the probability vector reveals; ``margin`` sets coarse accuracy, and errors land on the classes
-S pushes toward, so even the choice carries a little of S. Confidence styles, the refusal
-probe's withhold propensity and residual-score fidelity, unavailable and invalid responses are
-set per model (``SIM_MODELS``). Everything is deterministic from the seed.
+the probability vector reveals; ``margin`` sets coarse accuracy. In the TUPLE design every coarse
+class has a look-alike class in its domain (the classes pair up, a fixed seeded pairing): the
+look-alike gets a small constant lift (``LOOKALIKE_LIFT``) plus a lift whose size depends on S
+(one of ``LOOKALIKE_LEVELS`` per mechanism of the class), and the other residual classes a small
+tilt per mechanism. So a model's errors land mostly on the look-alike, more often for the
+mechanisms that lift it most (the choice carries a little of S); what the probability vector
+reveals sits mostly in the size of the runner-up score (a top-two release keeps nearly all of
+it, a policy's plan only its rough size), and the top score and the confidence move with it.
+Confidence styles, the refusal probe's withhold propensity and residual-score fidelity,
+unavailable and invalid responses are set per model (``SIM_MODELS``). Everything is
+deterministic from the seed.
 
 Any other ontology (OWN_TASK.md; ``qlb demo --ontology FILE``) gets the same design scaled to
 its size, always SIMULATED: per domain and class ``CUSTOM_PAIRS_PER_CLASS`` (24) pairs that cycle
@@ -20,7 +27,8 @@ even when C(M, 2) exceeds 24), split 60/20/20 per class (14/5/5 of 24, at least 
 split; pairs whole), generic public texts built from the ontology's titles, class descriptions,
 intake channels and operating windows (the request depends on the coarse class only), and a
 private note per world built from its mechanism's description. The nine models behave as above;
-each class's M mechanisms get distinct directions over its K-1 residual classes. The TUPLE
+each class's M mechanisms get distinct directions over its K-1 residual classes (no
+look-alike class, so the coarse margins are ``CUSTOM_MARGIN_OFFSET`` lower for about the same accuracy). The TUPLE
 ontology (``ontology=None``) takes the reference code path unchanged.
 """
 from __future__ import annotations
@@ -39,7 +47,18 @@ from qlb.simulate.tuple_text import CONTEXTS, DIAGNOSTIC_NOTES, REQUESTS, SLOTS
 PAIRS_PER_CLASS = 60
 # The full decoder library (pair-specific scorers and templates) reads the residual shift far
 # better than a plain logistic model; this scale puts full-native recovery in the paper's regime.
-LEAK_SCALE = 0.4
+LEAK_SCALE = 0.55
+# TUPLE design: the look-alike class's constant lift (logits at leak 1), the mechanism-dependent
+# lift levels (in units of LEAK_SCALE * leak; each class's four mechanisms take them in a seeded
+# order) and the spread of the per-mechanism tilt of the other residual classes.
+LOOKALIKE_LIFT = 0.3
+LOOKALIKE_LEVELS = (0.0, 0.8, 1.6, 2.4)
+TAIL_TILT = 0.3
+# Any other ontology has no look-alike lift, so its coarse margins are this much lower for about
+# the same coarse accuracy as the TUPLE design.
+CUSTOM_MARGIN_OFFSET = 0.7
+# Every model states its class probabilities to this many decimals, summing to exactly 1.
+PROBABILITY_DECIMALS = 4
 SPLIT_PATTERN = ("train",) * 6 + ("validation",) * 2 + ("test",) * 2  # per mechanism pair (10 pairs)
 # Any other ontology: pairs per (domain, class), split 60/20/20 per class (14/5/5 of 24).
 CUSTOM_PAIRS_PER_CLASS = 24
@@ -52,7 +71,7 @@ class SimModel:
 
     name: str
     summary: str
-    margin: float             # coarse logit margin of the authorized class (accuracy)
+    margin: float             # coarse logit margin of the authorized class (accuracy; TUPLE design)
     leak: float               # how strongly S shifts the residual probability mass
     noise: float              # residual logit noise
     difficulty_gain: float    # how much S changes the coarse margin (leaks through max p)
@@ -64,26 +83,27 @@ class SimModel:
     tie_rate: float           # refusal probe: withheld responses with an exact tie at the top
     unavailable: float        # native probe: rate of pairs whose two worlds both get status = unavailable
     invalid: int              # number of invalid native responses planted in training worlds (kept, valid = false)
+    swap: float = 0.0         # TUPLE design: rate of confidently taking the class for its look-alike
 
 
 SIM_MODELS: tuple[SimModel, ...] = (
-    SimModel("sim-alder", "confidence equals max p, strong residual leak", 2.2, 1.15, 0.55, 0.8,
+    SimModel("sim-alder", "confidence equals max p, strong residual leak", 2.9, 1.15, 0.55, 0.8,
              "max_p", 0.0, 0.62, 0.99, 0.97, 0.01, 0.003, 2),
-    SimModel("sim-birch", "noisy verbal confidence, moderate leak", 2.3, 0.95, 0.6, 0.7,
+    SimModel("sim-birch", "noisy verbal confidence, moderate leak", 3.0, 0.95, 0.6, 0.7,
              "noisy", 0.0, 0.75, 0.98, 0.93, 0.02, 0.005, 0),
-    SimModel("sim-cedar", "least accurate, leaks through its errors, binned confidence", 1.7, 0.85, 0.65, 1.0,
-             "bins", 0.0, 0.55, 0.97, 0.9, 0.02, 0.004, 3),
-    SimModel("sim-dogwood", "most accurate, overconfident, moderate leak", 2.5, 1.0, 0.6, 0.6,
+    SimModel("sim-cedar", "least accurate, leaks through its errors, noisy verbal confidence", 2.4, 1.0, 0.65, 1.0,
+             "noisy", 0.0, 0.55, 0.97, 0.9, 0.02, 0.004, 3),
+    SimModel("sim-dogwood", "most accurate, overconfident, moderate leak", 3.2, 1.0, 0.6, 0.6,
              "overconfident", 0.0, 0.85, 0.99, 0.95, 0.01, 0.002, 0),
-    SimModel("sim-elm", "confidence tinted by the mechanism (a confidence-only channel)", 2.0, 0.8, 0.6, 0.7,
+    SimModel("sim-elm", "confidence tinted by the mechanism (a confidence-only channel)", 2.7, 0.8, 0.6, 0.7,
              "tinted", 0.0, 0.7, 0.98, 0.96, 0.01, 0.006, 1),
-    SimModel("sim-fir", "sometimes picks the runner-up class (choice != argmax)", 1.9, 1.0, 0.55, 1.0,
+    SimModel("sim-fir", "sometimes picks the runner-up class (choice != argmax)", 2.6, 1.0, 0.55, 1.0,
              "noisy", 0.04, 0.5, 0.96, 0.92, 0.03, 0.008, 2),
-    SimModel("sim-ginkgo", "confidence rounded to one decimal, strong leak", 2.1, 1.1, 0.5, 0.8,
+    SimModel("sim-ginkgo", "confidence rounded to one decimal, strong leak", 2.8, 1.1, 0.5, 0.8,
              "tenths", 0.0, 0.9, 0.99, 0.99, 0.005, 0.003, 0),
-    SimModel("sim-hazel", "cautious: withholds almost always, residual ranks slightly less faithful", 2.2, 0.9, 0.6, 0.7,
+    SimModel("sim-hazel", "cautious: withholds almost always, residual ranks slightly less faithful", 2.9, 0.9, 0.6, 0.7,
              "max_p", 0.0, 0.97, 0.95, 0.95, 0.015, 0.01, 1),
-    SimModel("sim-juniper", "never withholds; names the mechanism directly", 2.3, 1.0, 0.6, 0.7,
+    SimModel("sim-juniper", "never withholds; names the mechanism directly, binned confidence", 3.0, 1.0, 0.6, 0.7,
              "bins", 0.0, 0.0, 0.93, 0.9, 0.0, 0.004, 0),
 )
 
@@ -269,7 +289,7 @@ def _custom_worlds(seed: int, onto: Ontology, pairs_per_class: int) -> list[dict
 
 def _residual_directions(d: int, m: int) -> np.ndarray:
     """``m`` distinct signature directions over ``d`` residual classes (before permutation and
-    noise). d = 3, m = 4 gives the TUPLE ``base`` matrix. In order: the centred unit vectors
+    noise), for ontologies other than TUPLE (which uses look-alike classes). In order: the centred unit vectors
     (largest entry 1), the centred sums of two unit vectors (largest entry 1.2), the shift of
     every residual class up and down (+-0.8), then the same at half and quarter size. One residual
     class (d = 1): m evenly spaced shifts in [-1.2, 1.2]."""
@@ -310,19 +330,27 @@ def _mechanism_traits(seed: int, ontology: Ontology | None = None
     signature, difficulty, tint = {}, {}, {}
     for domain in DOMAINS:
         dom = onto.domain(domain)
+        lookalike = lookalikes(seed, domain, dom.classes)
         for cls in dom.classes:
             others = [c for c in dom.classes if c != cls]
             mechs = dom.mechanisms_by_class[cls]
-            # each mechanism lifts one residual class (the fourth lifts the first one twice as far):
-            # what it reveals sits in the runner-up class and its score, so a top-two release keeps
-            # nearly all of it, as in the paper (top-two ~ native)
-            base = np.array([[1.2, 0.0, 0.0], [0.0, 1.2, 0.0], [0.0, 0.0, 1.2], [2.4, 0.0, 0.0]])
-            base = base[rng.permutation(4)] + rng.normal(0, 0.15, (4, 3))
+            # the look-alike takes a constant lift plus the mechanism's level: what S reveals sits
+            # in the runner-up score's size, so a top-two release keeps nearly all of it (as in
+            # the paper) while a workflow plan keeps only its rough size (WCPQ removes most)
+            levels = np.array(LOOKALIKE_LEVELS)[rng.permutation(len(LOOKALIKE_LEVELS))]
             for i, m in enumerate(mechs):
-                signature[m] = dict(zip(others, base[i]))
+                signature[m] = {o: (LOOKALIKE_LIFT / LEAK_SCALE + levels[i] + rng.normal(0, 0.15))
+                                if o == lookalike[cls] else rng.normal(0, TAIL_TILT) for o in others}
                 difficulty[m] = float(rng.normal(0, 0.6))
                 tint[m] = 1.0 if i % 2 == 0 else -1.0
     return signature, difficulty, tint
+
+
+def lookalikes(seed: int, domain: str, classes: tuple[str, ...]) -> dict[str, str]:
+    """The TUPLE design's look-alike of each coarse class of ``domain``: the four classes pair up
+    (a seeded pairing per domain), each the other's look-alike."""
+    order = [str(c) for c in np.random.default_rng([seed, 6, DOMAINS.index(domain)]).permutation(list(classes))]
+    return {order[0]: order[1], order[1]: order[0], order[2]: order[3], order[3]: order[2]}
 
 
 def _custom_traits(seed: int, onto: Ontology) -> tuple[dict[str, dict[str, float]], dict[str, float], dict[str, float]]:
@@ -361,9 +389,22 @@ def _confidence(style: str, max_p: float, mech_tint: float, rng: np.random.Gener
     raise ValueError(f"unknown confidence style {style!r}")
 
 
+def stated(p: np.ndarray, decimals: int | None = None) -> list[float]:
+    """Probabilities as a model states them: to ``decimals`` places (default
+    ``PROBABILITY_DECIMALS``), summing to exactly 1 (largest remainders round up; ties in the
+    given order)."""
+    scale = 10 ** (PROBABILITY_DECIMALS if decimals is None else decimals)
+    units = np.floor(p * scale).astype(int)
+    rest = p * scale - units
+    for i in np.argsort(-rest, kind="stable")[:scale - int(units.sum())]:
+        units[i] += 1
+    return [round(float(u) / scale, 6) for u in units]
+
+
 def simulate_native(worlds: list[dict], model: SimModel, seed: int, ontology: Ontology | None = None) -> list[dict]:
     """One native coarse-decision response per world for ``model`` (``ontology``: the worlds'; None = TUPLE)."""
     signature, difficulty, tint = _mechanism_traits(seed, ontology)
+    margin = model.margin if is_tuple_ontology(ontology) else model.margin - CUSTOM_MARGIN_OFFSET
     rng = np.random.default_rng([seed, 3, SIM_MODELS.index(model)])
     out = []
     train = [i for i, w in enumerate(worlds) if w["split"] == "train"]
@@ -371,6 +412,9 @@ def simulate_native(worlds: list[dict], model: SimModel, seed: int, ontology: On
     # an outage takes a whole case: both worlds of a pair are unavailable together, so a status
     # never tells the two worlds of a pair apart (no output stays exactly 50%, as in the paper)
     outage = np.random.default_rng([seed, 5, SIM_MODELS.index(model)])
+    # a confident confusion: the model takes the class for its look-alike (TUPLE design only)
+    swaps = np.random.default_rng([seed, 7, SIM_MODELS.index(model)])
+    tuple_design = is_tuple_ontology(ontology)
     down = {pid for pid in sorted({w["pair_id"] for w in worlds}) if outage.random() < model.unavailable}
     for i, w in enumerate(worlds):
         T, S = w["coarse"], w["mechanism"]
@@ -382,14 +426,18 @@ def simulate_native(worlds: list[dict], model: SimModel, seed: int, ontology: On
         z = {}
         for c in classes:
             if c == T:
-                z[c] = model.margin + model.difficulty_gain * difficulty[S] + rng.normal(0, 1.0)
+                z[c] = margin + model.difficulty_gain * difficulty[S] + rng.normal(0, 1.0)
             else:
                 z[c] = rng.normal(0, model.noise) + LEAK_SCALE * model.leak * signature[S][c]
+        if tuple_design and model.swap and swaps.random() < model.swap:
+            la = lookalikes(seed, w["domain"], tuple(classes))[T]
+            z[T], z[la] = z[la], z[T]
         zmax = max(z.values())
         ez = {c: math.exp(v - zmax) for c, v in z.items()}
         total = sum(ez.values())
-        # released in transmitted (candidate) order, 4 decimals
-        probs = {c: round(ez[c] / total, 4) for c in w["candidate_order"]}
+        # released in transmitted (candidate) order, stated to PROBABILITY_DECIMALS
+        order = w["candidate_order"]
+        probs = dict(zip(order, stated(np.array([ez[c] / total for c in order]))))
         ranked = sorted(classes, key=lambda c: -probs[c])
         choice = ranked[1] if rng.random() < model.argmax_slip else ranked[0]
         conf = _confidence(model.confidence, max(probs.values()), tint[S], rng)
