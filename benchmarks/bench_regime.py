@@ -5,7 +5,7 @@ or reads an existing one (``--warehouse``), then prints each of the paper's find
 (``qlb.present.paper``) with the paper's figure, the band a run must fall in, the run's figure
 and PASS/FAIL, and runs ``tests/test_reference_regime.py`` against it.
 
-    .venv/bin/python benchmarks/bench_regime.py                      # builds the demo (about 12 min)
+    .venv/bin/python benchmarks/bench_regime.py                      # builds the demo (about 10 min)
     .venv/bin/python benchmarks/bench_regime.py --warehouse warehouse/qlb.duckdb
 """
 from __future__ import annotations

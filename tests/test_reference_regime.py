@@ -5,7 +5,7 @@ each check is shown to fail on a run that breaks it (hand-made tables); the chec
 demo warehouses can answer hold on them (refusal on the demo; no output, WCPQ coverage and
 temperature on the decoded warehouse, which uses the fast decoder families); and every check
 holds on a full demo run when one is given (``QLB_DEMO_WAREHOUSE``: a warehouse built by
-``qlb demo``, about 12 minutes on 2 cores; ``benchmarks/bench_regime.py`` builds one and prints the table).
+``qlb demo``, about 10 minutes on 2 cores; ``benchmarks/bench_regime.py`` builds one and prints the table).
 """
 from __future__ import annotations
 
@@ -144,7 +144,7 @@ def test_structural_checks_on_the_decoded_warehouse(decoded_warehouse):
 
 
 @pytest.mark.skipif(not os.environ.get("QLB_DEMO_WAREHOUSE"),
-                    reason="the full demo run takes about 12 minutes: set QLB_DEMO_WAREHOUSE to a warehouse built by "
+                    reason="the full demo run takes about 10 minutes: set QLB_DEMO_WAREHOUSE to a warehouse built by "
                            "`qlb demo` (benchmarks/bench_regime.py builds one and runs every check)")
 def test_the_full_demo_tells_the_papers_story():
     with reader(os.environ["QLB_DEMO_WAREHOUSE"]) as con:
