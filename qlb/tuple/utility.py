@@ -168,33 +168,47 @@ def run_utility(frames: dict[str, pd.DataFrame], views: Sequence[str] = VIEWS, j
 
 # ---------------------------------------------------------------- tables
 
+ACTION_COLUMNS = ("model", "view", "task", "profile", "world_id", "domain", "pair_id", "available", "plan",
+                  "check_name", "check_answer", "final_action", "routed", "route_correct", "cost", "oracle_cost",
+                  "policy")
+
+
 def action_rows(results: list[DomainUtility], ontology: Ontology | None = None) -> pd.DataFrame:
-    """policy_actions: one row per test world x (model, view, task, profile)."""
+    """policy_actions: one row per test world x (model, view, task, profile). The columns are
+    gathered as lists and arrays and the frame is built once (a frame per selection cost more
+    than everything else here)."""
     ont = ontology or load_ontology()
-    parts = []
+    cols: dict[str, list] = {c: [] for c in ACTION_COLUMNS}
     for r in results:
         dom = ont.domain(r.domain)
         check_of = {cls: name for name, cls in dom.checks.items()}
         classes = dom.classes
+        world_ids, pair_ids = r.test["world_id"].tolist(), r.test["pair_id"].tolist()
+        n = len(world_ids)
         for s in r.selected:
             o = s.outcome
             final = o.final_route(r.t)
             routed = o.available & (final >= 0) & (final < len(classes))
-            labels = action_labels(o, classes, dict(dom.checks))
-            check = [check_of[classes[f]] if c else None for f, c in zip(o.first, o.checked)]
-            answer = [bool(y == t) if c else None for y, t, c in zip(o.route_yes, r.t, o.checked)]
-            parts.append(pd.DataFrame({
-                "model": s.model, "view": s.view, "task": s.task, "profile": s.profile,
-                "world_id": r.test["world_id"], "domain": r.domain, "pair_id": r.test["pair_id"],
-                "available": o.available, "plan": labels, "check_name": check, "check_answer": answer,
-                "final_action": [_final_label(f, classes, s.task) for f in final],
-                "routed": routed, "route_correct": np.where(routed, final == r.t, False),
-                "cost": o.cost, "oracle_cost": oracle_cost(s.task, o.available, r.t, s.costs),
-                "policy": s.recipient.name,
-            }))
-    if not parts:
+            for c, v in (("model", s.model), ("view", s.view), ("task", s.task), ("profile", s.profile),
+                         ("domain", r.domain), ("policy", s.recipient.name)):
+                cols[c].append([v] * n)
+            cols["world_id"].append(world_ids)
+            cols["pair_id"].append(pair_ids)
+            cols["available"].append(np.asarray(o.available, bool))
+            cols["plan"].append(action_labels(o, classes, dict(dom.checks)))
+            cols["check_name"].append([check_of[classes[f]] if c else None for f, c in zip(o.first, o.checked)])
+            cols["check_answer"].append([bool(y == t) if c else None for y, t, c in zip(o.route_yes, r.t, o.checked)])
+            cols["final_action"].append([_final_label(f, classes, s.task) for f in final])
+            cols["routed"].append(np.asarray(routed, bool))
+            cols["route_correct"].append(np.where(routed, final == r.t, False))
+            cols["cost"].append(np.asarray(o.cost, float))
+            cols["oracle_cost"].append(np.asarray(oracle_cost(s.task, o.available, r.t, s.costs), float))
+    if not cols["model"]:
         return pd.DataFrame()
-    return pd.concat(parts, ignore_index=True)
+    return pd.DataFrame({c: np.concatenate(parts) if isinstance(parts[0], np.ndarray)
+                         else pd.Series([v for part in parts for v in part],
+                                        dtype=object if c in ("check_name", "check_answer") else None)
+                         for c, parts in cols.items()})
 
 
 def _final_label(f: int, classes: tuple[str, ...], task: str) -> str:
@@ -235,21 +249,25 @@ def result_tables(actions: pd.DataFrame, n_boot: int = N_BOOT, seed: int = SEED,
         for (view, task, profile), v in sub.groupby(["view", "task", "profile"], sort=True):
             sums, sizes = rs.totals(v["pair_id"], v["cost"])
             pair_costs[(view, task, profile)] = (sums, sizes)
+            # numpy from here: selecting rows of the frame per scope cost more than the bootstrap
+            cost, oracle = v["cost"].to_numpy(float), v["oracle_cost"].to_numpy(float)
+            available = v["available"].to_numpy(bool)
             routed = v["routed"].to_numpy(bool)
             right = v["route_correct"].to_numpy(bool)
             checked = v["check_name"].notna().to_numpy()
+            domain = v["domain"].to_numpy(object)
             for scope, mask, pm in (("pooled", np.ones(len(v), bool), None),
-                                    *[(d, (v["domain"] == d).to_numpy(), m) for d, m in rs.domain_masks.items()]):
-                part = v[mask]
+                                    *[(d, domain == d, m) for d, m in rs.domain_masks.items()]):
+                n = int(mask.sum())
                 lo, hi = percentile_interval(resampled_means(sums, sizes, rs.W, pm))
                 n_routed = int(routed[mask].sum())
                 res_rows.append((
-                    model, view, task, profile, scope, float(part["cost"].mean()), lo, hi,
-                    float(part["oracle_cost"].mean()),
-                    float(n_routed / len(part)) if task == "selective" else None,
+                    model, view, task, profile, scope, float(cost[mask].mean()), lo, hi,
+                    float(oracle[mask].mean()),
+                    float(n_routed / n) if task == "selective" else None,
                     float(1 - right[mask & routed].mean()) if task == "selective" and n_routed else None,
                     float(checked[mask].mean()) if task == "clarification" else None,
-                    float(1 - part["available"].mean()), int(len(part))))
+                    float(1 - available[mask].mean()), n))
         for (view, task, profile), (sums, sizes) in pair_costs.items():
             ref = pair_costs.get((reference, task, profile))
             if view == reference or ref is None:
