@@ -28,8 +28,8 @@ split; pairs whole), generic public texts built from the ontology's titles, clas
 intake channels and operating windows (the request depends on the coarse class only), and a
 private note per world built from its mechanism's description. The nine models behave as above;
 each class's M mechanisms get distinct directions over its K-1 residual classes (no
-look-alike class, so the coarse margins are ``CUSTOM_MARGIN_OFFSET`` lower for about the same accuracy). The TUPLE
-ontology (``ontology=None``) takes the reference code path unchanged.
+look-alike class, so the coarse margins are ``CUSTOM_MARGIN_OFFSET`` lower for about the same
+accuracy). The TUPLE ontology (``ontology=None``) takes the reference code path unchanged.
 """
 from __future__ import annotations
 
@@ -83,7 +83,6 @@ class SimModel:
     tie_rate: float           # refusal probe: withheld responses with an exact tie at the top
     unavailable: float        # native probe: rate of pairs whose two worlds both get status = unavailable
     invalid: int              # number of invalid native responses planted in training worlds (kept, valid = false)
-    swap: float = 0.0         # TUPLE design: rate of confidently taking the class for its look-alike
 
 
 SIM_MODELS: tuple[SimModel, ...] = (
@@ -289,8 +288,8 @@ def _custom_worlds(seed: int, onto: Ontology, pairs_per_class: int) -> list[dict
 
 def _residual_directions(d: int, m: int) -> np.ndarray:
     """``m`` distinct signature directions over ``d`` residual classes (before permutation and
-    noise), for ontologies other than TUPLE (which uses look-alike classes). In order: the centred unit vectors
-    (largest entry 1), the centred sums of two unit vectors (largest entry 1.2), the shift of
+    noise), for ontologies other than TUPLE (which uses look-alike classes). In order: the centred
+    unit vectors (largest entry 1), the centred sums of two unit vectors (largest entry 1.2), the shift of
     every residual class up and down (+-0.8), then the same at half and quarter size. One residual
     class (d = 1): m evenly spaced shifts in [-1.2, 1.2]."""
     if d == 1:
@@ -412,9 +411,6 @@ def simulate_native(worlds: list[dict], model: SimModel, seed: int, ontology: On
     # an outage takes a whole case: both worlds of a pair are unavailable together, so a status
     # never tells the two worlds of a pair apart (no output stays exactly 50%, as in the paper)
     outage = np.random.default_rng([seed, 5, SIM_MODELS.index(model)])
-    # a confident confusion: the model takes the class for its look-alike (TUPLE design only)
-    swaps = np.random.default_rng([seed, 7, SIM_MODELS.index(model)])
-    tuple_design = is_tuple_ontology(ontology)
     down = {pid for pid in sorted({w["pair_id"] for w in worlds}) if outage.random() < model.unavailable}
     for i, w in enumerate(worlds):
         T, S = w["coarse"], w["mechanism"]
@@ -429,9 +425,6 @@ def simulate_native(worlds: list[dict], model: SimModel, seed: int, ontology: On
                 z[c] = margin + model.difficulty_gain * difficulty[S] + rng.normal(0, 1.0)
             else:
                 z[c] = rng.normal(0, model.noise) + LEAK_SCALE * model.leak * signature[S][c]
-        if tuple_design and model.swap and swaps.random() < model.swap:
-            la = lookalikes(seed, w["domain"], tuple(classes))[T]
-            z[T], z[la] = z[la], z[T]
         zmax = max(z.values())
         ez = {c: math.exp(v - zmax) for c, v in z.items()}
         total = sum(ez.values())
