@@ -30,7 +30,7 @@ from qlb.stats.parallel import Workers, domain_tasks, run_tasks
 from qlb.tuple.defenses import NOISE_SEEDS, apply, temperature_inverse, to_dict
 from qlb.records.ontology import Ontology
 from qlb.tuple.costs import profile_names
-from qlb.tuple.recipients import candidate_ranks, native_q
+from qlb.tuple.recipients import candidate_ranks, features, native_q
 from qlb.tuple.release_views import apply_view
 from qlb.tuple.utility import utility_domain
 from qlb.tuple.wcpq import POLICY_VIEW, Policy, main_codebook, map_domain, released_frame, signature, verify
@@ -92,11 +92,12 @@ def signature_keys(frame: pd.DataFrame, domain: str, policies: Sequence[Policy])
     rank = candidate_ranks(rel, classes)
     avail = (rel["status"] == "ok").to_numpy()
     partial = native_q(rel, classes) is None
+    dicts = features(rel, classes)                  # the same for every policy: built once
     keys: list[list[str]] = [[] for _ in range(len(rel))]
     for j, p in enumerate(policies):
         if p.recipient.kind == "native" and partial:
             continue
-        sig = signature(p, p.recipient.q(rel), rank)
+        sig = signature(p, p.recipient.q(rel, dicts), rank)
         for i in range(len(rel)):
             if avail[i]:
                 keys[i].append(f"{j}=" + ",".join(map(str, sig[i])))
@@ -241,12 +242,13 @@ def _frozen_costs(endpoint: str, frame: pd.DataFrame, domain: str, policies: Seq
     avail = (test["status"] == "ok").to_numpy()
     t = test["coarse"].map({c: i for i, c in enumerate(classes)}).to_numpy()
     partial = native_q(test, classes) is None
+    dicts = features(test, classes)                 # the same for every policy: built once
     out, unreadable = [], []
     for p in policies:
         if p.recipient.kind == "native" and partial:
             unreadable.append(Unreadable(endpoint, "frozen", p.task, p.profile))
             continue
-        o = run_task(p.task, p.recipient.q(test), rank, avail, t, p.costs, p.factor)
+        o = run_task(p.task, p.recipient.q(test, dicts), rank, avail, t, p.costs, p.factor)
         out.append(EndpointCost(endpoint, "frozen", p.task, p.profile, test["world_id"].to_numpy(),
                                 test["pair_id"].to_numpy(), o.cost))
     return out, unreadable
