@@ -30,6 +30,8 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+from qlb.tuple.release_views import Vectorizer
+
 CS: tuple[float, ...] = (0.01, 0.1, 1.0, 10.0)
 MAX_ITER = 2000
 
@@ -117,13 +119,7 @@ class Recipient:
                 raise ValueError("the native candidate needs the full probability vector")
             return q
         dicts = features(frame, self.classes) if dicts is None else dicts
-        index = {f: i for i, f in enumerate(self.feature_names)}
-        x = np.zeros((n, len(index)))
-        for r, d in enumerate(dicts):
-            for key, v in d.items():
-                j = index.get(key)
-                if j is not None:
-                    x[r, j] = v
+        x = Vectorizer.of(self.feature_names).transform(dicts)        # features it never saw are ignored
         z = x @ self.coef.T + self.intercept
         z -= z.max(axis=1, keepdims=True)
         e = np.exp(z)

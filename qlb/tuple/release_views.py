@@ -189,6 +189,14 @@ class Vectorizer:
     transform. Numeric values only; many times faster than DictVectorizer on these dicts (one
     vectorised lookup of every key instead of a Python step per value)."""
 
+    @classmethod
+    def of(cls, feature_names: Sequence[str]) -> "Vectorizer":
+        """A vectorizer with a given vocabulary, in the given column order (a frozen model's)."""
+        v = cls()
+        v.feature_names_ = list(feature_names)
+        v.index_ = pd.Index(v.feature_names_, dtype=object)
+        return v
+
     def fit_transform(self, dicts: list[dict]) -> np.ndarray:
         """Learn the vocabulary (every key of ``dicts``, sorted) and return their dense matrix."""
         self.feature_names_ = sorted(set(chain.from_iterable(dicts)))
