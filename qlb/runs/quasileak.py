@@ -38,10 +38,12 @@ def load_predictions(con: duckdb.DuckDBPyConnection, dataset_id: str) -> dict[st
 
 
 def run_detector(con: duckdb.DuckDBPyConnection, dataset_id: str, detector: Detector, split: str | None = "test",
-                 progress: Callable[[int, int], None] | None = None) -> dict[str, int]:
+                 progress: Callable[[int, int], None] | None = None,
+                 corpus: dict[str, dict] | None = None) -> dict[str, int]:
     """Run ``detector`` on the corpus (one split or all) and store its predictions, replacing
-    that detector's earlier predictions for those documents, in one transaction."""
-    corpus = load_corpus(con, dataset_id)
+    that detector's earlier predictions for those documents, in one transaction. ``corpus``: the
+    dataset's ``load_corpus`` map when the caller already holds it (several detectors in a row)."""
+    corpus = load_corpus(con, dataset_id) if corpus is None else corpus
     ids = [d for d, doc in corpus.items() if split is None or doc["split"] == split]
     if not ids:
         raise ValueError(f"dataset {dataset_id!r} has no QuasiLeak documents" + (f" in split {split!r}" if split else ""))

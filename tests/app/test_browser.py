@@ -14,6 +14,7 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -119,34 +120,6 @@ def _no_exception(page) -> None:
     assert page.locator('[data-testid="stException"]').count() == 0
 
 
-def test_overview_in_browser(server, browser):
-    ARTIFACTS.mkdir(exist_ok=True)
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
-    t0 = time.perf_counter()
-    page.goto(server)
-    page.get_by_text("QuasiLeak documents").wait_for(timeout=30000)
-    page.get_by_text("12,960").first.wait_for(timeout=30000)
-    elapsed = time.perf_counter() - t0
-    _no_exception(page)
-    assert page.get_by_text("1,440").count() >= 1
-    assert page.get_by_text("SIMULATED").count() >= 1
-    nav = page.locator('[data-testid="stSidebarNav"]')
-    assert nav.get_by_text("Overview").count() == 1 and nav.get_by_text("Data").count() == 1
-    page.screenshot(path=str(ARTIFACTS / "overview.png"), full_page=True)
-    print(f"overview first render in browser: {elapsed:.2f} s")
-    page.close()
-
-
-def test_direct_link_to_data_page_goes_through_router(server, browser):
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
-    page.goto(f"{server}/data?dataset=simulated-reference")
-    page.get_by_text("Quarantine").first.wait_for(timeout=30000)
-    _no_exception(page)
-    nav = page.locator('[data-testid="stSidebarNav"]')
-    assert nav.get_by_text("Overview").count() == 1          # the router's navigation, not pages/
-    page.close()
-
-
 def test_upload_validate_then_ingest(server, browser, tmp_path):
     rows = two_pairs() + [dict(two_pairs()[0], world_id="w9", pair_id="p9", domain="space")]
     upload = tmp_path / "my_worlds.jsonl"
@@ -186,26 +159,9 @@ def test_upload_validate_then_ingest(server, browser, tmp_path):
     page.close()
 
 
-def test_refusal_page_in_browser(server, browser):
+def test_escaped_document_viewer(server, browser):
+    """A document whose text carries markup is shown as text in the QuasiLeak viewer."""
     page = browser.new_page(viewport={"width": 1400, "height": 3000})
-    page.goto(f"{server}/refusal?dataset=simulated-reference")
-    page.get_by_text("What withheld responses still reveal").wait_for(timeout=30000)
-    page.locator(".js-plotly-plot").first.wait_for(timeout=30000)
-    _no_exception(page)
-    assert page.get_by_text("N/A").count() >= 1              # sim-juniper never withholds
-    assert page.locator(".js-plotly-plot").count() == 2      # routes + one response's scores
-    page.screenshot(path=str(ARTIFACTS / "refusal.png"), full_page=True)
-    page.close()
-
-
-def test_quasileak_page_and_escaped_viewer(server, browser):
-    page = browser.new_page(viewport={"width": 1400, "height": 3000})
-    page.goto(f"{server}/quasileak?dataset=simulated-reference")
-    page.get_by_text("Document viewer").wait_for(timeout=30000)
-    page.locator(".js-plotly-plot").first.wait_for(timeout=30000)
-    _no_exception(page)
-    assert page.get_by_text("sim-det-strong").count() >= 1
-    page.screenshot(path=str(ARTIFACTS / "quasileak.png"), full_page=True)
     page.goto(f"{server}/quasileak?dataset=html-check")
     page.get_by_text("Document viewer").wait_for(timeout=30000)
     page.get_by_text(HOSTILE).first.wait_for(timeout=30000)      # shown as text
@@ -216,70 +172,78 @@ def test_quasileak_page_and_escaped_viewer(server, browser):
     page.close()
 
 
-def test_recovery_page_in_browser(server, browser):
-    page = browser.new_page(viewport={"width": 1400, "height": 3000})
-    page.goto(f"{server}/recovery?dataset=simulated-reference")
+def _nav_once(page, *titles: str) -> None:
+    """The router's sidebar navigation (not Streamlit's pages/ folder) lists each of ``titles`` once."""
+    nav = page.locator('[data-testid="stSidebarNav"]')
+    for title in titles:
+        assert nav.get_by_text(title).count() == 1, title
+
+
+def _check_overview(page, wh: Path) -> None:
+    page.get_by_text("12,960").first.wait_for(timeout=30000)
+    assert page.get_by_text("1,440").count() >= 1
+    _nav_once(page, "Overview", "Data")
+
+
+def _check_refusal(page, wh: Path) -> None:
+    page.locator(".js-plotly-plot").first.wait_for(timeout=30000)
+    assert page.get_by_text("Withholding and recovery per model").count() >= 1
+    assert page.get_by_text("N/A").count() >= 1              # sim-juniper never withholds
+    assert page.locator(".js-plotly-plot").count() == 2      # routes + one response's scores
+
+
+def _check_recovery(page, wh: Path) -> None:
     page.get_by_text("Paired differences between views").wait_for(timeout=30000)
     page.locator(".js-plotly-plot").first.wait_for(timeout=30000)
     page.get_by_text("The full output.").first.wait_for(timeout=30000)          # the findings come first
-    _no_exception(page)
     assert page.get_by_text("recovery with full native minus recovery with choice").count() >= 1   # display names
     assert page.get_by_text("full_native").count() == 0
-    page.screenshot(path=str(ARTIFACTS / "recovery.png"), full_page=True)
-    page.close()
 
 
-def test_fronts_page_in_browser(server, browser):
-    page = browser.new_page(viewport={"width": 1400, "height": 1100})
-    page.goto(f"{server}/fronts?dataset=simulated-reference&task=one-step+clarification")   # the picker's label
-    page.get_by_text("On the front:").wait_for(timeout=30000)
+def _check_fronts(page, wh: Path) -> None:
     page.locator(".js-plotly-plot").first.wait_for(timeout=30000)
-    _no_exception(page)
     assert page.get_by_text("One-step clarification · authored costs").count() == 1    # the task came from the link
     assert page.get_by_text("sim-alder").count() >= 1
-    page.screenshot(path=str(ARTIFACTS / "fronts.png"), full_page=True)
-    page.close()
 
 
-def test_sensitivity_page_in_browser_keeps_the_task_in_the_url(server, browser):
-    page = browser.new_page(viewport={"width": 1400, "height": 1100})
-    page.goto(f"{server}/sensitivity?dataset=simulated-reference")
-    page.get_by_text("Non-inferiority").first.wait_for(timeout=30000)
-    page.locator(".js-plotly-plot").first.wait_for(timeout=30000)
-    _no_exception(page)
-    page.locator('[data-testid="stButtonGroup"]').get_by_text("asymmetric-cost routing", exact=True).first.click()
-    page.wait_for_url("**task=asymmetric**", timeout=15000)
-    page.get_by_text("asymmetric-cost routing: every model").first.wait_for(timeout=30000)
-    _no_exception(page)
-    page.screenshot(path=str(ARTIFACTS / "sensitivity.png"), full_page=True)
-    page.close()
-
-
-def test_defenses_page_in_browser(server, browser, decoded_warehouse):
-    import duckdb
-    con = duckdb.connect(str(decoded_warehouse), read_only=True)
-    try:      # a test world of the WCPQ mapping other than the first one
-        world = con.execute("SELECT world_id FROM defense_releases WHERE defense = 'wcpq' AND split = 'test' "
-                            "ORDER BY world_id LIMIT 1 OFFSET 5").fetchone()[0]
-    finally:
-        con.close()
-    page = browser.new_page(viewport={"width": 1400, "height": 1100})
-    page.goto(f"{server}/defenses?dataset=simulated-reference&model=sim-alder&world={world}")
-    page.get_by_text("WCPQ verification").first.wait_for(timeout=30000)
+def _check_defenses(page, wh: Path) -> None:
     page.get_by_text("Every response–policy comparison agrees").first.wait_for(timeout=30000)   # grid cells are drawn
     page.get_by_text("costs the recipient nothing: all 5,184 response–policy plans agree").wait_for(timeout=30000)
     page.locator(".js-plotly-plot").first.wait_for(timeout=30000)
-    page.get_by_text(f"{world} ·").first.wait_for(timeout=30000)          # the inspector opened that world
-    _no_exception(page)
-    page.screenshot(path=str(ARTIFACTS / "defenses.png"), full_page=True)
-    page.close()
+    page.get_by_text(f"{_inspected_world(wh)} ·").first.wait_for(timeout=30000)        # the inspector opened it
 
 
-PAGE_CHECKS = {
-    "": "QuasiLeak documents", "overview": "What the audit found", "data": "Quarantine",
-    "collection": "No collection runs in this dataset yet", "refusal": "Withholding and recovery per model",
-    "recovery": "Recovery per release view", "fronts": "On the front:", "sensitivity": "Non-inferiority",
-    "defenses": "WCPQ verification", "quasileak": "Leaderboard", "compare": "Compare runs", "glossary": "Plan agreement",
+def _check_quasileak(page, wh: Path) -> None:
+    page.locator(".js-plotly-plot").first.wait_for(timeout=30000)
+    assert page.get_by_text("sim-det-strong").count() >= 1
+
+
+def _inspected_world(wh: Path) -> str:
+    """A test world of the WCPQ mapping other than the first one, for the Defenses page's inspector."""
+    import duckdb
+    con = duckdb.connect(str(wh), read_only=True)
+    try:
+        return con.execute("SELECT world_id FROM defense_releases WHERE defense = 'wcpq' AND split = 'test' "
+                           "ORDER BY world_id LIMIT 1 OFFSET 5").fetchone()[0]
+    finally:
+        con.close()
+
+
+# each page: (extra query for the link it is opened with, its key content, what else it must show,
+# given the page and the warehouse the server reads)
+PAGE_CHECKS: dict[str, tuple[str, str, Callable | None]] = {
+    "": ("", "QuasiLeak documents", _check_overview),
+    "overview": ("", "What the audit found", None),
+    "data": ("", "Quarantine", lambda page, wh: _nav_once(page, "Overview")),        # a direct link goes through the router
+    "collection": ("", "No collection runs in this dataset yet", None),
+    "refusal": ("", "What withheld responses still reveal", _check_refusal),
+    "recovery": ("", "Recovery per release view", _check_recovery),
+    "fronts": ("&task=one-step+clarification", "On the front:", _check_fronts),          # the picker's label
+    "sensitivity": ("", "Non-inferiority", None),
+    "defenses": ("&model=sim-alder&world={world}", "WCPQ verification", _check_defenses),
+    "quasileak": ("", "Leaderboard", _check_quasileak),
+    "compare": ("", "Compare runs", None),
+    "glossary": ("", "Plan agreement", None),
 }
 WIDTHS = (1440, 1024)
 # Streamlit's frontend finds its server by asking the page's own path first (/refusal/_stcore/health),
@@ -326,58 +290,104 @@ def _watch(page, server: str) -> tuple[list[str], list[str]]:
 
 
 def _settled(page) -> None:
-    """Wait until the page's script run has finished and its grids have drawn."""
-    for _ in range(120):
-        if page.locator('[data-testid="stStatusWidget"]').count() == 0:
+    """Wait until the page's script run has finished: no "running" status for three looks in a
+    row, 250 ms apart (grids that size their columns later are waited for by ``_layout_holds``)."""
+    quiet = 0
+    for _ in range(160):
+        quiet = quiet + 1 if page.locator('[data-testid="stStatusWidget"]').count() == 0 else 0
+        if quiet == 3:
             break
         page.wait_for_timeout(250)
-    page.wait_for_timeout(1500)
 
 
-@pytest.mark.parametrize("width", WIDTHS)
+def _layout_holds(page, width: int, name: str) -> None:
+    """No horizontal scrollbar on the page and no table wider than its box (text cut off on the
+    right) at ``width``; a full-page screenshot."""
+    for attempt in range(4):      # grids size their columns after the page's last layout: measure once settled
+        layout = page.evaluate(LAYOUT)
+        clipped = [g for g in layout["grids"] if g["scroll"] > g["client"] + 2]
+        overflow = layout["doc"][0] > layout["doc"][1] or layout["main"][0] > layout["main"][1]
+        if not (clipped or overflow):
+            break
+        page.wait_for_timeout(1000)
+    page.screenshot(path=str(ARTIFACTS / f"page_{name}_{width}.png"), full_page=True)
+    assert not overflow, (width, layout)
+    assert not clipped, f"tables wider than their box at {width} px: {clipped}"
+
+
 @pytest.mark.parametrize("url", list(PAGE_CHECKS))
-def test_every_page_renders_in_browser(server, browser, url, width):
-    """Each page's first render in a fresh tab at 1,440 and 1,024 px: no exception, its key content on
-    screen, nothing fetched from another host, no console error, no horizontal scrollbar on the
-    page, and no table wider than its box (text cut off on the right); a screenshot."""
-    page = browser.new_page(viewport={"width": width, "height": 1100})
+def test_every_page_renders_in_browser(server, browser, url):
+    """Each page's first render in a fresh tab at 1,440 px, then in another at 1,024 px (the
+    second run reads the server's cache): no exception, its key content and its own
+    checks on screen, nothing fetched from another host, no console error, no horizontal
+    scrollbar and no table wider than its box at either width; a screenshot at each."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    query, key, check = PAGE_CHECKS[url]
+    if "{world}" in query:
+        query = query.format(world=_inspected_world(SERVED[server]))
+    page = browser.new_page(viewport={"width": WIDTHS[0], "height": 1100})
     foreign, errors = _watch(page, server)
     t0 = time.perf_counter()
-    page.goto(f"{server}/{url}?dataset=simulated-reference")
-    page.get_by_text(PAGE_CHECKS[url]).first.wait_for(timeout=30000)
+    page.goto(f"{server}/{url}?dataset=simulated-reference{query}")
+    page.get_by_text(key).first.wait_for(timeout=30000)
     elapsed = time.perf_counter() - t0
+    if check is not None:
+        check(page, SERVED[server])
     _settled(page)
     _no_exception(page)
     assert page.get_by_text("SIMULATED").count() >= 1
     assert page.get_by_text("Page not found").count() == 0
-    layout = page.evaluate(LAYOUT)
-    page.screenshot(path=str(ARTIFACTS / f"page_{url or 'home'}_{width}.png"), full_page=True)
+    _layout_holds(page, WIDTHS[0], url or "home")
+    page.close()
+    for width in WIDTHS[1:]:     # a fresh tab at each other width (the server's cache answers it)
+        page = browser.new_page(viewport={"width": width, "height": 1100})
+        more_foreign, more_errors = _watch(page, server)
+        page.goto(f"{server}/{url}?dataset=simulated-reference{query}")
+        page.get_by_text(key).first.wait_for(timeout=30000)
+        _settled(page)
+        _no_exception(page)
+        _layout_holds(page, width, url or "home")
+        page.close()
+        foreign += more_foreign
+        errors += more_errors
     assert not foreign, f"requests that left the machine: {foreign}"
     assert not errors, f"console errors: {errors}"
-    assert layout["doc"][0] <= layout["doc"][1] and layout["main"][0] <= layout["main"][1], layout
-    clipped = [g for g in layout["grids"] if g["scroll"] > g["client"] + 2]
-    assert not clipped, f"tables wider than their box at {width} px: {clipped}"
-    print(f"first render of /{url} at {width} px: {elapsed:.2f} s")
+    print(f"first render of /{url} at {WIDTHS[0]} px: {elapsed:.2f} s")
+
+
+def test_sensitivity_page_keeps_the_task_in_the_url(server, browser):
+    page = browser.new_page(viewport={"width": 1400, "height": 1100})
+    page.goto(f"{server}/sensitivity?dataset=simulated-reference")
+    page.get_by_text("Non-inferiority").first.wait_for(timeout=30000)
+    page.locator(".js-plotly-plot").first.wait_for(timeout=30000)
+    page.locator('[data-testid="stButtonGroup"]').get_by_text("asymmetric-cost routing", exact=True).first.click()
+    page.wait_for_url("**task=asymmetric**", timeout=15000)
+    page.get_by_text("asymmetric-cost routing: every model").first.wait_for(timeout=30000)
+    _no_exception(page)
+    page.screenshot(path=str(ARTIFACTS / "sensitivity_asymmetric.png"), full_page=True)
     page.close()
 
 
-@pytest.mark.parametrize("width", WIDTHS)
-def test_report_in_browser(server, browser, width, tmp_path):
-    """The HTML report, opened from a file as a board member would: nothing fetched, no console
-    error, no horizontal scrollbar, every figure's labels inside its box."""
+def test_report_in_browser(server, browser, tmp_path):
+    """The HTML report, opened from a file as a board member would, at 1,440 then 1,024 px:
+    nothing fetched, no console error, no horizontal scrollbar, every figure's labels inside its box."""
     from qlb.runs.report import build_report
     from warehouse.db import reader
     path = tmp_path / "report.html"
     with reader(SERVED[server]) as con:
         path.write_text(build_report(con, None, "simulated-reference"), encoding="utf-8")
-    page = browser.new_page(viewport={"width": width, "height": 1100})
+    page = browser.new_page(viewport={"width": WIDTHS[0], "height": 1100})
     foreign, errors = _watch(page, path.as_uri())
     page.goto(path.as_uri())
     page.wait_for_timeout(3000)
-    layout = page.evaluate("() => [document.scrollingElement.scrollWidth, document.scrollingElement.clientWidth]")
-    page.screenshot(path=str(ARTIFACTS / f"report_{width}.png"), full_page=True)
+    for width in WIDTHS:
+        if width != WIDTHS[0]:
+            page.set_viewport_size({"width": width, "height": 1100})
+            page.wait_for_timeout(1000)
+        layout = page.evaluate("() => [document.scrollingElement.scrollWidth, document.scrollingElement.clientWidth]")
+        page.screenshot(path=str(ARTIFACTS / f"report_{width}.png"), full_page=True)
+        assert layout[0] <= layout[1], (width, layout)
     assert not foreign and not errors, (foreign, errors)
-    assert layout[0] <= layout[1], layout
     page.close()
 
 
