@@ -11,7 +11,7 @@ export QLB_WAREHOUSE="${QLB_WAREHOUSE:-warehouse/qlb.duckdb}"
 # background audit's workers share the cores, and threads per core in each would spin against each other
 export OPENBLAS_NUM_THREADS="${OPENBLAS_NUM_THREADS:-1}" OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}" MKL_NUM_THREADS="${MKL_NUM_THREADS:-1}"
 if [ ! -f "$QLB_WAREHOUSE" ] || [ -d "$(dirname "$QLB_WAREHOUSE")/simulated_exports" ]; then
-  echo "==> the SIMULATED demo data in $QLB_WAREHOUSE (about 15 s; the audits then run in the background)"
+  echo "==> the SIMULATED demo data in $QLB_WAREHOUSE (5-20 s by the machine; the audits then run in the background)"
   .venv/bin/qlb demo --warehouse "$QLB_WAREHOUSE" --background
 else
   # someone else's warehouse: only bring its tables up to this version (pages open it read-only)
