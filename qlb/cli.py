@@ -107,6 +107,9 @@ def build_parser() -> argparse.ArgumentParser:
                           "scheduler: its address (tcp://HOST:PORT) or local:N for N worker processes on this "
                           "machine; only this process reads and writes the warehouse; the numbers are those of a "
                           "local run (default: $QLB_SCHEDULER unless --jobs is given)")
+    aud.add_argument("--families", nargs="+", metavar="FAMILY", choices=list(DECODER_FAMILIES),
+                     help="decoder families of the decoding audit's attacker library (default: all five, "
+                          "TUPLE.md section 4; fewer is quicker and recovers less, and the run records which)")
     aud.add_argument("--no-decoding", action="store_true", help="skip the decoding audit (and the fronts)")
     aud.add_argument("--no-utility", action="store_true",
                      help="skip the downstream utility audit (and the fronts and defenses)")
@@ -717,6 +720,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
                 options = AuditOptions(models=args.models, force=args.force, decode=not args.no_decoding,
                                        views=args.views or VIEWS, jobs=jobs, utility=not args.no_utility,
                                        defenses=not args.no_defenses, defense_models=args.defense_models,
+                                       families=set(args.families) if args.families else None,
                                        defense_families=set(args.defense_families) if args.defense_families else None)
                 if args.in_stages:
                     status = _staged_status(con, path, dataset, options)

@@ -292,12 +292,12 @@ def test_recovery_page(decoded_warehouse, monkeypatch):
         assert rc.loc["recomputed (refit)", "secret recovery [95% CI]"].startswith("50.0% [")
         # a family the run did not fit can only be refitted, whatever the switch says
         at.toggle(key="rc_refit").set_value(False).run()
-        at.multiselect(key="rc_families").set_value(["prior", "forest"]).run()
+        at.multiselect(key="rc_families").set_value(["prior", "shared_scorer"]).run()
         at.button(key="rc_go").click().run()
         assert not at.exception, [e.value for e in at.exception]
         rc = next(f for f in frames(at) if "result" in f.columns).set_index("result")
         assert "recomputed (refit)" in rc.index and rc.loc["recomputed (refit)", "attacker families"] == \
-            "base rate, random forest"
+            "base rate, shared mechanism scorer"
 
 
 def test_attacker_words_reads_every_stored_candidate_form():

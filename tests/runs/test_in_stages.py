@@ -95,10 +95,15 @@ def test_a_dead_build_is_not_running(tmp_path):
 def test_qlb_audit_in_stages_on_the_command_line(small, tmp_path, capsys):
     path = copy_of(small, tmp_path / "cli")
     args = ["audit", "--in-stages", "--dataset", DATASET, "--warehouse", str(path), "--models", OPTIONS.models[0],
-            "--no-defenses"]
+            "--families", *sorted(OPTIONS.families), "--no-defenses"]
     assert main(args) == 0
     assert "stored" in capsys.readouterr().out
     status = build_status.read_status(path)
     assert status.state == "done" and status.stored == ["refusal", "decoding", "utility", "defenses"]
     assert main(args) == 0
     assert "reused" in capsys.readouterr().out
+    import json
+    from warehouse import queries
+    with reader(path) as con:      # the run records the decoder families it was asked for
+        runs = queries.fetch_df(con, "all_runs", [])
+    assert json.loads(runs["parameters"].iloc[-1])["families"] == sorted(OPTIONS.families)
