@@ -80,8 +80,11 @@ def domain_tasks(frames: dict[str, pd.DataFrame], check: Callable[[pd.DataFrame]
 def run_tasks(fn: Callable[..., Any], calls: Iterable[tuple], total: int, jobs: int | Workers = 1,
               progress: Callable[[int, int], None] | None = None) -> list:
     """``fn(*args)`` for every argument tuple, in order, reporting ``progress(done, total)`` as
-    tasks finish. ``jobs``: a number of local processes (joblib's loky; one runs in this
-    process) or a ``Workers``."""
+    tasks finish, and ``progress(0, total)`` before the first starts (so that a progress bar
+    shows the stage from its start, not from its first finished task). ``jobs``: a number of
+    local processes (joblib's loky; one runs in this process) or a ``Workers``."""
+    if progress and total:
+        progress(0, total)
     workers = jobs if isinstance(jobs, Workers) else Workers(jobs)
     fn = partial(_one_blas_thread, fn)
     if workers.client is not None:
