@@ -290,8 +290,10 @@ def _watch(page, server: str) -> tuple[list[str], list[str]]:
 
 
 def _settled(page) -> None:
-    """Wait until the page's script run has finished: no "running" status for three looks in a
-    row, 250 ms apart (grids that size their columns later are waited for by ``_layout_holds``)."""
+    """Wait until the page's fonts are loaded and its script run has finished: no "running"
+    status for three looks in a row, 250 ms apart (grids that size their columns later are
+    waited for by ``_layout_holds``)."""
+    page.evaluate("() => document.fonts.ready.then(() => true)")
     quiet = 0
     for _ in range(160):
         quiet = quiet + 1 if page.locator('[data-testid="stStatusWidget"]').count() == 0 else 0
@@ -325,7 +327,10 @@ def test_every_page_renders_in_browser(server, browser, url):
     query, key, check = PAGE_CHECKS[url]
     if "{world}" in query:
         query = query.format(world=_inspected_world(SERVED[server]))
-    page = browser.new_page(viewport={"width": WIDTHS[0], "height": 1100})
+    # one browser context for both widths: the second tab finds the fonts in its cache, as a
+    # returning visitor does (a grid sizes its columns with the font it has when first drawn)
+    context = browser.new_context(viewport={"width": WIDTHS[0], "height": 1100})
+    page = context.new_page()
     foreign, errors = _watch(page, server)
     t0 = time.perf_counter()
     page.goto(f"{server}/{url}?dataset=simulated-reference{query}")
@@ -340,7 +345,8 @@ def test_every_page_renders_in_browser(server, browser, url):
     _layout_holds(page, WIDTHS[0], url or "home")
     page.close()
     for width in WIDTHS[1:]:     # a fresh tab at each other width (the server's cache answers it)
-        page = browser.new_page(viewport={"width": width, "height": 1100})
+        page = context.new_page()
+        page.set_viewport_size({"width": width, "height": 1100})
         more_foreign, more_errors = _watch(page, server)
         page.goto(f"{server}/{url}?dataset=simulated-reference{query}")
         page.get_by_text(key).first.wait_for(timeout=30000)
@@ -350,6 +356,7 @@ def test_every_page_renders_in_browser(server, browser, url):
         page.close()
         foreign += more_foreign
         errors += more_errors
+    context.close()
     assert not foreign, f"requests that left the machine: {foreign}"
     assert not errors, f"console errors: {errors}"
     print(f"first render of /{url} at {WIDTHS[0]} px: {elapsed:.2f} s")
