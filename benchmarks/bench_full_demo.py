@@ -23,8 +23,8 @@ from qlb.demo import DEMO_DATASET, build_demo
 BUDGET = 120.0
 
 
-def stage_seconds(path: Path, jobs: int) -> list[tuple[str, float]]:
-    """(stage, seconds) of one full demo build into ``path``, in build order."""
+def stage_seconds(path: Path, **build: object) -> list[tuple[str, float]]:
+    """(stage, seconds) of one demo build into ``path`` (``build``: build_demo's options), in build order."""
     out: list[tuple[str, float]] = []
     current = [None, time.perf_counter()]
 
@@ -35,7 +35,7 @@ def stage_seconds(path: Path, jobs: int) -> list[tuple[str, float]]:
                 out.append((current[0], now - current[1]))
             current[0], current[1] = stage, now
 
-    build_demo(path, step=step, jobs=jobs)
+    build_demo(path, step=step, **build)
     if current[0] not in (None, "done"):
         out.append((current[0], time.perf_counter() - current[1]))
     return out
@@ -67,7 +67,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "qlb.duckdb"
         t0 = time.perf_counter()
-        stages = stage_seconds(path, args.jobs)
+        stages = stage_seconds(path, jobs=args.jobs)
         total = time.perf_counter() - t0
         for stage, seconds in stages:
             print(f"  {stage:<12} {seconds:7.1f} s  {seconds / total:4.0%}")

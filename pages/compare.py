@@ -13,7 +13,8 @@ from dashboard import data_access as da
 from dashboard.routing import page_entry
 from dashboard.widgets import audit_page_start, chart, finding, md_text, table
 from qlb.present.figures import plot_text, plot_texts
-from qlb.present.names import PROFILE_HELP, QL_METRIC_HELP, QL_METRIC_NAMES, cost_interval, name, pct_interval
+from qlb.present.names import (PROFILE_HELP, QL_METRIC_HELP, QL_METRIC_NAMES, TASK_NAMES, cost_interval, name,
+                              pct_interval)
 from qlb.tuple.release_views import VIEWS
 
 INTRO = (
@@ -302,19 +303,26 @@ def recovery_section(pairs: pd.DataFrame) -> None:
 
 
 def cost_section(pairs: pd.DataFrame) -> None:
-    """Pooled mean cost per case of the selected recipient policy, authored costs, one release view."""
+    """Pooled mean cost per case of the selected recipient policy, authored costs, one release view
+    and one workflow (a table of four columns: whole at 1,024 px whatever the font)."""
     st.subheader("Downstream cost (authored costs)")
-    view = view_picker(pairs, "compare_cost_view", "The fields released to the recipient's policy.")
-    rows = pairs[pairs["view"] == view]
-    out = rows[["model", "task"]].copy()
+    left, right = st.columns(2)
+    with left:
+        view = view_picker(pairs, "compare_cost_view", "The fields released to the recipient's policy.")
+    tasks = [t for t in TASK_NAMES if t in set(pairs["task"])]
+    with right:
+        task = st.selectbox("Workflow", tasks, format_func=lambda t: name("task", t), key="compare_cost_task",
+                            help="The downstream workflow the recipient runs.")
+    rows = pairs[(pairs["view"] == view) & (pairs["task"] == task)]
+    out = rows[["model"]].copy()
     for s, run in (("a", "A"), ("b", "B")):
         out[f"run {run} [95% CI]"] = [cost_interval(v, lo, hi) for v, lo, hi
                                       in zip(rows[s], rows[f"{s}_lo"], rows[f"{s}_hi"])]
     out[COST_CHANGE] = rows["change"]
     table(out, "compare_utility",
-          f"Pooled test mean cost per case of the selected recipient policy under the {name('view', view)} view; "
-          f"B − A in cost units, largest change first. Authored costs: {PROFILE_HELP['authored']}",
-          column_config=run_columns("mean cost per case (cost units)"))
+          f"Pooled test mean cost per case of the selected recipient policy in {name('task', task)} under the "
+          f"{name('view', view)} view; B − A in cost units, largest change first. Authored costs: "
+          f"{PROFILE_HELP['authored']}", column_config=run_columns("mean cost per case (cost units)"))
 
 
 def quasileak_section(pairs: pd.DataFrame) -> None:

@@ -480,12 +480,16 @@ def test_compare_runs_page(decoded_warehouse, monkeypatch):
         assert "none of the" in shown and "Downstream cost." in shown
         assert "Not compared: secret recovery" in shown
         views = at.selectbox(key="compare_cost_view").options
-        assert len(views) == 5
-        for i in range(len(views)):
-            at.selectbox(key="compare_cost_view").select_index(i).run()
-            util = next(f for f in frames(at) if "B − A (cost units)" in f.columns)
-            assert len(util) == 2 * 3 and (util["B − A (cost units)"].abs() < 1e-12).all()
-            assert (util["run A [95% CI]"] == util["run B [95% CI]"]).all()
+        tasks = at.selectbox(key="compare_cost_task").options
+        assert len(views) == 5 and tasks == ["selective routing", "one-step clarification",
+                                                    "asymmetric-cost routing"]
+        for key, choices in (("compare_cost_view", views), ("compare_cost_task", tasks)):
+            for i in range(len(choices)):
+                at.selectbox(key=key).select_index(i).run()
+                util = next(f for f in frames(at) if "B − A (cost units)" in f.columns)
+                assert list(util.columns) == ["model", "run A [95% CI]", "run B [95% CI]", "B − A (cost units)"]
+                assert len(util) == 2 and (util["B − A (cost units)"].abs() < 1e-12).all()
+                assert (util["run A [95% CI]"] == util["run B [95% CI]"]).all()
         ref = next(f for f in frames(at) if list(f.columns) == REFUSAL_COLUMNS)     # recovery: only in run B
         assert len(ref) == 2 and (ref["B − A (points)"].abs() < 1e-12).all()
         assert ref["run A [95% CI]"].str.fullmatch(r"\d+\.\d% \[\d+\.\d, \d+\.\d\]").all()

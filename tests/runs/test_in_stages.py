@@ -4,6 +4,7 @@ numbers equal a one-transaction run; a reader gets in between stages; a build st
 dropped and redone; a finished one is reused; the status file says where it stands."""
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
@@ -12,7 +13,7 @@ from qlb.cli import main
 from qlb.demo import StagedAuditStatus
 from qlb.runs.audit import run_audits, run_audits_in_stages
 from tests.runs.test_cluster import DATASET, OPTIONS, copy_of, small_dataset
-from warehouse import build_status
+from warehouse import build_status, queries
 from warehouse.compare import compare_runs, newest_audit_run
 from warehouse.db import reader, writer
 from warehouse.results import drop_unfinished_runs
@@ -102,8 +103,6 @@ def test_qlb_audit_in_stages_on_the_command_line(small, tmp_path, capsys):
     assert status.state == "done" and status.stored == ["refusal", "decoding", "utility", "defenses"]
     assert main(args) == 0
     assert "reused" in capsys.readouterr().out
-    import json
-    from warehouse import queries
     with reader(path) as con:      # the run records the decoder families it was asked for
         runs = queries.fetch_df(con, "all_runs", [])
     assert json.loads(runs["parameters"].iloc[-1])["families"] == sorted(OPTIONS.families)
