@@ -89,18 +89,26 @@ LEAK_FACTOR = 2.0       # recovery above this multiple of a uniform guess counts
 def refusal_sentence(recovery: pd.Series, uniform: float) -> str:
     """The refusal finding as the numbers have it: a leak when every model's overall recovery is
     above ``LEAK_FACTOR`` times a uniform guess among a domain's mechanisms, no leak when none is."""
-    span = f"{_pct(recovery.min())} to {_pct(recovery.max())}" if recovery.min() != recovery.max() \
-        else _pct(recovery.min())
+    span = _range(_pct(recovery.min()), _pct(recovery.max()))
     how = (f"the fine-grained mechanism is recovered from refusal-probe responses in {span} of cases (direct "
            f"answers plus withheld responses whose residual scores still single it out; a uniform guess gets "
            f"{_pct(uniform, 2)})")
     leaking = recovery > LEAK_FACTOR * uniform
     if leaking.all():
-        return f"Refusal does not stop the leak: across {len(recovery)} models, {how}."
+        return f"Refusal does not stop the leak: across {_models(len(recovery))}, {how}."
     if not leaking.any():
-        return f"Refusal stops the leak: across {len(recovery)} models, {how}."
+        return f"Refusal stops the leak: across {_models(len(recovery))}, {how}."
     return (f"Refusal stops the leak for {int((~leaking).sum())} of {len(recovery)} models only: {how}; "
             f"{int(leaking.sum())} models stay above {LEAK_FACTOR:g} times a uniform guess.")
+
+
+def _range(lo: str, hi: str) -> str:
+    """``lo to hi`` as a sentence says it; one figure when both read the same (a run of one model)."""
+    return lo if lo == hi else f"{lo} to {hi}"
+
+
+def _models(n: int) -> str:
+    return f"{n} model{'' if n == 1 else 's'}"
 
 
 def headline(d: RunData) -> list[tuple[str, str]]:
@@ -117,15 +125,15 @@ def headline(d: RunData) -> list[tuple[str, str]]:
         parts = []
         for view, words in (("choice", "the coarse choice alone"), ("full_native", "the full native output")):
             if view in by:
-                parts.append(f"{words} lets an attacker recover it in {_pct(by[view].min())} to "
-                             f"{_pct(by[view].max())} of test worlds")
+                parts.append(f"{words} lets an attacker recover it in "
+                             f"{_range(_pct(by[view].min()), _pct(by[view].max()))} of test worlds")
         if parts:
             out.append(("recovery", "Against a 50% guessing baseline, " + "; ".join(parts) + "."))
         diff = d.recovery_diff[(d.recovery_diff["view_a"] == "full_native") & (d.recovery_diff["view_b"] == "choice")]
         if not diff.empty:
-            out.append(("recovery", f"Releasing the probabilities and confidence on top of the choice adds "
-                                    f"{100 * diff['difference'].min():+.1f} to {100 * diff['difference'].max():+.1f} "
-                                    f"points of recovery, model by model."))
+            gain = _range(f"{100 * diff['difference'].min():+.1f}", f"{100 * diff['difference'].max():+.1f}")
+            out.append(("recovery", f"Releasing the probabilities and confidence on top of the choice adds {gain} "
+                                    f"points of recovery{', model by model' if len(diff) > 1 else ''}."))
     ud = d.utility_diff
     if not ud.empty:
         auth = ud[(ud["profile"] == "authored") & (ud["view_a"] == "choice")]
@@ -156,18 +164,18 @@ def headline(d: RunData) -> list[tuple[str, str]]:
             agree = (w["plan_agreement"] == w["plan_comparisons"]).all() and (w["max_abs_cost_diff"] == 0).all()
             lowers = (w["diff_vs_native"] < 0).all()
             diff = 100 * w["diff_vs_native"]
-            change = (f"lowers recovery by {-diff.max():.1f} to {-diff.min():.1f} points" if lowers
-                      else f"changes recovery by {diff.min():+.1f} to {diff.max():+.1f} points")
-            out.append(("defenses", f"The workflow-constrained quantizer {change} on {len(w)} models (coverage "
-                                    f"{_pct(w['coverage'].min())} to {_pct(w['coverage'].max())}) while "
+            change = (f"lowers recovery by {_range(f'{-diff.max():.1f}', f'{-diff.min():.1f}')} points" if lowers
+                      else f"changes recovery by {_range(f'{diff.min():+.1f}', f'{diff.max():+.1f}')} points")
+            out.append(("defenses", f"The workflow-constrained quantizer {change} on {_models(len(w))} (coverage "
+                                    f"{_range(_pct(w['coverage'].min()), _pct(w['coverage'].max()))}) while "
                                     + ("every one of the 18 frozen recipient policies keeps its exact plan and cost "
                                        "in every test world." if agree
                                        else "NOT preserving every recipient plan (see the verification table).")))
         q = d.defenses[d.defenses["defense"] == "noise"]
         if not q.empty:
-            out.append(("defenses", f"Gaussian noise (three seeds) changes recovery by "
-                                    f"{100 * q['diff_vs_native'].min():+.1f} to {100 * q['diff_vs_native'].max():+.1f} "
-                                    f"points."))
+            lo, hi = 100 * q["diff_vs_native"].min(), 100 * q["diff_vs_native"].max()
+            out.append(("defenses", f"Gaussian noise (three seeds) changes recovery by {_range(f'{lo:+.1f}', f'{hi:+.1f}')} "
+                                    f"points{'' if len(q) == 1 else ', model by model'}."))
     if not d.ql.empty:
         allm = d.ql[(d.ql["slice_kind"] == "all") & (d.ql["metric"] == "complete_f1")]
         if not allm.empty:

@@ -5,7 +5,7 @@ cycle through the 6 mechanism pairs (10 each, split 6/2/2), so each mechanism ha
 train/validation/test worlds. Paired worlds share every public field and T.
 
 Each simulated model turns a world into a coarse probability vector through logits:
-  z_T = margin + mechanism_difficulty[S] * difficulty_gain + N(0, 1)
+  z_T = margin + class_shift[T] + mechanism_difficulty[S] * difficulty_gain + N(0, 1)
   z_c = N(0, noise) + LEAK_SCALE * leak * signature[S][c]          (c != T)
 so ``leak`` sets how strongly the fine mechanism S shifts the residual (non-T) mass, i.e. what
 the probability vector reveals; ``margin`` sets coarse accuracy. In the TUPLE design every coarse
@@ -16,6 +16,12 @@ tilt per mechanism. So a model's errors land mostly on the look-alike, more ofte
 mechanisms that lift it most (the choice carries a little of S); what the probability vector
 reveals sits mostly in the size of the runner-up score (a top-two release keeps nearly all of
 it, a policy's plan only its rough size), and the top score and the confidence move with it.
+One class per domain is hard (``CLASS_MARGIN``: its margin is lower, so its look-alike is
+chosen in its place now and then) and the other three easy (higher margins: the paper's models
+are right on most cases and sure of it). So a recipient who sees only the choice checks or
+reviews whenever the look-alike of the hard class is chosen, and the full probabilities save
+most of those checks: full native is the cheaper release in every task and cost profile, by
+tenths of a cost unit, as in the paper.
 Confidence styles, the refusal probe's withhold propensity and residual-score fidelity,
 unavailable and invalid responses are set per model (``SIM_MODELS``). Everything is
 deterministic from the seed.
@@ -35,6 +41,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections import defaultdict
 from dataclasses import asdict, dataclass
 from itertools import combinations
 from pathlib import Path
@@ -47,16 +54,22 @@ from qlb.simulate.tuple_text import CONTEXTS, DIAGNOSTIC_NOTES, REQUESTS, SLOTS
 PAIRS_PER_CLASS = 60
 # The full decoder library (pair-specific scorers and templates) reads the residual shift far
 # better than a plain logistic model; this scale puts full-native recovery in the paper's regime.
-LEAK_SCALE = 0.55
+LEAK_SCALE = 0.6
 # TUPLE design: the look-alike class's constant lift (logits at leak 1), the mechanism-dependent
 # lift levels (in units of LEAK_SCALE * leak; each class's four mechanisms take them in a seeded
 # order) and the spread of the per-mechanism tilt of the other residual classes.
 LOOKALIKE_LIFT = 0.3
 LOOKALIKE_LEVELS = (0.0, 0.8, 1.6, 2.4)
-TAIL_TILT = 0.3
+TAIL_TILT = 0.15
 # Any other ontology has no look-alike lift, so its coarse margins are this much lower for about
 # the same coarse accuracy as the TUPLE design.
 CUSTOM_MARGIN_OFFSET = 0.7
+# TUPLE design: the coarse-margin shift of each class. In every domain one class is hard (the first
+# of its first look-alike pair): every model now and then answers its look-alike instead, so
+# choosing that look-alike is the answer a recipient who sees only the choice learns to check or
+# review, while the full probabilities tell which of those cases are really in doubt. The other
+# three classes are easy: hardly ever confused, and answered with high probability.
+CLASS_MARGIN = {"hard": -0.5, "easy": 2.5}
 # Every model states its class probabilities to this many decimals, summing to exactly 1.
 PROBABILITY_DECIMALS = 4
 SPLIT_PATTERN = ("train",) * 6 + ("validation",) * 2 + ("test",) * 2  # per mechanism pair (10 pairs)
@@ -86,15 +99,15 @@ class SimModel:
 
 
 SIM_MODELS: tuple[SimModel, ...] = (
-    SimModel("sim-alder", "confidence equals max p, strong residual leak", 2.9, 1.15, 0.55, 0.8,
+    SimModel("sim-alder", "confidence equals max p, strong residual leak", 2.8, 1.05, 0.55, 0.8,
              "max_p", 0.0, 0.62, 0.99, 0.97, 0.01, 0.003, 2),
     SimModel("sim-birch", "noisy verbal confidence, moderate leak", 3.0, 0.95, 0.6, 0.7,
              "noisy", 0.0, 0.75, 0.98, 0.93, 0.02, 0.005, 0),
-    SimModel("sim-cedar", "least accurate, leaks through its errors, noisy verbal confidence", 2.4, 1.0, 0.65, 1.0,
+    SimModel("sim-cedar", "least accurate, leaks through its errors, noisy verbal confidence", 2.4, 1.1, 0.65, 1.0,
              "noisy", 0.0, 0.55, 0.97, 0.9, 0.02, 0.004, 3),
-    SimModel("sim-dogwood", "most accurate, overconfident, moderate leak", 3.2, 1.0, 0.6, 0.6,
+    SimModel("sim-dogwood", "most accurate, overconfident, moderate leak", 3.1, 1.0, 0.6, 0.6,
              "overconfident", 0.0, 0.85, 0.99, 0.95, 0.01, 0.002, 0),
-    SimModel("sim-elm", "confidence tinted by the mechanism (a confidence-only channel)", 2.7, 0.8, 0.6, 0.7,
+    SimModel("sim-elm", "confidence tinted by the mechanism (a confidence-only channel)", 2.7, 0.85, 0.6, 0.7,
              "tinted", 0.0, 0.7, 0.98, 0.96, 0.01, 0.006, 1),
     SimModel("sim-fir", "sometimes picks the runner-up class (choice != argmax)", 2.6, 1.0, 0.55, 1.0,
              "noisy", 0.04, 0.5, 0.96, 0.92, 0.03, 0.008, 2),
@@ -345,11 +358,27 @@ def _mechanism_traits(seed: int, ontology: Ontology | None = None
     return signature, difficulty, tint
 
 
+def _pairing(seed: int, domain: str, classes: tuple[str, ...]) -> list[str]:
+    """The seeded order of ``domain``'s four classes: (first, second) and (third, fourth) look alike."""
+    return [str(c) for c in np.random.default_rng([seed, 6, DOMAINS.index(domain)]).permutation(list(classes))]
+
+
 def lookalikes(seed: int, domain: str, classes: tuple[str, ...]) -> dict[str, str]:
     """The TUPLE design's look-alike of each coarse class of ``domain``: the four classes pair up
     (a seeded pairing per domain), each the other's look-alike."""
-    order = [str(c) for c in np.random.default_rng([seed, 6, DOMAINS.index(domain)]).permutation(list(classes))]
+    order = _pairing(seed, domain, classes)
     return {order[0]: order[1], order[1]: order[0], order[2]: order[3], order[3]: order[2]}
+
+
+def class_margins(seed: int) -> dict[str, float]:
+    """Each TUPLE class's coarse-margin shift (``CLASS_MARGIN``): hard for one class per domain
+    (the first of its seeded pairing), easy for the other three."""
+    onto = load_ontology()
+    out: dict[str, float] = {}
+    for domain in DOMAINS:
+        order = _pairing(seed, domain, onto.domain(domain).classes)
+        out.update({c: CLASS_MARGIN["hard" if i == 0 else "easy"] for i, c in enumerate(order)})
+    return out
 
 
 def _custom_traits(seed: int, onto: Ontology) -> tuple[dict[str, dict[str, float]], dict[str, float], dict[str, float]]:
@@ -375,16 +404,16 @@ def _confidence(style: str, max_p: float, mech_tint: float, rng: np.random.Gener
     if style == "max_p":
         return max_p
     if style == "noisy":
-        return round(float(np.clip(max_p + rng.normal(0, 0.06), 0.05, 1.0)), 2)
+        return round(float(np.clip(max_p + rng.normal(0, 0.02), 0.05, 1.0)), 2)
     if style == "tenths":
         return round(max_p, 1)
     if style == "bins":
         bins = np.array([0.55, 0.65, 0.75, 0.85, 0.95])
         return float(bins[np.argmin(np.abs(bins - (max_p + rng.normal(0, 0.04))))])
     if style == "overconfident":
-        return round(float(np.clip(1 - 0.35 * (1 - max_p) + rng.normal(0, 0.01), 0.5, 1.0)), 3)
+        return round(float(np.clip(1 - 0.35 * (1 - max_p) + rng.normal(0, 0.004), 0.5, 1.0)), 3)
     if style == "tinted":
-        return round(float(np.clip(max_p - 0.1 + 0.09 * mech_tint + rng.normal(0, 0.03), 0.05, 1.0)), 3)
+        return round(float(np.clip(max_p - 0.03 + 0.012 * mech_tint + rng.normal(0, 0.015), 0.05, 1.0)), 3)
     raise ValueError(f"unknown confidence style {style!r}")
 
 
@@ -403,7 +432,9 @@ def stated(p: np.ndarray, decimals: int | None = None) -> list[float]:
 def simulate_native(worlds: list[dict], model: SimModel, seed: int, ontology: Ontology | None = None) -> list[dict]:
     """One native coarse-decision response per world for ``model`` (``ontology``: the worlds'; None = TUPLE)."""
     signature, difficulty, tint = _mechanism_traits(seed, ontology)
-    margin = model.margin if is_tuple_ontology(ontology) else model.margin - CUSTOM_MARGIN_OFFSET
+    tuple_design = is_tuple_ontology(ontology)
+    margin = model.margin if tuple_design else model.margin - CUSTOM_MARGIN_OFFSET
+    shift = class_margins(seed) if tuple_design else defaultdict(float)
     rng = np.random.default_rng([seed, 3, SIM_MODELS.index(model)])
     out = []
     train = [i for i, w in enumerate(worlds) if w["split"] == "train"]
@@ -422,7 +453,7 @@ def simulate_native(worlds: list[dict], model: SimModel, seed: int, ontology: On
         z = {}
         for c in classes:
             if c == T:
-                z[c] = margin + model.difficulty_gain * difficulty[S] + rng.normal(0, 1.0)
+                z[c] = margin + shift[T] + model.difficulty_gain * difficulty[S] + rng.normal(0, 1.0)
             else:
                 z[c] = rng.normal(0, model.noise) + LEAK_SCALE * model.leak * signature[S][c]
         zmax = max(z.values())

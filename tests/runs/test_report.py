@@ -63,6 +63,25 @@ def test_findings_say_what_the_run_holds():
         "preserving every recipient plan (see the verification table).")
 
 
+def test_findings_of_a_one_model_run_read_as_one_model():
+    """A run of one model: one figure, not '17.0 to 17.0', and 'model', not '1 models' (seen on the
+    Overview of an audit restricted to one model)."""
+    from qlb.present.report import refusal_sentence
+    d = _run_data((5184, 5184))
+    one = RunData(d.run, d.dataset, d.refusal, d.recovery[d.recovery["model"] == "a"], d.recovery_diff.iloc[:1],
+                  d.utility, d.utility_diff, d.fronts, d.defenses.iloc[:1], d.defense_costs, d.ql, ["a"])
+    assert findings(one) == [
+        "Against a 50% guessing baseline, the coarse choice alone lets an attacker recover it in 51.0% of test worlds; "
+        "the full native output lets an attacker recover it in 62.8% of test worlds.",
+        "Releasing the probabilities and confidence on top of the choice adds +11.5 points of recovery.",
+        "The workflow-constrained quantizer lowers recovery by 24.6 points on 1 model (coverage 99.3%) while every "
+        "one of the 18 frozen recipient policies keeps its exact plan and cost in every test world.",
+    ]
+    assert refusal_sentence(pd.Series([0.97]), 1 / 16).startswith(
+        "Refusal does not stop the leak: across 1 model, the fine-grained mechanism is recovered from refusal-probe "
+        "responses in 97.0% of cases")
+
+
 def test_report_run_selection_and_errors(decoded_warehouse, tmp_path, capsys):
     assert main(["report", "--warehouse", str(decoded_warehouse), "--run", "nope", "--out",
                  str(tmp_path / "x.html")]) == 1
