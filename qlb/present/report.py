@@ -137,6 +137,17 @@ def headline(d: RunData) -> list[tuple[str, str]]:
     ud = d.utility_diff
     if not ud.empty:
         auth = ud[(ud["profile"] == "authored") & (ud["view_a"] == "choice")]
+        everywhere = ud[(ud["view_a"] == "choice") & (ud["view_b"] == "full_native")]
+        if not auth.empty:
+            cheaper = auth["difference"] > 0
+            lo, hi = auth["difference"].min(), auth["difference"].max()
+            n_all, all_cheaper = len(everywhere), int((everywhere["difference"] > 0).sum())
+            out.append(("utility", f"The legitimate recipient pays less with the full native output than with the choice "
+                                   f"alone in {int(cheaper.sum())} of {len(auth)} model-task cases under the authored "
+                                   f"costs (choice minus full native: {_range(f'{lo:+.3f}', f'{hi:+.3f}')} cost units a "
+                                   f"case) and in {all_cheaper} of {n_all} across the "
+                                   f"{everywhere['profile'].nunique()} cost profiles"
+                                   + (": what leaks is also what the recipient uses." if all_cheaper == n_all else ".")))
         counts = ", ".join(f"{int(auth[auth['task'] == t]['noninferior'].sum())} of "
                            f"{int((auth['task'] == t).sum())} models in {t}"
                            for t in TASKS if (auth["task"] == t).any())

@@ -142,3 +142,26 @@ def test_report_tables_print_counts_as_counts_and_scroll_inside_the_page():
     assert ">75.7%<" in html_table and ">100.0%<" in html_table         # a rate as a percent (one vocabulary)
     assert "complete-group F1" in html_table and "predicted groups" in html_table
     assert html_table.startswith("<div class='wide'>")
+
+
+def test_the_cost_finding_counts_the_cases_where_full_native_is_cheaper():
+    """Hand-made differences (choice minus full native) for 2 models x 3 tasks x 2 profiles: the
+    sentence counts the authored cases and all of them, and says 'what leaks is also what the
+    recipient uses' only when full native is cheaper in every case."""
+    base = _run_data((5184, 5184))
+    rows = [{"model": m, "view_a": "choice", "view_b": "full_native", "task": t, "profile": p,
+             "difference": 0.1 * (i + 1), "noninferior": False}
+            for i, (m, t, p) in enumerate((m, t, p) for m in ("a", "b") for t in ("selective", "clarification", "asymmetric")
+                                          for p in ("authored", "review_double"))]
+    diff = pd.DataFrame(rows)
+    d = RunData(base.run, base.dataset, base.refusal, base.recovery, base.recovery_diff, base.utility, diff,
+                base.fronts, base.defenses, base.defense_costs, base.ql, base.models)
+    expected = ("The legitimate recipient pays less with the full native output than with the choice alone in 6 of 6 "
+                "model-task cases under the authored costs (choice minus full native: +0.100 to +1.100 cost units a "
+                "case) and in 12 of 12 across the 2 cost profiles: what leaks is also what the recipient uses.")
+    assert expected in findings(d)
+    d.utility_diff = diff.assign(difference=diff["difference"].where(diff["profile"] == "authored", -0.05))
+    assert [s for s in findings(d) if s.startswith("The legitimate recipient")] == [
+        "The legitimate recipient pays less with the full native output than with the choice alone in 6 of 6 "
+        "model-task cases under the authored costs (choice minus full native: +0.100 to +1.100 cost units a case) and "
+        "in 6 of 12 across the 2 cost profiles."]
