@@ -84,8 +84,9 @@ def findings(main: pd.DataFrame, wcpq: pd.DataFrame, models: list[str], n_models
     if len(models) >= n_models:
         scope = f"This run defended every one of the dataset's {n_models} models."
     else:
+        these = "this model" if len(models) == 1 else "these models"
         scope = (f"This run defended {len(models)} of the dataset's {n_models} models ({', '.join(models)}); "
-                 "everything on this page is about these models only (qlb audit --defense-models chooses them).")
+                 f"everything on this page is about {these} only (qlb audit --defense-models chooses them).")
     finding(scope, lead="Scope.")
     finding(recovery_sentence(main), lead="Which defenses lower recovery.")
     if not wcpq.empty:

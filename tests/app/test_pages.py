@@ -434,6 +434,7 @@ def test_defenses_page(decoded_warehouse, monkeypatch):
     with opened(decoded_warehouse, "pages/defenses.py", monkeypatch, 120) as at:
         assert not at.exception, [e.value for e in at.exception]
         assert "This run defended 1 of the dataset" in texts(at)                 # scope first
+        assert "is about this model only" in texts(at)
         traces = plotly_traces(at.get("plotly_chart")[0])
         assert [t["name"] for t in traces] == ["sim-alder"] and len(traces[0]["x"]) == 7
         assert traces[0]["mode"] == "markers"                                    # categories: no lines
