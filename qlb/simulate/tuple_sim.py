@@ -20,8 +20,8 @@ One class per domain is hard (``CLASS_MARGIN``: its margin is lower, so its look
 chosen in its place now and then) and the other three easy (higher margins: the paper's models
 are right on most cases and sure of it). So a recipient who sees only the choice checks or
 reviews whenever the look-alike of the hard class is chosen, and the full probabilities save
-most of those checks: full native is the cheaper release in every task and cost profile, by
-tenths of a cost unit, as in the paper.
+most of those checks: full native is the cheaper release in every task and cost profile, as
+in the paper (by more than there: the choice-only recipient also checks many sure answers).
 Confidence styles, the refusal probe's withhold propensity and residual-score fidelity,
 unavailable and invalid responses are set per model (``SIM_MODELS``). Everything is
 deterministic from the seed.
