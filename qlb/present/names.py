@@ -280,6 +280,12 @@ def cost_interval(v: float | None, lo: float | None = None, hi: float | None = N
     return f"{f.format(v)} [{f.format(lo)}, {f.format(hi)}]"
 
 
+def text_range(lo: str, hi: str) -> str:
+    """``lo to hi`` as a finding says a range; one figure when both read the same (one model,
+    or values that differ only past the digits shown)."""
+    return lo if lo == hi else f"{lo} to {hi}"
+
+
 def how_many(k: int, n: int) -> str:
     """``k`` of ``n`` in words, for a finding: none of the 9, all 9, 3 of 9."""
     return f"none of the {n}" if k == 0 else f"all {n}" if k == n else f"{k} of {n}"

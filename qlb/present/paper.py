@@ -17,6 +17,7 @@ from typing import Callable
 
 import pandas as pd
 
+from qlb.present.names import text_range
 from qlb.present.rundata import RunData
 from qlb.tuple.workflows import TASKS
 
@@ -43,8 +44,7 @@ def _span(values: pd.Series, fmt: Callable[[float], str] = _pct) -> str:
     values = values.dropna()
     if values.empty:
         return "none"
-    lo, hi = float(values.min()), float(values.max())
-    return fmt(lo) if lo == hi else f"{fmt(lo)} to {fmt(hi)}"
+    return text_range(fmt(float(values.min())), fmt(float(values.max())))
 
 
 def _pooled(d: RunData) -> pd.DataFrame:
@@ -62,7 +62,7 @@ def _diff(d: RunData, a: str, b: str) -> pd.Series:
     return sub.set_index("model")["difference"]
 
 
-def _choice_vs_native(d: RunData) -> pd.DataFrame:
+def choice_vs_native(d: RunData) -> pd.DataFrame:
     """Pooled utility differences choice minus full native (positive: choice costs more)."""
     ud = d.utility_diff
     if ud.empty:
@@ -155,7 +155,7 @@ def recovery_checks(d: RunData) -> list[Check]:
 
 
 def utility_checks(d: RunData) -> list[Check]:
-    cv = _choice_vs_native(d)
+    cv = choice_vs_native(d)
     if cv.empty:
         return [_check(k, "no utility audit", None)
                 for k in ("native_cheaper_authored", "native_cheaper_all", "noninferior", "fronts_change")]

@@ -20,8 +20,8 @@ import plotly.io as pio
 
 from qlb.present import figures
 from qlb.present.names import (QL_METRIC_NAMES, TASK_NAMES, VIEW_NAMES, pct, pct_interval, points_interval,
-                               readable)
-from qlb.present.paper import paper_checks
+                               readable, text_range)
+from qlb.present.paper import choice_vs_native, paper_checks
 from qlb.present.palette import model_colours
 from qlb.present.robustness import (FAMILY_TRACKS, MAIN_TRACKS, both_correct_sentence, both_correct_table,
                                     tracks_sentence, tracks_table)
@@ -89,7 +89,7 @@ LEAK_FACTOR = 2.0       # recovery above this multiple of a uniform guess counts
 def refusal_sentence(recovery: pd.Series, uniform: float) -> str:
     """The refusal finding as the numbers have it: a leak when every model's overall recovery is
     above ``LEAK_FACTOR`` times a uniform guess among a domain's mechanisms, no leak when none is."""
-    span = _range(_pct(recovery.min()), _pct(recovery.max()))
+    span = text_range(_pct(recovery.min()), _pct(recovery.max()))
     how = (f"the fine-grained mechanism is recovered from refusal-probe responses in {span} of cases (direct "
            f"answers plus withheld responses whose residual scores still single it out; a uniform guess gets "
            f"{_pct(uniform, 2)})")
@@ -100,11 +100,6 @@ def refusal_sentence(recovery: pd.Series, uniform: float) -> str:
         return f"Refusal stops the leak: across {_models(len(recovery))}, {how}."
     return (f"Refusal stops the leak for {int((~leaking).sum())} of {len(recovery)} models only: {how}; "
             f"{int(leaking.sum())} models stay above {LEAK_FACTOR:g} times a uniform guess.")
-
-
-def _range(lo: str, hi: str) -> str:
-    """``lo to hi`` as a sentence says it; one figure when both read the same (a run of one model)."""
-    return lo if lo == hi else f"{lo} to {hi}"
 
 
 def _models(n: int) -> str:
@@ -126,25 +121,24 @@ def headline(d: RunData) -> list[tuple[str, str]]:
         for view, words in (("choice", "the coarse choice alone"), ("full_native", "the full native output")):
             if view in by:
                 parts.append(f"{words} lets an attacker recover it in "
-                             f"{_range(_pct(by[view].min()), _pct(by[view].max()))} of test worlds")
+                             f"{text_range(_pct(by[view].min()), _pct(by[view].max()))} of test worlds")
         if parts:
             out.append(("recovery", "Against a 50% guessing baseline, " + "; ".join(parts) + "."))
         diff = d.recovery_diff[(d.recovery_diff["view_a"] == "full_native") & (d.recovery_diff["view_b"] == "choice")]
         if not diff.empty:
-            gain = _range(f"{100 * diff['difference'].min():+.1f}", f"{100 * diff['difference'].max():+.1f}")
+            gain = text_range(f"{100 * diff['difference'].min():+.1f}", f"{100 * diff['difference'].max():+.1f}")
             out.append(("recovery", f"Releasing the probabilities and confidence on top of the choice adds {gain} "
                                     f"points of recovery{', model by model' if len(diff) > 1 else ''}."))
     ud = d.utility_diff
     if not ud.empty:
-        auth = ud[(ud["profile"] == "authored") & (ud["view_a"] == "choice")]
-        everywhere = ud[(ud["view_a"] == "choice") & (ud["view_b"] == "full_native")]
+        everywhere = choice_vs_native(d)
+        auth = everywhere[everywhere["profile"] == "authored"]
         if not auth.empty:
-            cheaper = auth["difference"] > 0
-            lo, hi = auth["difference"].min(), auth["difference"].max()
+            gap = text_range(f"{auth['difference'].min():+.3f}", f"{auth['difference'].max():+.3f}")
             n_all, all_cheaper = len(everywhere), int((everywhere["difference"] > 0).sum())
-            out.append(("utility", f"The legitimate recipient pays less with the full native output than with the choice "
-                                   f"alone in {int(cheaper.sum())} of {len(auth)} model-task cases under the authored "
-                                   f"costs (choice minus full native: {_range(f'{lo:+.3f}', f'{hi:+.3f}')} cost units a "
+            out.append(("utility", f"The legitimate recipient pays less with the full native output than with the "
+                                   f"choice alone in {int((auth['difference'] > 0).sum())} of {len(auth)} model-task "
+                                   f"cases under the authored costs (choice minus full native: {gap} cost units a "
                                    f"case) and in {all_cheaper} of {n_all} across the "
                                    f"{everywhere['profile'].nunique()} cost profiles"
                                    + (": what leaks is also what the recipient uses." if all_cheaper == n_all else ".")))
@@ -175,17 +169,17 @@ def headline(d: RunData) -> list[tuple[str, str]]:
             agree = (w["plan_agreement"] == w["plan_comparisons"]).all() and (w["max_abs_cost_diff"] == 0).all()
             lowers = (w["diff_vs_native"] < 0).all()
             diff = 100 * w["diff_vs_native"]
-            change = (f"lowers recovery by {_range(f'{-diff.max():.1f}', f'{-diff.min():.1f}')} points" if lowers
-                      else f"changes recovery by {_range(f'{diff.min():+.1f}', f'{diff.max():+.1f}')} points")
+            change = (f"lowers recovery by {text_range(f'{-diff.max():.1f}', f'{-diff.min():.1f}')} points" if lowers
+                      else f"changes recovery by {text_range(f'{diff.min():+.1f}', f'{diff.max():+.1f}')} points")
             out.append(("defenses", f"The workflow-constrained quantizer {change} on {_models(len(w))} (coverage "
-                                    f"{_range(_pct(w['coverage'].min()), _pct(w['coverage'].max()))}) while "
+                                    f"{text_range(_pct(w['coverage'].min()), _pct(w['coverage'].max()))}) while "
                                     + ("every one of the 18 frozen recipient policies keeps its exact plan and cost "
                                        "in every test world." if agree
                                        else "NOT preserving every recipient plan (see the verification table).")))
         q = d.defenses[d.defenses["defense"] == "noise"]
         if not q.empty:
-            lo, hi = 100 * q["diff_vs_native"].min(), 100 * q["diff_vs_native"].max()
-            out.append(("defenses", f"Gaussian noise (three seeds) changes recovery by {_range(f'{lo:+.1f}', f'{hi:+.1f}')} "
+            change = text_range(f"{100 * q['diff_vs_native'].min():+.1f}", f"{100 * q['diff_vs_native'].max():+.1f}")
+            out.append(("defenses", f"Gaussian noise (three seeds) changes recovery by {change} "
                                     f"points{'' if len(q) == 1 else ', model by model'}."))
     if not d.ql.empty:
         allm = d.ql[(d.ql["slice_kind"] == "all") & (d.ql["metric"] == "complete_f1")]
