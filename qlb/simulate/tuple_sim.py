@@ -16,12 +16,15 @@ tilt per mechanism. So a model's errors land mostly on the look-alike, more ofte
 mechanisms that lift it most (the choice carries a little of S); what the probability vector
 reveals sits mostly in the size of the runner-up score (a top-two release keeps nearly all of
 it, a policy's plan only its rough size), and the top score and the confidence move with it.
-One class per domain is hard (``CLASS_MARGIN``: its margin is lower, so its look-alike is
-chosen in its place now and then) and the other three easy (higher margins: the paper's models
-are right on most cases and sure of it). So a recipient who sees only the choice checks or
-reviews whenever the look-alike of the hard class is chosen, and the full probabilities save
-most of those checks: full native is the cheaper release in every task and cost profile, as
-in the paper (by more than there: the choice-only recipient also checks many sure answers).
+Each domain's classes have roles (``class_roles``, ``CLASS_MARGIN``): one is hard (its margin is
+lower, so its look-alike, and only its look-alike: ``HARD_TAIL_DROP``, is chosen in its place now
+and then), its look-alike is answered right with moderate certainty, and the other two are easy
+(the paper's models are right on most cases and sure of it). So a recipient who sees only the
+choice checks or reviews whenever the look-alike is chosen, and the full probabilities save some
+of those checks: full native is the cheaper release in every task and cost profile, as in the
+paper, and in one-step clarification, where a check is cheap, the choice alone is nearly as
+good for most models (non-inferior within 0.1 a case), as in the paper. Every case transmits its
+candidate classes in canonical order.
 Confidence styles, the refusal probe's withhold propensity and residual-score fidelity,
 unavailable and invalid responses are set per model (``SIM_MODELS``). Everything is
 deterministic from the seed.
@@ -64,12 +67,20 @@ TAIL_TILT = 0.15
 # Any other ontology has no look-alike lift, so its coarse margins are this much lower for about
 # the same coarse accuracy as the TUPLE design.
 CUSTOM_MARGIN_OFFSET = 0.7
-# TUPLE design: the coarse-margin shift of each class. In every domain one class is hard (the first
-# of its first look-alike pair): every model now and then answers its look-alike instead, so
-# choosing that look-alike is the answer a recipient who sees only the choice learns to check or
-# review, while the full probabilities tell which of those cases are really in doubt. The other
-# three classes are easy: hardly ever confused, and answered with high probability.
-CLASS_MARGIN = {"hard": -0.5, "easy": 2.5}
+# TUPLE design: the coarse-margin shift of each class's role in its domain (``class_roles``). In
+# every domain one class is hard (the first of its first look-alike pair): every model now and
+# then answers its look-alike instead, so choosing that look-alike is the answer a recipient who
+# sees only the choice learns to check or review. The look-alike itself is answered right but
+# with moderate certainty, so the full probabilities save only some of those checks (one-step
+# clarification's check is cheap: there the choice alone is nearly as good, as in the paper;
+# review and inspection are not). The other two classes are easy: hardly ever confused, and
+# answered with high probability.
+CLASS_MARGIN = {"hard": -0.8, "lookalike": 0.75, "easy": 3.0}
+CLASS_ROLES = ("hard", "lookalike", "easy", "easy")       # in the order of a domain's seeded pairing
+# TUPLE design: a hard case is mistaken for its look-alike only. The two other classes' logits
+# are this much lower when the hard class is T, so an answer naming an easy class is right
+# (its residual scores still carry their mechanism tilt, at a smaller size).
+HARD_TAIL_DROP = 3.5
 # Every model states its class probabilities to this many decimals, summing to exactly 1.
 PROBABILITY_DECIMALS = 4
 SPLIT_PATTERN = ("train",) * 6 + ("validation",) * 2 + ("test",) * 2  # per mechanism pair (10 pairs)
@@ -166,8 +177,10 @@ def _tuple_worlds(seed: int) -> list[dict]:
                 rng.shuffle(splits)
                 for k in range(PAIRS_PER_CLASS // len(mech_pairs)):
                     pair_no += 1
+                    # every case transmits the classes in canonical order, as one API would; the
+                    # draw that once shuffled them is kept, so every later draw stays as calibrated
+                    rng.shuffle(list(dom.classes))
                     order = list(dom.classes)
-                    rng.shuffle(order)
                     public = dict(
                         pair_id=f"p_{pair_no:04d}", domain=domain, split=splits[k], coarse=cls,
                         hypotheses=[s0, s1], recipient_role=dom.recipient_role, candidate_order=order,
@@ -370,15 +383,19 @@ def lookalikes(seed: int, domain: str, classes: tuple[str, ...]) -> dict[str, st
     return {order[0]: order[1], order[1]: order[0], order[2]: order[3], order[3]: order[2]}
 
 
-def class_margins(seed: int) -> dict[str, float]:
-    """Each TUPLE class's coarse-margin shift (``CLASS_MARGIN``): hard for one class per domain
-    (the first of its seeded pairing), easy for the other three."""
+def class_roles(seed: int) -> dict[str, str]:
+    """Each TUPLE class's role in its domain (``CLASS_ROLES``, in the order of its seeded
+    pairing): the hard class, its look-alike, and the two easy classes of the other pair."""
     onto = load_ontology()
-    out: dict[str, float] = {}
+    out: dict[str, str] = {}
     for domain in DOMAINS:
-        order = _pairing(seed, domain, onto.domain(domain).classes)
-        out.update({c: CLASS_MARGIN["hard" if i == 0 else "easy"] for i, c in enumerate(order)})
+        out.update(zip(_pairing(seed, domain, onto.domain(domain).classes), CLASS_ROLES))
     return out
+
+
+def class_margins(seed: int) -> dict[str, float]:
+    """Each TUPLE class's coarse-margin shift (``CLASS_MARGIN`` of its role)."""
+    return {c: CLASS_MARGIN[role] for c, role in class_roles(seed).items()}
 
 
 def _custom_traits(seed: int, onto: Ontology) -> tuple[dict[str, dict[str, float]], dict[str, float], dict[str, float]]:
@@ -435,6 +452,14 @@ def simulate_native(worlds: list[dict], model: SimModel, seed: int, ontology: On
     tuple_design = is_tuple_ontology(ontology)
     margin = model.margin if tuple_design else model.margin - CUSTOM_MARGIN_OFFSET
     shift = class_margins(seed) if tuple_design else defaultdict(float)
+    # TUPLE design: on a hard case every residual class but the look-alike drops (HARD_TAIL_DROP)
+    drop: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    if tuple_design:
+        roles, onto = class_roles(seed), load_ontology()
+        for domain in DOMAINS:
+            look = lookalikes(seed, domain, onto.domain(domain).classes)
+            for hard in (c for c in look if roles[c] == "hard"):
+                drop[hard] = defaultdict(float, {c: HARD_TAIL_DROP for c in look if c not in (hard, look[hard])})
     rng = np.random.default_rng([seed, 3, SIM_MODELS.index(model)])
     out = []
     train = [i for i, w in enumerate(worlds) if w["split"] == "train"]
@@ -455,7 +480,7 @@ def simulate_native(worlds: list[dict], model: SimModel, seed: int, ontology: On
             if c == T:
                 z[c] = margin + shift[T] + model.difficulty_gain * difficulty[S] + rng.normal(0, 1.0)
             else:
-                z[c] = rng.normal(0, model.noise) + LEAK_SCALE * model.leak * signature[S][c]
+                z[c] = rng.normal(0, model.noise) + LEAK_SCALE * model.leak * signature[S][c] - drop[T][c]
         zmax = max(z.values())
         ez = {c: math.exp(v - zmax) for c, v in z.items()}
         total = sum(ez.values())
