@@ -20,7 +20,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from qlb.tuple.forest import grow_forest
 from qlb.tuple.release_views import (
-    Vectorizer, column, condition_dicts, merge, public_dicts, quadratic, release_dicts,
+    NUMERIC_PREFIXES, Vectorizer, column, condition_dicts, merge, public_dicts, quadratic, release_dicts,
 )
 
 
@@ -334,7 +334,14 @@ class TemplateDecoder(_FeatureDecoder):
     shrinkage); all add 0.05 I. P(s1) from the log-likelihood difference of the two hypotheses.
     A mechanism with no training worlds of its class gets the class mean as its template (the
     shrunk mean with nothing of its own), so it is scored like every other mechanism, never
-    favoured."""
+    favoured.
+
+    A numeric release feature a world does not show (a top-two release's other scores, the
+    proportions when the residual mass is 0, every number of an unavailable response) is
+    *missing*, not 0: means and covariances are estimated from the worlds that observe each
+    feature (pairwise for a covariance entry), and a world is scored by the Gaussian's marginal
+    over the features it observes. Indicators are always observed. With nothing missing this is
+    the plain Gaussian template."""
 
     def __init__(self, covariance: str = "diag", shrink: float = 0.0, representation: str = "raw",
                  coarse_classes: tuple[str, ...] = ()):
@@ -349,36 +356,66 @@ class TemplateDecoder(_FeatureDecoder):
     def _dicts(self, X):
         return merge([{f"T={t}": 1.0} for t in column(X, "coarse")], release_dicts(X, self.coarse_classes, self.representation))
 
+    def _observed(self, X) -> np.ndarray | None:
+        """(worlds x features) True where the world observes the feature; None when every world observes every one.
+        Memoized like the features: every configuration of a kind asks for the same worlds."""
+        memo, key = self._memo(X, "observed", self.vectorizer_)
+        if memo is not None and key in memo:
+            return memo[key]
+        numeric = np.array([n.startswith(NUMERIC_PREFIXES) for n in self.vectorizer_.feature_names_], dtype=bool)
+        seen = self.vectorizer_.presence(self._row_dicts(X)) | ~numeric if numeric.any() else None
+        seen = None if seen is None or seen.all() else seen
+        if memo is not None:
+            memo[key] = seen
+        return seen
+
     def fit(self, X, y):
-        """Learn the shrunk mean per mechanism and one regularized covariance (its precision) per coarse class; the
-        log-determinant is never needed, as both hypotheses of a world are scored under the same class. A diagonal
-        covariance's precision is its reciprocal diagonal (what inverting it gives, without the inversion)."""
+        """Learn the shrunk mean per mechanism and one regularized covariance per coarse class (and its precision);
+        the log-determinant is never needed, as both hypotheses of a world are scored under the same class and the
+        same observed features. A diagonal covariance's precision is its reciprocal diagonal."""
         Z = self._fit_features(X)
         y = self._fitted(y)
+        seen = self._observed(X)
+        O = np.ones(Z.shape, dtype=bool) if seen is None else seen
         mech = np.where(y == 1, X["hypothesis_1"].to_numpy(), X["hypothesis_0"].to_numpy())
         coarse = X["coarse"].to_numpy()
-        self.means_, self.precisions_ = {}, {}
+        self.means_, self.precisions_, self.covariances_ = {}, {}, {}
         self.mech_class_, self.class_means_ = {}, {}
         dim = Z.shape[1]
         for c in np.unique(coarse):
             rows = coarse == c
-            class_mean = Z[rows].mean(axis=0)
+            if seen is None:
+                class_mean = Z[rows].mean(axis=0)
+            else:
+                n_seen = O[rows].sum(axis=0)
+                class_mean = np.where(n_seen > 0, (Z[rows] * O[rows]).sum(axis=0) / np.maximum(n_seen, 1), 0.0)
             self.class_means_[c] = class_mean
-            resid = []
+            resid, observed = [], []
             for m in np.unique(mech[rows]):
                 mrows = rows & (mech == m)
-                n = mrows.sum()
-                mu = (Z[mrows].sum(axis=0) + self.shrink * class_mean) / (n + self.shrink)
+                if seen is None:
+                    mu = (Z[mrows].sum(axis=0) + self.shrink * class_mean) / (mrows.sum() + self.shrink)
+                else:
+                    weight = O[mrows].sum(axis=0) + self.shrink
+                    total = (Z[mrows] * O[mrows]).sum(axis=0) + self.shrink * class_mean
+                    mu = np.where(weight > 0, total / np.where(weight > 0, weight, 1.0), class_mean)
                 self.means_[m] = mu
                 self.mech_class_[m] = c
-                resid.append(Z[mrows] - mu)
+                resid.append((Z[mrows] - mu) * O[mrows])
+                observed.append(O[mrows])
             R = np.vstack(resid)
-            S = (R.T @ R) / max(len(R) - 1, 1)
+            if seen is None:
+                S = (R.T @ R) / max(len(R) - 1, 1)
+            else:
+                B = np.vstack(observed).astype(float)
+                S = (R.T @ R) / np.maximum(B.T @ B - 1, 1)
             if self.covariance == "diag":
-                self.precisions_[c] = np.diag(1.0 / (np.diag(S) + 0.05))
+                S = np.diag(np.diag(S) + 0.05)
+                self.precisions_[c] = np.diag(1.0 / np.diag(S))
             else:
                 S = 0.25 * S + 0.75 * np.diag(np.diag(S)) + 0.05 * np.eye(dim)
                 self.precisions_[c] = np.linalg.inv(S)
+            self.covariances_[c] = S
         return self
 
     def _templates(self, mechanisms: np.ndarray, c: str) -> np.ndarray:
@@ -387,21 +424,45 @@ class TemplateDecoder(_FeatureDecoder):
 
     def predict_proba(self, X):
         """[P(s0), P(s1)] per world from the log-likelihood difference of s1 and s0 (log N(z; template, class c's
-        covariance) up to the class's constant); 0.5 when the class or both hypotheses are unseen."""
+        covariance), marginal over the world's observed features, up to the class's constant); 0.5 when the class
+        or both hypotheses are unseen."""
         check_is_fitted(self)
         Z = self._features(X)
+        seen = self._observed(X)
         coarse, h0, h1 = (np.array(column(X, name), dtype=object) for name in ("coarse", "hypothesis_0", "hypothesis_1"))
-        seen = np.array([a in self.means_ or b in self.means_ for a, b in zip(h0, h1)], dtype=bool)
+        known = np.array([a in self.means_ or b in self.means_ for a, b in zip(h0, h1)], dtype=bool)
         out = np.full(len(X), 0.5)
         for c, precision in self.precisions_.items():
-            rows = np.flatnonzero((coarse == c) & seen)
+            rows = np.flatnonzero((coarse == c) & known)
             if not len(rows):
                 continue
             d1 = Z[rows] - self._templates(h1[rows], c)
             d0 = Z[rows] - self._templates(h0[rows], c)
-            delta = -0.5 * ((d1 @ precision) * d1).sum(axis=1) - -0.5 * ((d0 @ precision) * d0).sum(axis=1)
-            out[rows] = 1.0 / (1.0 + np.exp(-np.clip(delta, -50, 50)))
+            if seen is None:
+                out[rows] = _log_odds_to_p(_half_difference(d1, d0, precision))
+                continue
+            O = seen[rows]
+            patterns, which = np.unique(O, axis=0, return_inverse=True)
+            for k, pattern in enumerate(patterns):
+                at = np.flatnonzero(which.reshape(-1) == k)
+                if pattern.all():
+                    p = precision
+                elif self.covariance == "diag":
+                    p = np.diag(np.where(pattern, np.diag(precision), 0.0))
+                else:                                   # the marginal over the observed features
+                    p = np.zeros_like(precision)
+                    p[np.ix_(pattern, pattern)] = np.linalg.inv(self.covariances_[c][np.ix_(pattern, pattern)])
+                out[rows[at]] = _log_odds_to_p(_half_difference(d1[at], d0[at], p))
         return _as_proba(out)
+
+
+def _half_difference(d1: np.ndarray, d0: np.ndarray, precision: np.ndarray) -> np.ndarray:
+    """-1/2 d1' P d1 - (-1/2 d0' P d0) per row: the log-likelihood difference of two Gaussian templates."""
+    return -0.5 * ((d1 @ precision) * d1).sum(axis=1) - -0.5 * ((d0 @ precision) * d0).sum(axis=1)
+
+
+def _log_odds_to_p(delta: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-np.clip(delta, -50, 50)))
 
 
 def base_library(view: str, classes: tuple[str, ...], mechanisms: tuple[str, ...]) -> list[tuple[str, str, BaseEstimator]]:

@@ -206,11 +206,22 @@ class Vectorizer:
     def transform(self, dicts: list[dict]) -> np.ndarray:
         """The dense (rows x vocabulary) matrix of ``dicts``: absent keys are 0, keys outside the vocabulary are
         ignored."""
-        sizes = np.fromiter(map(len, dicts), dtype=np.int64, count=len(dicts))
-        cols = self.index_.get_indexer(list(chain.from_iterable(dicts)))        # -1: not in the vocabulary
+        rows, cols, known = self._cells(dicts)
         vals = np.fromiter(chain.from_iterable(d.values() for d in dicts), dtype=float, count=len(cols))
-        rows = np.repeat(np.arange(len(dicts)), sizes)
-        known = cols >= 0
         out = np.zeros((len(dicts), len(self.index_)))
         out[rows[known], cols[known]] = vals[known]
         return out
+
+    def presence(self, dicts: list[dict]) -> np.ndarray:
+        """(rows x vocabulary) True where the row's dict holds the key (``transform`` writes 0 both for a key
+        that is absent and for one whose value is 0)."""
+        rows, cols, known = self._cells(dicts)
+        out = np.zeros((len(dicts), len(self.index_)), dtype=bool)
+        out[rows[known], cols[known]] = True
+        return out
+
+    def _cells(self, dicts: list[dict]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Each key of each dict in order: its row, its column (-1: not in the vocabulary) and whether it is known."""
+        sizes = np.fromiter(map(len, dicts), dtype=np.int64, count=len(dicts))
+        cols = self.index_.get_indexer(list(chain.from_iterable(dicts)))
+        return np.repeat(np.arange(len(dicts)), sizes), cols, cols >= 0
