@@ -438,8 +438,9 @@ class TemplateDecoder(_FeatureDecoder):
                 continue
             d1 = Z[rows] - self._templates(h1[rows], c)
             d0 = Z[rows] - self._templates(h0[rows], c)
-            if seen is None:
-                out[rows] = _log_odds_to_p(_half_difference(d1, d0, precision))
+            if seen is None or self.covariance == "diag":       # diagonal: the marginal drops the unseen terms
+                O = 1.0 if seen is None else seen[rows]
+                out[rows] = _log_odds_to_p(_half_difference(d1 * O, d0 * O, precision))
                 continue
             O = seen[rows]
             patterns, which = np.unique(O, axis=0, return_inverse=True)
@@ -447,8 +448,6 @@ class TemplateDecoder(_FeatureDecoder):
                 at = np.flatnonzero(which.reshape(-1) == k)
                 if pattern.all():
                     p = precision
-                elif self.covariance == "diag":
-                    p = np.diag(np.where(pattern, np.diag(precision), 0.0))
                 else:                                   # the marginal over the observed features
                     p = np.zeros_like(precision)
                     p[np.ix_(pattern, pattern)] = np.linalg.inv(self.covariances_[c][np.ix_(pattern, pattern)])
