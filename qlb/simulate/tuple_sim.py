@@ -398,6 +398,18 @@ def class_margins(seed: int) -> dict[str, float]:
     return {c: CLASS_MARGIN[role] for c, role in class_roles(seed).items()}
 
 
+def hard_tail_drops(seed: int) -> dict[str, dict[str, float]]:
+    """For each TUPLE hard class, the logit drop (``HARD_TAIL_DROP``) of each easy class of its domain on its
+    cases: a hard case is mistaken for its look-alike only."""
+    roles, onto = class_roles(seed), load_ontology()
+    out: dict[str, dict[str, float]] = {}
+    for domain in DOMAINS:
+        classes = onto.domain(domain).classes
+        easy = {c: HARD_TAIL_DROP for c in classes if roles[c] == "easy"}
+        out.update({c: easy for c in classes if roles[c] == "hard"})
+    return out
+
+
 def _custom_traits(seed: int, onto: Ontology) -> tuple[dict[str, dict[str, float]], dict[str, float], dict[str, float]]:
     """``_mechanism_traits`` for any ontology: a class's M mechanisms spread over distinct
     directions in its K-1 residual classes (``_residual_directions``), plus the same seeded noise."""
@@ -452,14 +464,7 @@ def simulate_native(worlds: list[dict], model: SimModel, seed: int, ontology: On
     tuple_design = is_tuple_ontology(ontology)
     margin = model.margin if tuple_design else model.margin - CUSTOM_MARGIN_OFFSET
     shift = class_margins(seed) if tuple_design else defaultdict(float)
-    # TUPLE design: on a hard case every residual class but the look-alike drops (HARD_TAIL_DROP)
-    drop: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
-    if tuple_design:
-        roles, onto = class_roles(seed), load_ontology()
-        for domain in DOMAINS:
-            look = lookalikes(seed, domain, onto.domain(domain).classes)
-            for hard in (c for c in look if roles[c] == "hard"):
-                drop[hard] = defaultdict(float, {c: HARD_TAIL_DROP for c in look if c not in (hard, look[hard])})
+    drop = hard_tail_drops(seed) if tuple_design else {}
     rng = np.random.default_rng([seed, 3, SIM_MODELS.index(model)])
     out = []
     train = [i for i, w in enumerate(worlds) if w["split"] == "train"]
@@ -480,7 +485,7 @@ def simulate_native(worlds: list[dict], model: SimModel, seed: int, ontology: On
             if c == T:
                 z[c] = margin + shift[T] + model.difficulty_gain * difficulty[S] + rng.normal(0, 1.0)
             else:
-                z[c] = rng.normal(0, model.noise) + LEAK_SCALE * model.leak * signature[S][c] - drop[T][c]
+                z[c] = rng.normal(0, model.noise) + LEAK_SCALE * model.leak * signature[S][c] - drop.get(T, {}).get(c, 0.0)
         zmax = max(z.values())
         ez = {c: math.exp(v - zmax) for c, v in z.items()}
         total = sum(ez.values())

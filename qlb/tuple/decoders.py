@@ -363,8 +363,11 @@ class TemplateDecoder(_FeatureDecoder):
         if memo is not None and key in memo:
             return memo[key]
         numeric = np.array([n.startswith(NUMERIC_PREFIXES) for n in self.vectorizer_.feature_names_], dtype=bool)
-        seen = self.vectorizer_.presence(self._row_dicts(X)) | ~numeric if numeric.any() else None
-        seen = None if seen is None or seen.all() else seen
+        seen = None
+        if numeric.any():
+            seen = self.vectorizer_.presence(self._row_dicts(X)) | ~numeric
+            if seen.all():
+                seen = None
         if memo is not None:
             memo[key] = seen
         return seen
@@ -376,7 +379,7 @@ class TemplateDecoder(_FeatureDecoder):
         Z = self._fit_features(X)
         y = self._fitted(y)
         seen = self._observed(X)
-        O = np.ones(Z.shape, dtype=bool) if seen is None else seen
+        O = np.ones(Z.shape) if seen is None else seen.astype(float)
         mech = np.where(y == 1, X["hypothesis_1"].to_numpy(), X["hypothesis_0"].to_numpy())
         coarse = X["coarse"].to_numpy()
         self.means_, self.precisions_, self.covariances_ = {}, {}, {}
@@ -384,31 +387,21 @@ class TemplateDecoder(_FeatureDecoder):
         dim = Z.shape[1]
         for c in np.unique(coarse):
             rows = coarse == c
-            if seen is None:
-                class_mean = Z[rows].mean(axis=0)
-            else:
-                n_seen = O[rows].sum(axis=0)
-                class_mean = np.where(n_seen > 0, (Z[rows] * O[rows]).sum(axis=0) / np.maximum(n_seen, 1), 0.0)
+            n_seen = O[rows].sum(axis=0)
+            class_mean = np.where(n_seen > 0, (Z[rows] * O[rows]).sum(axis=0) / np.maximum(n_seen, 1), 0.0)
             self.class_means_[c] = class_mean
             resid, observed = [], []
             for m in np.unique(mech[rows]):
                 mrows = rows & (mech == m)
-                if seen is None:
-                    mu = (Z[mrows].sum(axis=0) + self.shrink * class_mean) / (mrows.sum() + self.shrink)
-                else:
-                    weight = O[mrows].sum(axis=0) + self.shrink
-                    total = (Z[mrows] * O[mrows]).sum(axis=0) + self.shrink * class_mean
-                    mu = np.where(weight > 0, total / np.where(weight > 0, weight, 1.0), class_mean)
+                weight = O[mrows].sum(axis=0) + self.shrink
+                total = (Z[mrows] * O[mrows]).sum(axis=0) + self.shrink * class_mean
+                mu = np.where(weight > 0, total / np.where(weight > 0, weight, 1.0), class_mean)
                 self.means_[m] = mu
                 self.mech_class_[m] = c
                 resid.append((Z[mrows] - mu) * O[mrows])
                 observed.append(O[mrows])
-            R = np.vstack(resid)
-            if seen is None:
-                S = (R.T @ R) / max(len(R) - 1, 1)
-            else:
-                B = np.vstack(observed).astype(float)
-                S = (R.T @ R) / np.maximum(B.T @ B - 1, 1)
+            R, B = np.vstack(resid), np.vstack(observed)
+            S = (R.T @ R) / np.maximum(B.T @ B - 1, 1)          # pairwise: the worlds that observe both features
             if self.covariance == "diag":
                 S = np.diag(np.diag(S) + 0.05)
                 self.precisions_[c] = np.diag(1.0 / np.diag(S))
