@@ -5,7 +5,8 @@ lines (its five planted bad lines included) under renamed models (``--lines``, d
 500,000), then, in one run and each in a fresh warehouse:
 
 * ``ingest_file`` as `qlb ingest` runs it (bulk validation: DuckDB types the lines, pydantic
-  judges the rest; validation + one transaction), best of ``--rounds``;
+  judges the rest; validation + one transaction), ``--rounds`` times: the budget is judged on the
+  median round (the best is shown too);
 * the same with every line through pydantic (``bulk_validation=False``), the previous way, once;
 * DuckDB's own ``read_json`` of the same file into a table (no validation at all): the ceiling.
 
@@ -17,6 +18,7 @@ shown for information.
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 import tempfile
 import time
@@ -71,15 +73,15 @@ def main() -> int:
         raw = n_lines / (time.perf_counter() - t0)
         refusal_s, refusal_n = timed_ingest(tmp, "refusal", paths["worlds"], "refusal", paths["refusal"])
 
-    best = max(bulk)
-    print(f"validated ingest, bulk (qlb ingest): best {best:,.0f} lines/s of {args.rounds} "
+    best, median = max(bulk), statistics.median(bulk)
+    print(f"validated ingest, bulk (qlb ingest): best {best:,.0f} lines/s of {args.rounds}, median {median:,.0f} "
           f"({', '.join(f'{x:,.0f}' for x in bulk)})")
     print(f"validated ingest, every line through pydantic: {per_line:,.0f} lines/s "
           f"(bulk is {best / per_line:.1f}x faster)")
     print(f"DuckDB read_json into a table, no validation: {raw:,.0f} lines/s (bulk reaches {best / raw:.0%} of it)")
     print(f"refusal file ({refusal_n:,} lines, 17 scores each, per line): {refusal_n / refusal_s:,.0f} lines/s")
-    ok = best >= BUDGET
-    print(f"budget >= {BUDGET:,} validated native response lines/s: {'PASS' if ok else 'FAIL'}")
+    ok = median >= BUDGET
+    print(f"budget >= {BUDGET:,} validated native response lines/s (the median round): {'PASS' if ok else 'FAIL'}")
     return 0 if ok else 1
 
 

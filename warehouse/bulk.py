@@ -38,7 +38,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from qlb.records.readers import MAX_LINE_BYTES, LineBlock, Record
+from qlb.records.readers import LineBlock, Record
 from qlb.records.schemas import PROBABILITY_TOLERANCE
 from warehouse import queries
 
@@ -52,6 +52,9 @@ _MEMBER = (f'(?:"(?:model|world_id|status|choice)"{_WS}:{_WS}(?:{_STRING}|null)'
 PLAIN_LINE = f"^\\{{{_WS}{_MEMBER}(?:{_WS},{_WS}{_MEMBER})*{_WS}\\}}{_WS}\\n?$"
 
 _NULLABLE = ("model", "choice", "probabilities", "confidence")
+# DuckDB's JSON reader reserves twice its maximum object size for each read: the block's longest
+# line sets it (at least this), not the 16 MB any line may reach (3 blocks in flight held 96 MB)
+MIN_OBJECT_SIZE = 1 << 16
 _EMPTY = pa.table({"line_no": pa.array([], type=pa.int64())})
 
 
@@ -79,8 +82,8 @@ class Candidates:
 
 def plain_native_responses(con: duckdb.DuckDBPyConnection, block: LineBlock, candidates: Candidates,
                            dataset_id: str, forced_model: str | None, ingest_id: int) -> tuple[pa.Table, list[Record]]:
-    """The rows of ``block``'s plainly valid native responses (in no particular order), and the
-    Records of its other lines (in line order) for the pydantic path."""
+    """The rows of ``block``'s plainly valid native responses, and the Records of its other lines
+    for the pydantic path, both in line order."""
     if not len(block):
         return _EMPTY, list(block.others)
     with tempfile.TemporaryDirectory(prefix="qlb-bulk-") as tmp:
@@ -88,10 +91,11 @@ def plain_native_responses(con: duckdb.DuckDBPyConnection, block: LineBlock, can
         path.write_bytes(block.data)
         _block = _lines_table(block)  # noqa: F841 (replacement scan)
         read = con.sql(queries.sql("bulk_native_responses"),
-                       params={"file": str(path), "max_object_size": MAX_LINE_BYTES + 1, "dataset": dataset_id,
+                       params={"file": str(path), "max_object_size": max(block.longest + 1, MIN_OBJECT_SIZE), "dataset": dataset_id,
                                "model": forced_model, "ingest_id": ingest_id}).to_arrow_table()
     plain, not_argmax = _world_rules(read, candidates)
     rows = read.filter(plain).drop_columns(["n_labels"]).append_column("choice_not_argmax", pa.array(not_argmax[plain]))
+    rows = in_line_order(rows) if rows.num_rows else rows
     left = np.ones(len(block), dtype=bool)
     left[rows.column("line_no").to_numpy() - block.first] = False
     left[block.aside] = False
@@ -123,6 +127,16 @@ def in_line_order(*tables: pa.Table | None) -> pa.Table | None:
     return both.take(pc.sort_indices(both, [("line_no", "ascending")]))
 
 
+def _items(objects: pa.StringArray) -> tuple[pa.Array, pa.Array, np.ndarray]:
+    """The labels (quoted, as in the text), the values (as text) and each object's number of
+    members of JSON objects as DuckDB writes them back: minified, '{"label":value,...}', never
+    '{}', no label holding ':' or ','. Split at both, an object's texts are label, value, ..."""
+    items = pc.split_pattern(pc.replace_substring(pc.utf8_slice_codeunits(objects, 1, -1), ":", ","), ",")
+    pairs = items.flatten()
+    return (pairs.take(np.arange(0, len(pairs), 2)), pairs.take(np.arange(1, len(pairs), 2)),
+            np.diff(items.offsets.to_numpy()) // 2)
+
+
 def _world_rules(read: pa.Table, candidates: Candidates) -> tuple[np.ndarray, np.ndarray]:
     """Which rows of ``bulk_native_responses`` meet native_invalid_reason's rules (with room to
     spare) and are about a known world, and each row's choice_not_argmax (choice_not_argmax's rule).
@@ -143,15 +157,9 @@ def _world_rules(read: pa.Table, candidates: Candidates) -> tuple[np.ndarray, np
     rows = np.flatnonzero(plain & has)
     if not len(rows):
         return plain, not_argmax
-    # DuckDB writes an object back minified, '{"label":value,...}' (not '{}' here), and no label
-    # holds ':' or ',': split at both, a row's texts are label, value, label, ...
-    text = pc.utf8_slice_codeunits(probabilities.take(rows), 1, -1)
-    items = pc.split_pattern(pc.replace_substring(text, ":", ","), ",")
-    size = np.diff(items.offsets.to_numpy()) // 2
-    pairs = items.flatten()
-    label = pc.index_in(pairs.take(np.arange(0, len(pairs), 2)), value_set=candidates.quoted)
-    label = label.fill_null(len(candidates.labels)).to_numpy()
-    value = pc.cast(pairs.take(np.arange(1, len(pairs), 2)), pa.float64()).to_numpy()
+    labels, values, size = _items(probabilities.take(rows))
+    label = pc.index_in(labels, value_set=candidates.quoted).fill_null(len(candidates.labels)).to_numpy()
+    value = pc.cast(values, pa.float64()).to_numpy()
     starts = np.cumsum(size) - size
     place = candidates.place[np.repeat(sets[rows], size), label]
     bit = np.left_shift(1, np.maximum(place - 1, 0))
@@ -165,3 +173,47 @@ def _world_rules(read: pa.Table, candidates: Candidates) -> tuple[np.ndarray, np
     at_choice = np.fmax.reduceat(np.where(label == np.repeat(choice[rows], size), value, np.nan), starts)
     not_argmax[rows] = (at_choice != top) | (np.add.reduceat(value == np.repeat(top, size), starts) > 1)
     return plain, not_argmax & read.column("choice").is_valid().to_numpy(zero_copy_only=False)
+
+
+class KeyLedger:
+    """The (model, world) keys of one dataset's stored native responses, as one flag per model and
+    world, so that the bulk path finds a block's repeated keys with numpy instead of an anti-join
+    with every row stored so far (whose cost grew with the file). Filled from the warehouse once
+    (``stored``: the dataset's model and world_id columns), then by ``claim``. A world is one of
+    ``world_ids`` (every accepted response's world is); memory: a byte per model and world."""
+
+    def __init__(self, world_ids: pa.Array, stored: pa.Table):
+        self.world_ids = world_ids
+        self.slots: dict[str, int] = {}
+        self.seen = np.zeros((0, len(world_ids)), dtype=bool)
+        if stored.num_rows:
+            self.claim(stored)
+
+    def claim(self, *tables: pa.Table) -> list[np.ndarray]:
+        """Which rows of each table (model, world_id, line_no) are new: the first row of its key
+        in line order across the tables, and a key not claimed before. Their keys are claimed (the
+        caller stores those rows)."""
+        keys = pa.concat_tables([t.select(["model", "world_id", "line_no"]) for t in tables])
+        world = pc.index_in(keys.column("world_id"), value_set=self.world_ids)
+        if world.null_count:
+            raise ValueError("a response's world is not among the dataset's worlds")
+        models = pc.dictionary_encode(keys.column("model").combine_chunks())
+        slot = np.array([self._slot(m) for m in models.dictionary.to_pylist()], dtype=np.int64)
+        code = slot[models.indices.to_numpy()] * len(self.world_ids) + world.to_numpy()
+        line = keys.column("line_no").to_numpy()
+        order = np.argsort(line, kind="stable") if len(tables) > 1 or (np.diff(line) < 0).any() else slice(None)
+        first = np.zeros(len(code), dtype=bool)
+        first[np.arange(len(code))[order][np.unique(code[order], return_index=True)[1]]] = True
+        seen = self.seen.reshape(-1)
+        new = first & ~seen[code]
+        seen[code[new]] = True
+        return np.split(new, np.cumsum([t.num_rows for t in tables])[:-1])
+
+    def _slot(self, model: str) -> int:
+        if model not in self.slots:
+            self.slots[model] = len(self.slots)
+            if len(self.slots) > len(self.seen):         # room for twice as many models
+                grown = np.zeros((2 * len(self.slots), len(self.world_ids)), dtype=bool)
+                grown[:len(self.seen)] = self.seen
+                self.seen = grown
+        return self.slots[model]

@@ -136,6 +136,19 @@ def is_disk_full(exc: BaseException) -> bool:
 
 
 @contextmanager
+def threads_limited(con: duckdb.DuckDBPyConnection, threads: int) -> Iterator[duckdb.DuckDBPyConnection]:
+    """DuckDB's worker threads set to ``threads`` for a ``with`` block, then set back. For work
+    that runs queries from several Python threads at once (the bulk ingest's checkers): a query's
+    own parallelism then only competes with the others for the same cores."""
+    before = con.execute("SELECT current_setting('threads')").fetchone()[0]
+    con.execute("SET threads = ?", [threads])
+    try:
+        yield con
+    finally:
+        con.execute("SET threads = ?", [before])
+
+
+@contextmanager
 def memory_limited(con: duckdb.DuckDBPyConnection, limit: str) -> Iterator[duckdb.DuckDBPyConnection]:
     """DuckDB's buffer memory capped at ``limit`` (a DuckDB size such as ``'128MB'``) for a
     ``with`` block, then reset to DuckDB's default (80% of the machine's memory; qlb sets it

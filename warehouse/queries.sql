@@ -546,3 +546,8 @@ FROM read_json($file, format = 'newline_delimited', ignore_errors = true,
 WHERE b.shaped AND contains(b.line, r.world_id) AND r.status IN ('ok', 'unavailable')
   AND coalesce(r.model <> '' AND r.model = coalesce($model, r.model), $model IS NOT NULL)
   AND (r.confidence IS NULL OR r.confidence BETWEEN 0 AND 1);
+
+-- name: stored_response_keys
+-- The (model, world_id) keys of a dataset's stored native responses: the bulk ingest's KeyLedger
+-- starts from them. Parameters: dataset_id.
+SELECT model, world_id, line_no FROM responses WHERE dataset_id = ?

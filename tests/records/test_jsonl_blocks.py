@@ -15,9 +15,10 @@ PIECES = [b'{"a":1}', b'', b'   ', b'\t', b'{"b":"\xc3\xa9"}', b'\xff\xfe bad', 
           b'{"c":2}\r', b'\r', b'\xff\r', b'\xe9\xe9 \r\r', b'ok \xed\xa0\x80 surrogate', b'\xc3']
 
 
-def _flat(path, block_bytes):
+def _flat(path, block_bytes, deferred=False):
     out = []
-    for block in jsonl_blocks(path, block_bytes):
+    for block in jsonl_blocks(path, block_bytes, deferred=deferred):
+        block = block() if deferred and callable(block) else block
         records = block.records() if isinstance(block, LineBlock) else block
         out += [(r.line_no, r.raw, r.text, r.error) for r in records]
     return out
@@ -38,6 +39,7 @@ def test_blocks_read_what_read_records_reads(tmp_path, monkeypatch, seed):
         expected = [(r.line_no, r.raw, r.text, r.error) for r in read_records(path)]
         for block_bytes in (1, 7, 50, 1000):
             assert _flat(path, block_bytes) == expected, (trial, block_bytes, data)
+            assert _flat(path, block_bytes, deferred=True) == expected, (trial, block_bytes, data)
 
 
 def test_a_bad_line_does_not_send_its_block_line_by_line(tmp_path):
@@ -64,6 +66,7 @@ def test_a_file_is_hashed_while_its_blocks_are_read(tmp_path, monkeypatch):
     path = tmp_path / "f.jsonl"
     path.write_bytes(b'{"a":1}\n' * 40 + b"z" * 100 + b'\n{"a":2}\n' * 5)        # an over-long line, then more
     for block_bytes in (16, 10_000):
-        digest = hashlib.sha256()
-        list(jsonl_blocks(path, block_bytes, digest=digest))
-        assert digest.hexdigest() == readers.file_sha256(path)
+        for deferred in (False, True):
+            digest = hashlib.sha256()
+            list(jsonl_blocks(path, block_bytes, digest=digest, deferred=deferred))
+            assert digest.hexdigest() == readers.file_sha256(path)

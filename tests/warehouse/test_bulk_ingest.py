@@ -255,3 +255,80 @@ def test_a_file_hashed_while_read_is_known_again(tmp_path):
         again = ingest_file(con, IngestRequest("responses", path, "d"))
     assert first.report.sha256 == readers.file_sha256(path) and not first.duplicate
     assert again.duplicate and again.ingest_id == first.ingest_id
+
+
+def test_the_key_ledger_keeps_each_keys_first_row_as_a_set_would():
+    """KeyLedger against a plain Python set: per block of rows in line order, a row is new when it
+    is its key's first in the block and no earlier block or stored row had the key."""
+    import numpy as np
+    import pyarrow as pa
+    rng = random.Random(7)
+    worlds = [f"w{i}" for i in range(30)]
+    stored = pa.table({"model": ["m0", "m1"], "world_id": ["w3", "w4"], "line_no": [1, 2]})
+    ledger = bulk.KeyLedger(pa.array(worlds), stored)
+    seen = {("m0", "w3"), ("m1", "w4")}
+    for _ in range(20):
+        keys = [(f"m{rng.randint(0, 12)}", rng.choice(worlds)) for _ in range(rng.randint(2, 40))]
+        lines = rng.sample(range(1000), len(keys))               # two tables, lines interleaved
+        half = len(keys) // 2
+        tables = [pa.table({"model": [m for m, _ in part], "world_id": [w for _, w in part], "line_no": nos})
+                  for part, nos in ((keys[:half], lines[:half]), (keys[half:], lines[half:]))]
+        new = np.concatenate(ledger.claim(*tables))
+        expected = {}
+        for line, key in sorted(zip(lines, keys)):
+            expected[line] = key not in seen
+            seen.add(key)
+        assert new.tolist() == [expected[line] for line in lines]
+    assert len(ledger.slots) == 13 and np.count_nonzero(ledger.seen) == len(seen)
+
+
+@pytest.mark.parametrize("block_bytes", [300, 2000, None])
+def test_repeated_keys_across_blocks_and_files_are_judged_as_line_by_line(tmp_path, monkeypatch, block_bytes):
+    """The bulk path finds a repeated (model, world) key with its KeyLedger: within a block,
+    across blocks (a key first seen on a line pydantic judged, then on a plain line, and back),
+    and against an earlier file's rows; the verdicts equal the per-line path's."""
+    if block_bytes:
+        monkeypatch.setattr(readers, "BULK_BLOCK", block_bytes)
+    worlds = write_lines(tmp_path / "worlds.jsonl", two_pairs())
+    rng = random.Random(block_bytes or 1)
+    first = write_lines(tmp_path / "first.jsonl", [native(f"m{i}", f"w{1 + i % 4}") for i in range(6)])
+    rows = []
+    for _ in range(120):
+        row = native(f"m{rng.randint(0, 9)}", f"w{rng.randint(1, 4)}", choice=rng.choice(["DELAY", "ADDRESS"]))
+        line = json.dumps(row, indent=1 if rng.random() < 0.2 else None).replace("\n", " ")
+        if rng.random() < 0.3:                        # an escape: pydantic judges the line
+            line = line.replace('"model": "m', '"model": "\\u006d')
+        rows.append(line.encode())
+    second = write_lines(tmp_path / "second.jsonl", rows, raw=True)
+    runs = []
+    for bulk_validation in (True, False):
+        with writer(tmp_path / f"{bulk_validation}.duckdb") as con:
+            ingest_file(con, IngestRequest("worlds", worlds, "d"))
+            ingest_file(con, IngestRequest("responses", first, "d"), bulk_validation=bulk_validation)
+            result = ingest_file(con, IngestRequest("responses", second, "d"), bulk_validation=bulk_validation)
+            runs.append((result.report.messages(),
+                         con.execute("SELECT ingest_id, line_no, model, world_id, choice FROM responses "
+                                     "ORDER BY ingest_id, line_no").fetchall()))
+    assert runs[0] == runs[1]
+    assert 20 < len(runs[0][0]) < 110 and all("duplicate response" in m for m in runs[0][0])
+
+
+def test_the_members_of_minified_objects_are_cut_as_json_reads_them():
+    """bulk._items against json.loads: labels (quoted), values and each object's size, on objects
+    as DuckDB writes them back (minified), labels with braces and spaces, one member or many, an
+    array that starts inside its buffers (a slice)."""
+    import numpy as np
+    import pyarrow as pa
+    rng = random.Random(3)
+    names = ["A", "{b}", "c d", "}", "E_F", "x{"]
+    objects = []
+    for _ in range(200):
+        members = {rng.choice(names) + str(i): rng.choice([0, 1, 0.25, 1e-7, 2.5e10, -0.0, 0.3333333333333333])
+                   for i in range(rng.randint(1, 6))}
+        objects.append(json.dumps(members, separators=(",", ":")))
+    array = pa.array(["{}"] + objects, type=pa.string()).slice(1)
+    labels, values, size = bulk._items(array)
+    expected = [json.loads(o) for o in objects]
+    assert size.tolist() == [len(e) for e in expected]
+    assert labels.to_pylist() == [json.dumps(k) for e in expected for k in e]
+    assert np.array(values.to_pylist(), dtype=float).tolist() == [float(v) for e in expected for v in e.values()]

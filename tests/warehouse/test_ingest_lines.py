@@ -114,19 +114,31 @@ def test_the_other_stateless_commands_share_the_line_rules(tmp_path, worlds_file
 
 
 # ------------------------------------------------------------------------------ bounded memory
+def spy_on_response_inserts(monkeypatch, seen) -> None:
+    """Call ``seen(rows)`` before each insert of response rows: the per-line path's
+    ``insert_new_rows``, the bulk path's ``insert_rows`` (its KeyLedger has found the new keys)."""
+    real_new, real_rows = ingest_mod.insert_new_rows, ingest_mod.insert_rows
+
+    def new_rows(con, table, frame, key):
+        seen(frame)
+        return real_new(con, table, frame, key)
+
+    def rows(con, table, frame):
+        if table == "responses":
+            seen(frame)
+        return real_rows(con, table, frame)
+
+    monkeypatch.setattr(ingest_mod, "insert_new_rows", new_rows)
+    monkeypatch.setattr(ingest_mod, "insert_rows", rows)
+
+
 @pytest.mark.parametrize("bulk", [True, False])
 def test_ingest_writes_in_batches_and_holds_no_accepted_records(wh, worlds_file, tmp_path, monkeypatch, bulk):
     ingest_file(wh, IngestRequest("worlds", worlds_file, "ds"))
     monkeypatch.setattr(ingest_mod, "BATCH_LINES", 2)
     monkeypatch.setattr(readers, "BULK_BLOCK", 300)           # a line or two per bulk block
     sizes = []
-    real = ingest_mod.insert_new_rows
-
-    def spy(con, table, frame, key):
-        sizes.append(len(frame["line_no"]))
-        return real(con, table, frame, key)
-
-    monkeypatch.setattr(ingest_mod, "insert_new_rows", spy)
+    spy_on_response_inserts(monkeypatch, lambda frame: sizes.append(len(frame["line_no"])))
     rows = [native(m, w) for m in ("m1", "m2") for w in ("w1", "w2", "w3", "w4")] + [native("m1", "w3")]
     r = ingest_file(wh, IngestRequest("responses", write_lines(tmp_path / "r.jsonl", rows), "ds"),
                     bulk_validation=bulk)
@@ -147,15 +159,13 @@ def test_a_failure_in_a_later_batch_leaves_the_warehouse_as_it_was(wh, worlds_fi
     monkeypatch.setattr(ingest_mod, "BATCH_LINES", 2)
     monkeypatch.setattr(readers, "BULK_BLOCK", 300)
     calls = []
-    real = ingest_mod.insert_new_rows
 
-    def failing(con, table, frame, key):
+    def failing(frame):
         calls.append(1)
         if len(calls) == 2:
             raise OSError("disk full")
-        return real(con, table, frame, key)
 
-    monkeypatch.setattr(ingest_mod, "insert_new_rows", failing)
+    spy_on_response_inserts(monkeypatch, failing)
     rows = [native("m", w) for w in ("w1", "w2", "w3", "w4")] + [native("m", "nope")]
     with pytest.raises(OSError):
         ingest_file(wh, IngestRequest("responses", write_lines(tmp_path / "r.jsonl", rows), "ds"),
