@@ -179,27 +179,36 @@ class KeyLedger:
     """The (model, world) keys of one dataset's stored native responses, as one flag per model and
     world, so that the bulk path finds a block's repeated keys with numpy instead of an anti-join
     with every row stored so far (whose cost grew with the file). Filled from the warehouse once
-    (``stored``: the dataset's model and world_id columns), then by ``claim``. A world is one of
-    ``world_ids`` (every accepted response's world is); memory: a byte per model and world."""
+    (``mark``, a batch of the dataset's stored keys at a time), then by ``claim``. A world is one
+    of ``world_ids`` (every accepted response's world is); memory: a byte per model and world."""
 
-    def __init__(self, world_ids: pa.Array, stored: pa.Table):
+    def __init__(self, world_ids: pa.Array):
         self.world_ids = world_ids
         self.slots: dict[str, int] = {}
         self.seen = np.zeros((0, len(world_ids)), dtype=bool)
-        if stored.num_rows:
-            self.claim(stored)
+
+    def mark(self, models: pa.Array | pa.ChunkedArray, worlds: pa.Array | pa.ChunkedArray) -> None:
+        """Flag these stored keys (a world not among ``world_ids`` is skipped: no new response can
+        be about it)."""
+        code = self._codes(models, worlds, strict=False)
+        self.seen.reshape(-1)[code[code >= 0]] = True
+
+    def _codes(self, models, worlds, strict: bool = True) -> np.ndarray:
+        """Each key's flag index (model slot x worlds + world index; -1: a world not known)."""
+        world = pc.index_in(worlds, value_set=self.world_ids)
+        if strict and world.null_count:
+            raise ValueError("a response's world is not among the dataset's worlds")
+        encoded = pc.dictionary_encode(models.combine_chunks() if isinstance(models, pa.ChunkedArray) else models)
+        slot = np.array([self._slot(m) for m in encoded.dictionary.to_pylist()], dtype=np.int64)
+        known = world.fill_null(-1).to_numpy()
+        return np.where(known >= 0, slot[encoded.indices.to_numpy()] * len(self.world_ids) + known, -1)
 
     def claim(self, *tables: pa.Table) -> list[np.ndarray]:
         """Which rows of each table (model, world_id, line_no) are new: the first row of its key
         in line order across the tables, and a key not claimed before. Their keys are claimed (the
         caller stores those rows)."""
         keys = pa.concat_tables([t.select(["model", "world_id", "line_no"]) for t in tables])
-        world = pc.index_in(keys.column("world_id"), value_set=self.world_ids)
-        if world.null_count:
-            raise ValueError("a response's world is not among the dataset's worlds")
-        models = pc.dictionary_encode(keys.column("model").combine_chunks())
-        slot = np.array([self._slot(m) for m in models.dictionary.to_pylist()], dtype=np.int64)
-        code = slot[models.indices.to_numpy()] * len(self.world_ids) + world.to_numpy()
+        code = self._codes(keys.column("model"), keys.column("world_id"))
         line = keys.column("line_no").to_numpy()
         order = np.argsort(line, kind="stable") if len(tables) > 1 or (np.diff(line) < 0).any() else slice(None)
         first = np.zeros(len(code), dtype=bool)

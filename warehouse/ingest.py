@@ -19,7 +19,7 @@ from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
@@ -806,7 +806,10 @@ def ingest_file(con: duckdb.DuckDBPyConnection, request: IngestRequest, progress
     k = _make_kind(request.kind, con, request.dataset_id, request.model, keys_in_warehouse=True)
     report.validator = k
     stored_before = _stored_lines(con, retry_of) if retry_of is not None else None
-    with _collector_paused(), memory_limited(con, INGEST_MEMORY):
+    # DuckDB's settings are set and set back outside the transaction: an error aborts it, and a
+    # SET in an aborted transaction would fail in its place
+    with _collector_paused(), memory_limited(con, INGEST_MEMORY), \
+            threads_limited(con, 1) if in_bulk else nullcontext():
         with transaction(con):
             ingest_id = _open_ingest(con, request, retry_of)
             flush = _batch_writer(con, k, report, request, ingest_id)
@@ -926,12 +929,12 @@ def _ingest_in_bulk(con: duckdb.DuckDBPyConnection, k: "_Responses", request: In
     DuckDB cursor of its own (it reads only its block), while this thread stores the blocks in
     line order and reads on; at most ``CHECKERS + 1`` blocks wait for a check. DuckDB, Arrow and
     numpy release the GIL, so the threads share the cores; DuckDB runs each query on one thread
-    meanwhile, so that its own workers do not compete with them."""
+    meanwhile (``ingest_file`` sets it), so that its own workers do not compete with them."""
     in_flight = CHECKERS + 1
-    cursors = [con.cursor() for _ in range(in_flight)]   # a block in flight never shares its cursor
     candidates = bulk.Candidates(k.context["worlds"])
-    ledger = bulk.KeyLedger(candidates.world_ids,
-                            con.sql(queries.sql("stored_response_keys"), params=[request.dataset_id]).to_arrow_table())
+    ledger = bulk.KeyLedger(candidates.world_ids)
+    for batch in con.sql(queries.sql("stored_response_keys"), params=[request.dataset_id]).to_arrow_reader(1 << 16):
+        ledger.mark(batch.column(0), batch.column(1))     # the dataset's stored keys, a batch at a time
 
     def check(block: LineBlock | list[Record] | Callable[[], LineBlock | list[Record]],
               cursor: duckdb.DuckDBPyConnection) -> tuple[LineBlock | list[Record], pa.Table | None, list[Record]]:
@@ -957,11 +960,10 @@ def _ingest_in_bulk(con: duckdb.DuckDBPyConnection, k: "_Responses", request: In
                      else records[-1].line_no)
 
     with ExitStack() as stack:
-        stack.enter_context(threads_limited(con, 1))  # measured: 360k lines/s, with DuckDB's 2 threads a query 300k
-        for cursor in cursors:
-            stack.enter_context(cursor)
+        cursors = [stack.enter_context(con.cursor()) for _ in range(in_flight)]   # a block in flight never shares one
         checker = stack.enter_context(ThreadPoolExecutor(max_workers=CHECKERS))
         pending: deque[Future] = deque()
+        stack.callback(lambda: [f.cancel() for f in pending])     # on an error, no check waits to start
         for i, block in enumerate(jsonl_blocks(request.path, digest=digest, deferred=True)):
             if len(pending) == in_flight:
                 store(*pending.popleft().result())

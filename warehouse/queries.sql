@@ -550,4 +550,4 @@ WHERE b.shaped AND contains(b.line, r.world_id) AND r.status IN ('ok', 'unavaila
 -- name: stored_response_keys
 -- The (model, world_id) keys of a dataset's stored native responses: the bulk ingest's KeyLedger
 -- starts from them. Parameters: dataset_id.
-SELECT model, world_id, line_no FROM responses WHERE dataset_id = ?
+SELECT model, world_id FROM responses WHERE dataset_id = ?

@@ -264,8 +264,8 @@ def test_the_key_ledger_keeps_each_keys_first_row_as_a_set_would():
     import pyarrow as pa
     rng = random.Random(7)
     worlds = [f"w{i}" for i in range(30)]
-    stored = pa.table({"model": ["m0", "m1"], "world_id": ["w3", "w4"], "line_no": [1, 2]})
-    ledger = bulk.KeyLedger(pa.array(worlds), stored)
+    ledger = bulk.KeyLedger(pa.array(worlds))
+    ledger.mark(pa.array(["m0", "m1", "m1"]), pa.array(["w3", "w4", "gone"]))   # stored keys ('gone': no world now)
     seen = {("m0", "w3"), ("m1", "w4")}
     for _ in range(20):
         keys = [(f"m{rng.randint(0, 12)}", rng.choice(worlds)) for _ in range(rng.randint(2, 40))]

@@ -246,3 +246,26 @@ def test_a_key_another_dataset_stored_does_not_block_this_datasets_row(wh, world
             (3, "duplicate response for model 'm' and world 'w1' (the first is kept)")]
     assert wh.execute("SELECT dataset_id, count(*), count(*) FILTER (WHERE world_id = 'w1' AND choice = 'DELAY') "
                       "FROM responses GROUP BY ALL ORDER BY 1").fetchall() == [("a", 3, 1), ("b", 3, 1)]
+
+
+def test_a_duckdb_error_in_the_bulk_path_is_the_one_raised_and_the_settings_are_set_back(wh, worlds_file, tmp_path,
+                                                                                          monkeypatch):
+    """A DuckDB error aborts the transaction; the settings the bulk path changes (threads, memory)
+    are set back after the rollback, not inside the aborted transaction, where setting them would
+    fail and hide the cause (here a full disk, which must be named as such)."""
+    from warehouse.db import WarehouseError
+    ingest_file(wh, IngestRequest("worlds", worlds_file, "ds"))
+    before = {s: wh.execute(f"SELECT current_setting('{s}')").fetchone()[0] for s in ("threads", "memory_limit")}
+    real = ingest_mod.insert_rows
+
+    def failing(con, table, frame):
+        if table == "responses":
+            con.execute("SELECT error('simulated: No space left on device')")
+        return real(con, table, frame)
+
+    monkeypatch.setattr(ingest_mod, "insert_rows", failing)
+    resp = write_lines(tmp_path / "r.jsonl", [native("m", w) for w in ("w1", "w2", "w3", "w4")])
+    with pytest.raises(WarehouseError, match="the disk is full"):
+        ingest_file(wh, IngestRequest("responses", resp, "ds"))
+    assert {s: wh.execute(f"SELECT current_setting('{s}')").fetchone()[0] for s in before} == before
+    assert count(wh, "responses") == 0
