@@ -137,11 +137,23 @@ def is_disk_full(exc: BaseException) -> bool:
 
 @contextmanager
 def threads_limited(con: duckdb.DuckDBPyConnection, threads: int) -> Iterator[duckdb.DuckDBPyConnection]:
-    """DuckDB's worker threads set to ``threads`` for a ``with`` block, then set back. For work
-    that runs queries from several Python threads at once (the bulk ingest's checkers): a query's
-    own parallelism then only competes with the others for the same cores."""
+    """DuckDB's worker threads set to ``threads`` for a ``with`` block, for work that runs queries
+    from several Python threads at once (the bulk ingest's checkers: a query's own parallelism then
+    only competes with the others for the same cores). Set back when the block ends normally, so
+    that a commit after it writes in parallel again; after an error the transaction may be
+    aborted, where a SET would fail and hide the cause: ``threads_restored``, entered outside the
+    transaction, sets it back then."""
     before = con.execute("SELECT current_setting('threads')").fetchone()[0]
     con.execute("SET threads = ?", [threads])
+    yield con
+    con.execute("SET threads = ?", [before])
+
+
+@contextmanager
+def threads_restored(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConnection]:
+    """DuckDB's worker threads as they are now, set back when the block ends, an error included
+    (enter it outside the transaction, see ``threads_limited``)."""
+    before = con.execute("SELECT current_setting('threads')").fetchone()[0]
     try:
         yield con
     finally:
