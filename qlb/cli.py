@@ -545,9 +545,12 @@ def _collect_options(args: argparse.Namespace) -> list:
     give one value for every model or one per model, in order."""
     from qlb.runs.collect import CollectOptions
 
+    from qlb.records.schemas import MAX_ID_LENGTH
     models = list(args.model)
     if len(set(models)) < len(models):
         raise _UsageError("--model names a model twice")
+    if any(not 0 < len(m) <= MAX_ID_LENGTH for m in models):
+        raise _UsageError(f"--model: a model name is 1 to {MAX_ID_LENGTH} characters")
 
     def each(flag: str, values: list[str] | None) -> list[str | None]:
         if not values:

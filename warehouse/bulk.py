@@ -39,7 +39,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from qlb.records.readers import LineBlock, Record
-from qlb.records.schemas import PROBABILITY_TOLERANCE
+from qlb.records.schemas import MAX_ID_LENGTH, PROBABILITY_TOLERANCE
 from warehouse import queries
 
 _WS = r"[ \t\r]*"                                   # JSON's whitespace (a line holds no newline)
@@ -91,8 +91,9 @@ def plain_native_responses(con: duckdb.DuckDBPyConnection, block: LineBlock, can
         path.write_bytes(block.data)
         _block = _lines_table(block)  # noqa: F841 (replacement scan)
         read = con.sql(queries.sql("bulk_native_responses"),
-                       params={"file": str(path), "max_object_size": max(block.longest + 1, MIN_OBJECT_SIZE), "dataset": dataset_id,
-                               "model": forced_model, "ingest_id": ingest_id}).to_arrow_table()
+                       params={"file": str(path), "max_object_size": max(block.longest + 1, MIN_OBJECT_SIZE),
+                               "dataset": dataset_id, "model": forced_model, "ingest_id": ingest_id,
+                               "max_id": MAX_ID_LENGTH}).to_arrow_table()
     plain, not_argmax = _world_rules(read, candidates)
     rows = read.filter(plain).drop_columns(["n_labels"]).append_column("choice_not_argmax", pa.array(not_argmax[plain]))
     rows = in_line_order(rows) if rows.num_rows else rows

@@ -531,7 +531,8 @@ WHERE column_name = 'run_id' AND table_name <> 'runs' ORDER BY table_name;
 -- colon, and a label named like a field is never plain, see warehouse.bulk.Candidates), and
 -- n_labels, the colons left for the labels, must be their number.
 -- Named parameters: file, max_object_size (the largest line in bytes + 1; a larger maximum makes
--- DuckDB reserve twice that for its read buffer), dataset, model (--model, or NULL), ingest_id.
+-- DuckDB reserve twice that for its read buffer), dataset, model (--model, or NULL), ingest_id,
+-- max_id (schemas.MAX_ID_LENGTH: a longer world_id or model is pydantic's to reject).
 SELECT $dataset AS dataset_id, coalesce(r.model, $model) AS model, r.world_id, r.status, r.choice, r.probabilities,
        r.confidence, true AS valid, NULL::VARCHAR AS invalid_reason, $ingest_id::INTEGER AS ingest_id, b.line_no,
        b.colons - 2 - CASE WHEN r.model IS NULL THEN contains(b.line, '"model":')::INT ELSE 1 END
@@ -545,6 +546,7 @@ FROM read_json($file, format = 'newline_delimited', ignore_errors = true,
      POSITIONAL JOIN _block AS b
 WHERE b.shaped AND contains(b.line, r.world_id) AND r.status IN ('ok', 'unavailable')
   AND coalesce(r.model <> '' AND r.model = coalesce($model, r.model), $model IS NOT NULL)
+  AND length(r.world_id) <= $max_id AND coalesce(length(r.model) <= $max_id, true)
   AND (r.confidence IS NULL OR r.confidence BETWEEN 0 AND 1);
 
 -- name: stored_response_keys

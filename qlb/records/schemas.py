@@ -30,6 +30,10 @@ ATTRIBUTES: tuple[str, ...] = (
 POLICY_LABELS: tuple[str, ...] = ("keep", "hide", "neutral")
 STATUSES: tuple[str, ...] = ("ok", "unavailable")
 PROBABILITY_TOLERANCE = 1e-3
+# An identifier the warehouse keys rows by (a world, pair, model, document, detector): at most
+# this many characters. DuckDB indexes keys whole, and a few multi-megabyte names exhausted the
+# ingest's memory cap; a name that long is a mistake in the file, rejected with its line.
+MAX_ID_LENGTH = 256
 
 _config = ConfigDict(extra="ignore", frozen=True, str_strip_whitespace=False)
 _mutable_config = ConfigDict(extra="ignore", frozen=False)
@@ -50,8 +54,8 @@ class World(BaseModel):
 
     model_config = _config
 
-    world_id: str = Field(min_length=1)
-    pair_id: str = Field(min_length=1)
+    world_id: str = Field(min_length=1, max_length=MAX_ID_LENGTH)
+    pair_id: str = Field(min_length=1, max_length=MAX_ID_LENGTH)
     domain: str = Field(min_length=1)     # a domain of the dataset's ontology (checked below)
     split: Literal[SPLITS]  # type: ignore[valid-type]
     coarse: str
@@ -111,8 +115,8 @@ class NativeResponse(BaseModel):
 
     model_config = _mutable_config
 
-    model: str | None = Field(default=None, min_length=1)
-    world_id: str = Field(min_length=1)
+    model: str | None = Field(default=None, min_length=1, max_length=MAX_ID_LENGTH)
+    world_id: str = Field(min_length=1, max_length=MAX_ID_LENGTH)
     status: Literal[STATUSES]  # type: ignore[valid-type]
     choice: Label | None = None
     probabilities: dict[str, Number] | None = None
@@ -181,8 +185,8 @@ class RefusalResponse(BaseModel):
 
     model_config = _mutable_config
 
-    model: str | None = Field(default=None, min_length=1)
-    world_id: str = Field(min_length=1)
+    model: str | None = Field(default=None, min_length=1, max_length=MAX_ID_LENGTH)
+    world_id: str = Field(min_length=1, max_length=MAX_ID_LENGTH)
     status: Literal[STATUSES]  # type: ignore[valid-type]
     choice: Label | None = None
     scores: dict[str, Score] | None = None
@@ -268,7 +272,7 @@ class QLDocument(BaseModel):
 
     model_config = _config
 
-    doc_id: str = Field(min_length=1)
+    doc_id: str = Field(min_length=1, max_length=MAX_ID_LENGTH)
     split: Literal[SPLITS]  # type: ignore[valid-type]
     context_id: str = Field(min_length=1)
     recipient: str | None = None
@@ -318,8 +322,8 @@ class QLPrediction(BaseModel):
 
     model_config = _config
 
-    doc_id: str = Field(min_length=1)
-    detector: str = Field(min_length=1)
+    doc_id: str = Field(min_length=1, max_length=MAX_ID_LENGTH)
+    detector: str = Field(min_length=1, max_length=MAX_ID_LENGTH)
     groups: tuple[CueGroup, ...] = ()
 
     @model_validator(mode="after")

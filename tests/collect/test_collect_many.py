@@ -89,5 +89,7 @@ def test_one_value_per_model_or_one_for_all(wh, capsys):  # noqa: F811
         capsys.readouterr().err
     assert collect(wh, "native", "--model", "m1", "m1", "--transport", "typed", "--base-url", "http://x") == 2
     assert "names a model twice" in capsys.readouterr().err
+    assert collect(wh, "native", "--model", "m" * 257, "--transport", "typed", "--base-url", "http://x") == 2
+    assert "--model: a model name is 1 to 256 characters" in capsys.readouterr().err
     assert collect(wh, "native", "--model", "m1", "m2", "--transport", "typed", "--base-url", "http://x",
                    "--show-request") == 2

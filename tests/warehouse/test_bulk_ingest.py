@@ -332,3 +332,16 @@ def test_the_members_of_minified_objects_are_cut_as_json_reads_them():
     assert size.tolist() == [len(e) for e in expected]
     assert labels.to_pylist() == [json.dumps(k) for e in expected for k in e]
     assert np.array(values.to_pylist(), dtype=float).tolist() == [float(v) for e in expected for v in e.values()]
+
+
+def test_an_identifier_over_the_length_limit_is_rejected_alike_in_bulk(tmp_path):
+    """A model or world_id of MAX_ID_LENGTH characters is stored, one more is rejected with its
+    line, in bulk as line by line (DuckDB keys rows by them, and indexes keys whole)."""
+    from qlb.records.schemas import MAX_ID_LENGTH
+    ok, long = "m" * MAX_ID_LENGTH, "m" * (MAX_ID_LENGTH + 1)
+    lines = [json.dumps(native(model, "w1")).encode() for model in (ok, long)]
+    lines.append(json.dumps(native("m2", "w" * (MAX_ID_LENGTH + 1))).encode())
+    result = _verdicts(tmp_path, lines, None)
+    assert len(result.report.accepted) == 1
+    assert [(r.line_no, r.field) for r in result.report.rejects] == [(2, "model"), (3, "world_id")]
+    assert "at most 256 characters" in result.report.rejects[0].reason

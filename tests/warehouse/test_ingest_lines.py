@@ -269,3 +269,26 @@ def test_a_duckdb_error_in_the_bulk_path_is_the_one_raised_and_the_settings_are_
         ingest_file(wh, IngestRequest("responses", resp, "ds"))
     assert {s: wh.execute(f"SELECT current_setting('{s}')").fetchone()[0] for s in before} == before
     assert count(wh, "responses") == 0
+
+
+def test_identifiers_over_the_length_limit_are_rejected_in_every_kind(wh, tmp_path):
+    """World, pair, document and detector ids (and --model) are at most MAX_ID_LENGTH characters:
+    a longer one is a rejected line naming its field, never a row DuckDB must index."""
+    from qlb.records.schemas import MAX_ID_LENGTH
+    from tests.conftest import two_pairs
+    from warehouse.ingest import IngestError, validate_file
+    long = "x" * (MAX_ID_LENGTH + 1)
+    worlds = two_pairs()
+    worlds[0] = dict(worlds[0], world_id=long)
+    worlds[2] = dict(worlds[2], pair_id=long)
+    report = validate_file(wh, IngestRequest("worlds", write_lines(tmp_path / "w.jsonl", worlds), "ds"))
+    assert [(r.line_no, r.field) for r in report.rejects][:2] == [(1, "world_id"), (3, "pair_id")]
+    write_csv(tmp_path / "c.csv", [doc(1), dict(doc(2), doc_id=long)])
+    report = validate_file(wh, IngestRequest("corpus", tmp_path / "c.csv", "ds"))
+    assert [(r.line_no, r.field) for r in report.rejects] == [(3, "doc_id")]
+    preds = write_lines(tmp_path / "p.jsonl", [{"doc_id": "d01", "detector": long, "groups": []}])
+    report = validate_file(wh, IngestRequest("predictions", preds, "ds"))
+    assert [(r.line_no, r.field) for r in report.rejects] == [(1, "detector")]
+    with pytest.raises(IngestError, match="--model must be 1 to 256 characters"):
+        ingest_file(wh, IngestRequest("responses", write_lines(tmp_path / "r.jsonl", [native("m", "w1")]), "ds",
+                                      model=long))
