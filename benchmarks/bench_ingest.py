@@ -13,7 +13,10 @@ lines (its five planted bad lines included) under renamed models (``--lines``, d
 Prints lines/s for each and the ratios. The refusal file (17 scores a line, still per line) is
 shown for information.
 
-    .venv/bin/python benchmarks/bench_ingest.py [--lines N] [--rounds R]
+``--phases`` adds one more bulk ingest with each phase timed (summed over the threads that ran
+it) and the process's CPU time against the wall time.
+
+    .venv/bin/python benchmarks/bench_ingest.py [--lines N] [--rounds R] [--phases]
 """
 from __future__ import annotations
 
@@ -25,6 +28,8 @@ import time
 from pathlib import Path
 
 from qlb.demo import DEFAULT_SEED, write_exports
+from warehouse import bulk
+from warehouse import ingest as ingest_mod
 from warehouse.db import writer
 from warehouse.ingest import IngestRequest, ingest_file
 
@@ -45,10 +50,48 @@ def timed_ingest(tmp: Path, name: str, worlds: Path, kind: str, path: Path, bulk
     return seconds, result.report.n_lines
 
 
+PHASES = ((bulk, "plain_native_responses", "check a block (checking threads, all of it)"),
+          (bulk, "_lines_table", "  the RE2 line match"),
+          (bulk, "_world_rules", "  the world and probability rules"),
+          (ingest_mod, "insert_rows", "store the checked rows (main thread)"),
+          (ingest_mod, "_validate_stream", "pydantic on the other lines (main thread)"))
+
+
+def phase_times(tmp: Path, worlds: Path, path: Path) -> None:
+    """One more bulk ingest with each phase of ``PHASES`` timed (seconds summed over the threads
+    that ran it), and the process's CPU time against the wall time: where the time goes."""
+    spent: dict[str, float] = {}
+
+    def timed(fn, label):
+        def wrapper(*args, **kwargs):
+            t0 = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                spent[label] = spent.get(label, 0.0) + time.perf_counter() - t0
+        return wrapper
+
+    originals = [(mod, name, getattr(mod, name)) for mod, name, _ in PHASES]
+    for (mod, name, fn), (_, _, label) in zip(originals, PHASES):
+        setattr(mod, name, timed(fn, label))
+    try:
+        cpu0 = time.process_time()
+        seconds, n = timed_ingest(tmp, "phases", worlds, "responses", path)
+        cpu = time.process_time() - cpu0
+    finally:
+        for mod, name, fn in originals:
+            setattr(mod, name, fn)
+    print(f"phases of one bulk ingest ({n / seconds:,.0f} lines/s; {cpu:.2f} s of CPU in {seconds:.2f} s of wall "
+          f"time, worlds ingest included in the CPU):")
+    for _, _, label in PHASES:
+        print(f"  {label:45s} {spent.get(label, 0.0):6.2f} s")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lines", type=int, default=500_000, help="about this many response lines")
-    parser.add_argument("--rounds", type=int, default=3, help="bulk ingests timed (best reported)")
+    parser.add_argument("--rounds", type=int, default=3, help="bulk ingests timed (the median is judged)")
+    parser.add_argument("--phases", action="store_true", help="also time each phase of one more bulk ingest")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
@@ -72,6 +115,8 @@ def main() -> int:
                     "ignore_errors = true)", [str(big)])
         raw = n_lines / (time.perf_counter() - t0)
         refusal_s, refusal_n = timed_ingest(tmp, "refusal", paths["worlds"], "refusal", paths["refusal"])
+        if args.phases:
+            phase_times(tmp, paths["worlds"], big)
 
     best, median = max(bulk), statistics.median(bulk)
     print(f"validated ingest, bulk (qlb ingest): best {best:,.0f} lines/s of {args.rounds}, median {median:,.0f} "
