@@ -543,9 +543,9 @@ def _cmd_defend(args: argparse.Namespace) -> int:
 def _collect_options(args: argparse.Namespace) -> list:
     """One CollectOptions per ``--model``; ``--base-url``, ``--endpoint-model`` and ``--target``
     give one value for every model or one per model, in order."""
+    from qlb.records.schemas import MAX_ID_LENGTH
     from qlb.runs.collect import CollectOptions
 
-    from qlb.records.schemas import MAX_ID_LENGTH
     models = list(args.model)
     if len(set(models)) < len(models):
         raise _UsageError("--model names a model twice")

@@ -52,8 +52,8 @@ _MEMBER = (f'(?:"(?:model|world_id|status|choice)"{_WS}:{_WS}(?:{_STRING}|null)'
 PLAIN_LINE = f"^\\{{{_WS}{_MEMBER}(?:{_WS},{_WS}{_MEMBER})*{_WS}\\}}{_WS}\\n?$"
 
 _NULLABLE = ("model", "choice", "probabilities", "confidence")
-# DuckDB's JSON reader reserves twice its maximum object size for each read: the block's longest
-# line sets it (at least this), not the 16 MB any line may reach (3 blocks in flight held 96 MB)
+# DuckDB's JSON reader reserves twice its maximum object size for each read, against the ingest's
+# memory cap: the block's longest line sets it (at least this), not the 16 MB any line may reach
 MIN_OBJECT_SIZE = 1 << 16
 _EMPTY = pa.table({"line_no": pa.array([], type=pa.int64())})
 
@@ -96,7 +96,7 @@ def plain_native_responses(con: duckdb.DuckDBPyConnection, block: LineBlock, can
                                "max_id": MAX_ID_LENGTH}).to_arrow_table()
     plain, not_argmax = _world_rules(read, candidates)
     rows = read.filter(plain).drop_columns(["n_labels"]).append_column("choice_not_argmax", pa.array(not_argmax[plain]))
-    rows = in_line_order(rows) if rows.num_rows else rows
+    rows = _in_line_order(rows)
     left = np.ones(len(block), dtype=bool)
     left[rows.column("line_no").to_numpy() - block.first] = False
     left[block.aside] = False
@@ -117,15 +117,11 @@ def _lines_table(block: LineBlock) -> pa.Table:
                      "colons": np.diff(np.searchsorted(colons, ends), prepend=0)})
 
 
-def in_line_order(*tables: pa.Table | None) -> pa.Table | None:
-    """The tables' rows together, sorted by line number; None when there are none."""
-    kept = [t for t in tables if t is not None and t.num_rows]
-    if not kept:
-        return None
-    both = pa.concat_tables(kept) if len(kept) > 1 else kept[0]
-    if (np.diff(both.column("line_no").to_numpy()) > 0).all():
-        return both
-    return both.take(pc.sort_indices(both, [("line_no", "ascending")]))
+def _in_line_order(rows: pa.Table) -> pa.Table:
+    """The rows sorted by line number (DuckDB gives them in no particular order)."""
+    if (np.diff(rows.column("line_no").to_numpy()) > 0).all():
+        return rows
+    return rows.take(pc.sort_indices(rows, [("line_no", "ascending")]))
 
 
 def _items(objects: pa.StringArray) -> tuple[pa.Array, pa.Array, np.ndarray]:

@@ -357,16 +357,13 @@ def jsonl_blocks(path: str | Path, block_bytes: int | None = None, digest: "hash
                     return
             if digest is not None:
                 digest.update(data)
+            make = functools.partial(_block_of, data, lines_before)
             if deferred:
-                yield functools.partial(_block_of, data, lines_before)
-                lines_before += data.count(b"\n") + (not data.endswith(b"\n"))
-                continue
-            ends = _line_ends(data)
-            if _longest_line(data, ends) > MAX_LINE_BYTES:
-                yield from _chunks(_jsonl_records(io.BufferedReader(io.BytesIO(data)), lines_before))
+                yield make
             else:
-                yield _line_block(data, ends, lines_before)
-            lines_before += len(ends)
+                block = make()
+                yield from (_chunks(iter(block)) if isinstance(block, list) else (block,))
+            lines_before += data.count(b"\n") + (not data.endswith(b"\n"))
 
 
 def _block_of(data: bytes, lines_before: int) -> LineBlock | list[Record]:
