@@ -359,48 +359,62 @@ class TemplateDecoder(_FeatureDecoder):
     def _observed(self, X) -> np.ndarray | None:
         """(worlds x features) True where the world observes the feature; None when every world observes every one.
         Memoized like the features: every configuration of a kind asks for the same worlds."""
+        return self._missingness(X)[0]
+
+    def _missingness(self, X) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray | None]:
+        """``_observed(X)``, its distinct rows (the patterns of what worlds observe) and each world's pattern
+        (None, None, None when every world observes every feature); memoized per rows and vectorizer."""
         memo, key = self._memo(X, "observed", self.vectorizer_)
         if memo is not None and key in memo:
             return memo[key]
         numeric = np.array([n.startswith(NUMERIC_PREFIXES) for n in self.vectorizer_.feature_names_], dtype=bool)
-        seen = None
+        hit = (None, None, None)
         if numeric.any():
             seen = self.vectorizer_.presence(self._row_dicts(X)) | ~numeric
-            if seen.all():
-                seen = None
+            if not seen.all():
+                packed = np.packbits(seen, axis=1)          # a pattern's bits, 8 features a byte
+                _, first, which = np.unique(packed, axis=0, return_index=True, return_inverse=True)
+                hit = (seen, seen[first], which.reshape(-1))
         if memo is not None:
-            memo[key] = seen
-        return seen
+            memo[key] = hit
+        return hit
 
     def fit(self, X, y):
         """Learn the shrunk mean per mechanism and one regularized covariance per coarse class (and its precision);
         the log-determinant is never needed, as both hypotheses of a world are scored under the same class and the
-        same observed features. A diagonal covariance's precision is its reciprocal diagonal."""
+        same observed features. A diagonal covariance's precision is its reciprocal diagonal.
+
+        Per class, the worlds are taken grouped by mechanism (sorted, each group in row order), and the residuals
+        stack in that order."""
         Z = self._fit_features(X)
         y = self._fitted(y)
         seen = self._observed(X)
         O = np.ones(Z.shape) if seen is None else seen.astype(float)
+        ZO = Z * O
         mech = np.where(y == 1, X["hypothesis_1"].to_numpy(), X["hypothesis_0"].to_numpy())
         coarse = X["coarse"].to_numpy()
         self.means_, self.precisions_, self.covariances_ = {}, {}, {}
         self.mech_class_, self.class_means_ = {}, {}
+        self.marginals_: dict = {}
         dim = Z.shape[1]
         for c in np.unique(coarse):
-            rows = coarse == c
+            rows = np.flatnonzero(coarse == c)
             n_seen = O[rows].sum(axis=0)
-            class_mean = np.where(n_seen > 0, (Z[rows] * O[rows]).sum(axis=0) / np.maximum(n_seen, 1), 0.0)
+            class_mean = np.where(n_seen > 0, ZO[rows].sum(axis=0) / np.maximum(n_seen, 1), 0.0)
             self.class_means_[c] = class_mean
-            resid, observed = [], []
-            for m in np.unique(mech[rows]):
-                mrows = rows & (mech == m)
-                weight = O[mrows].sum(axis=0) + self.shrink
-                total = (Z[mrows] * O[mrows]).sum(axis=0) + self.shrink * class_mean
-                mu = np.where(weight > 0, total / np.where(weight > 0, weight, 1.0), class_mean)
+            names, which = np.unique(mech[rows], return_inverse=True)
+            which = which.reshape(-1)
+            rows = rows[np.argsort(which, kind="stable")]          # grouped by mechanism, row order kept
+            bounds = np.searchsorted(np.sort(which), np.arange(len(names) + 1))
+            B, ZB = O[rows], ZO[rows]
+            groups = list(zip(bounds[:-1], bounds[1:]))
+            weight = np.array([B[a:b].sum(axis=0) for a, b in groups]) + self.shrink
+            total = np.array([ZB[a:b].sum(axis=0) for a, b in groups]) + self.shrink * class_mean
+            MU = np.where(weight > 0, total / np.where(weight > 0, weight, 1.0), class_mean)
+            for m, mu in zip(names, MU):
                 self.means_[m] = mu
                 self.mech_class_[m] = c
-                resid.append((Z[mrows] - mu) * O[mrows])
-                observed.append(O[mrows])
-            R, B = np.vstack(resid), np.vstack(observed)
+            R = (Z[rows] - np.repeat(MU, np.diff(bounds), axis=0)) * B
             S = (R.T @ R) / np.maximum(B.T @ B - 1, 1)          # pairwise: the worlds that observe both features
             if self.covariance == "diag":
                 S = np.diag(np.diag(S) + 0.05)
@@ -413,7 +427,19 @@ class TemplateDecoder(_FeatureDecoder):
 
     def _templates(self, mechanisms: np.ndarray, c: str) -> np.ndarray:
         """The template of each mechanism in class c: its shrunk mean when it was seen in c, else the class mean."""
-        return np.array([self.means_[m] if self.mech_class_.get(m) == c else self.class_means_[c] for m in mechanisms])
+        names, which = np.unique(mechanisms, return_inverse=True)
+        table = np.array([self.means_[m] if self.mech_class_.get(m) == c else self.class_means_[c] for m in names])
+        return table[which.reshape(-1)]
+
+    def _marginal(self, c: str, pattern: np.ndarray) -> np.ndarray:
+        """Class c's precision of the Gaussian's marginal over the features ``pattern`` observes (zero elsewhere),
+        computed once per fitted decoder."""
+        key = (c, pattern.tobytes())
+        if key not in self.marginals_:
+            p = np.zeros_like(self.precisions_[c])
+            p[np.ix_(pattern, pattern)] = np.linalg.inv(self.covariances_[c][np.ix_(pattern, pattern)])
+            self.marginals_[key] = p
+        return self.marginals_[key]
 
     def predict_proba(self, X):
         """[P(s0), P(s1)] per world from the log-likelihood difference of s1 and s0 (log N(z; template, class c's
@@ -421,7 +447,7 @@ class TemplateDecoder(_FeatureDecoder):
         or both hypotheses are unseen."""
         check_is_fitted(self)
         Z = self._features(X)
-        seen = self._observed(X)
+        seen, patterns, pattern_of = self._missingness(X)
         coarse, h0, h1 = (np.array(column(X, name), dtype=object) for name in ("coarse", "hypothesis_0", "hypothesis_1"))
         known = np.array([a in self.means_ or b in self.means_ for a, b in zip(h0, h1)], dtype=bool)
         out = np.full(len(X), 0.5)
@@ -435,15 +461,11 @@ class TemplateDecoder(_FeatureDecoder):
                 O = 1.0 if seen is None else seen[rows]
                 out[rows] = _log_odds_to_p(_half_difference(d1 * O, d0 * O, precision))
                 continue
-            O = seen[rows]
-            patterns, which = np.unique(O, axis=0, return_inverse=True)
-            for k, pattern in enumerate(patterns):
-                at = np.flatnonzero(which.reshape(-1) == k)
-                if pattern.all():
-                    p = precision
-                else:                                   # the marginal over the observed features
-                    p = np.zeros_like(precision)
-                    p[np.ix_(pattern, pattern)] = np.linalg.inv(self.covariances_[c][np.ix_(pattern, pattern)])
+            which = pattern_of[rows]
+            for k in np.unique(which):
+                at = np.flatnonzero(which == k)
+                pattern = patterns[k]
+                p = precision if pattern.all() else self._marginal(c, pattern)
                 out[rows[at]] = _log_odds_to_p(_half_difference(d1[at], d0[at], p))
         return _as_proba(out)
 
