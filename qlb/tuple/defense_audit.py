@@ -283,40 +283,91 @@ def release_table(release: Release, domain: str) -> pd.DataFrame:
         "confidence": rel["confidence"].astype(float), "codeword": release.codes})
 
 
+def defend_endpoint(model: str, domain: str, frame: pd.DataFrame, policies: Sequence[Policy], endpoint: str,
+                    families: frozenset[str] = DEFENSE_FAMILIES, native_fits: dict | None = None,
+                    ontology: Ontology | None = None) -> tuple[DefenseDomain, dict]:
+    """One endpoint of ``defend_domain`` (``frame`` sorted by world_id): release, attack (reusing
+    ``native_fits``, the native control's fits, where the endpoint leaves their fields unchanged),
+    recipient costs. Returns that endpoint's part of the domain's result (nothing for WCPQ without
+    frozen policies) and the fits its attack made."""
+    out = DefenseDomain(model, domain)
+    release = release_endpoint(frame, domain, endpoint, policies)
+    if release is None:
+        return out, {}
+    if release.wcpq:
+        out.wcpq[endpoint] = release.wcpq
+    result, fits = attack_endpoint(model, domain, endpoint, release.frame, families, native_fits or {}, ontology)
+    if endpoint != "native":
+        out.releases[endpoint] = release_table(release, domain)
+    out.endpoints[endpoint] = result
+    out.costs, out.unreadable = endpoint_costs(model, domain, endpoint, release.frame, policies, ontology)
+    return out, fits
+
+
+def joined(model: str, domain: str, parts: Sequence[DefenseDomain]) -> DefenseDomain:
+    """The endpoints' parts of one (model, domain) as one result, in the parts' order."""
+    out = DefenseDomain(model, domain)
+    for part in parts:
+        out.endpoints.update(part.endpoints)
+        out.releases.update(part.releases)
+        out.costs += part.costs
+        out.wcpq.update(part.wcpq)
+        out.unreadable += part.unreadable
+    return out
+
+
 def defend_domain(model: str, domain: str, frame: pd.DataFrame, policies: Sequence[Policy],
                   families: frozenset[str] = DEFENSE_FAMILIES, endpoints: Sequence[str] = ENDPOINTS,
                   ontology: Ontology | None = None) -> DefenseDomain:
-    """Every endpoint for one (model, domain): release, attack, recipient costs (``ontology``: the
-    dataset's decision task, default TUPLE)."""
+    """Every endpoint for one (model, domain), in order: release, attack, recipient costs
+    (``ontology``: the dataset's decision task, default TUPLE). The endpoints after the native
+    control reuse its fits."""
     frame = frame.sort_values("world_id").reset_index(drop=True)
-    out = DefenseDomain(model, domain)
     native_fits: dict = {}
+    parts = []
     for ep in endpoints:
-        release = release_endpoint(frame, domain, ep, policies)
-        if release is None:
-            continue
-        if release.wcpq:
-            out.wcpq[ep] = release.wcpq
-        result, fits = attack_endpoint(model, domain, ep, release.frame, families, native_fits, ontology)
+        part, fits = defend_endpoint(model, domain, frame, policies, ep, families, native_fits, ontology)
         if ep == "native":
-            native_fits = fits
-        else:
-            out.releases[ep] = release_table(release, domain)
-        out.endpoints[ep] = result
-        costs, unreadable = endpoint_costs(model, domain, ep, release.frame, policies, ontology)
-        out.costs += costs
-        out.unreadable += unreadable
-    return out
+            native_fits = _reusable(fits)
+        parts.append(part)
+    return joined(model, domain, parts)
+
+
+def _reusable(fits: dict) -> dict:
+    """The native control's fits that another endpoint may reuse (see ``attack_endpoint``)."""
+    return {v: f for v, f in fits.items() if v in ("no_output", "choice", "choice_confidence")}
+
+
+def _native_endpoint(model: str, domain: str, frame: pd.DataFrame, policies: Sequence[Policy],
+                     families: frozenset[str], ontology: Ontology | None) -> tuple[DefenseDomain, dict]:
+    part, fits = defend_endpoint(model, domain, frame, policies, "native", families, None, ontology)
+    return part, _reusable(fits)
 
 
 def run_defenses(frames: dict[str, pd.DataFrame], policies: dict[str, dict[str, list[Policy]]], jobs: int | Workers = 1,
                  families: frozenset[str] = DEFENSE_FAMILIES, endpoints: Sequence[str] = ENDPOINTS,
                  progress: Callable[[int, int], None] | None = None,
                  skipped: dict[str, str] | None = None, ontology: Ontology | None = None) -> list[DefenseDomain]:
-    """The defense audit of every decodable (model, domain) of ``frames``, in parallel."""
-    tasks = domain_tasks(frames, decodable, "defenses", skipped)
-    return run_tasks(defend_domain, [(m, d, f, policies.get(m, {}).get(d, []), families, tuple(endpoints), ontology)
-                                     for m, d, f in tasks], len(tasks), jobs, progress)
+    """The defense audit of every decodable (model, domain) of ``frames``, in parallel: the native
+    controls first, then every other (model, domain, endpoint) as a task of its own (the same
+    numbers as ``defend_domain``; a few domains keep every worker busy)."""
+    tasks = [(m, d, f.sort_values("world_id").reset_index(drop=True), policies.get(m, {}).get(d, []))
+             for m, d, f in domain_tasks(frames, decodable, "defenses", skipped)]
+    endpoints = tuple(endpoints)
+    total = len(tasks) * len(endpoints)
+    native = "native" in endpoints
+    heads = run_tasks(_native_endpoint, [(m, d, f, pol, families, ontology) for m, d, f, pol in tasks],
+                      total, jobs, progress) if native else [(DefenseDomain(m, d), {}) for m, d, _, _ in tasks]
+    done = len(tasks) if native else 0
+    later = [(i, ep) for i in range(len(tasks)) for ep in endpoints if ep != "native"]
+    before_native = set(endpoints[:endpoints.index("native")]) if native else set(endpoints)
+    rest = run_tasks(defend_endpoint, [(*tasks[i], ep, families, None if ep in before_native else heads[i][1], ontology)
+                                       for i, ep in later], total, jobs,
+                     (lambda k, n: k and progress(done + k, n)) if progress else None)   # its start is the heads' end
+    parts: dict[int, dict[str, DefenseDomain]] = {i: {"native": heads[i][0]} for i in range(len(tasks))}
+    for (i, ep), (part, _) in zip(later, rest):
+        parts[i][ep] = part
+    return [joined(m, d, [parts[i][ep] for ep in endpoints if ep in parts[i]]) for i, (m, d, _, _) in enumerate(tasks)]
 
 
 # ---------------------------------------------------------------- tables

@@ -23,6 +23,7 @@ from qlb.records.ontology import parse_ontology
 from qlb.runs.audit import AuditOptions, run_audits
 from qlb.simulate.tuple_sim import SIM_MODELS, simulate_native, simulate_worlds
 from qlb.stats import parallel
+from qlb.tuple import defense_audit
 from qlb.stats.parallel import SchedulerError, Workers, check_worker_code, code_fingerprint, dask_workers, run_tasks
 from tests.conftest import ROOT, write_lines
 from tests.records.ontologies import as_text, make_ontology
@@ -230,8 +231,10 @@ def test_a_worker_killed_mid_audit_is_replaced_and_the_numbers_stay_the_same(clu
     assert {"decoder_predictions", "recovery_results", "utility_results", "defense_results"} <= set(rows)
     assert audit_runs(path) == 1                            # stored once
     # progress counted finished tasks, one by one, for each stage
-    for stage in ("decoding", "utility", "defenses"):
+    for stage in ("decoding", "utility"):
         assert [(d, t) for s, d, t in seen if s == stage] == [(0, 2), (1, 2), (2, 2)]
+    endpoints = len(defense_audit.ENDPOINTS)          # the defenses: a task per domain and endpoint
+    assert [(d, t) for s, d, t in seen if s == "defenses"] == [(k, 2 * endpoints) for k in range(2 * endpoints + 1)]
     # the workers computed without the warehouse: DuckDB was never imported there
     assert not any(cluster.client.run(lambda: "duckdb" in sys.modules).values())
 
