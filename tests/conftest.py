@@ -128,18 +128,3 @@ def decoded_warehouse(demo_warehouse, tmp_path_factory) -> Path:
     families), the utility audit and fronts, and the defense audit of one model."""
     return built_once(tmp_path_factory, "decoded", lambda path: _build_decoded(path, demo_warehouse))
 
-
-# The test files that start the run, in this order. pytest-xdist (``--dist loadfile``) hands each
-# worker one file at a time in collection order: the first worker builds the shared warehouses
-# for the AppTest pages, while the second runs a long file that needs neither, then takes the
-# browser tests (mostly waiting on the browser and the server, so they run best beside the other
-# worker's computing). Without this, both workers began by waiting for the same build.
-FIRST_FILES = ("tests/app/test_pages.py", "tests/runs/test_own_task.py", "tests/app/test_browser.py")
-
-
-def pytest_collection_modifyitems(config, items):
-    """Put ``FIRST_FILES`` first (the rest keep their order); every worker collects the same order."""
-    def rank(item) -> int:
-        path = item.nodeid.split("::")[0]
-        return FIRST_FILES.index(path) if path in FIRST_FILES else len(FIRST_FILES)
-    items.sort(key=rank)      # stable: within a rank, collection order
