@@ -363,7 +363,7 @@ def run_defenses(frames: dict[str, pd.DataFrame], policies: dict[str, dict[str, 
     before_native = set(endpoints[:endpoints.index("native")]) if native else set(endpoints)
     rest = run_tasks(defend_endpoint, [(*tasks[i], ep, families, None if ep in before_native else heads[i][1], ontology)
                                        for i, ep in later], total, jobs,
-                     (lambda k, n: k and progress(done + k, n)) if progress else None)   # its start is the heads' end
+                     (lambda k, n: (k or not native) and progress(done + k, n)) if progress else None)   # 0: the heads' end
     parts: dict[int, dict[str, DefenseDomain]] = {i: {"native": heads[i][0]} for i in range(len(tasks))}
     for (i, ep), (part, _) in zip(later, rest):
         parts[i][ep] = part
