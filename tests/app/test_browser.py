@@ -92,6 +92,17 @@ def browser():
         b.close()
 
 
+@pytest.fixture(scope="module")
+def visitor(browser):
+    """One browser context for every page test, as one stakeholder going from page to page: each
+    page opens in fresh tabs (a new Streamlit session each), with the dashboard's scripts and fonts
+    in the context's cache after the first (a grid sizes its columns with the font it has when
+    first drawn)."""
+    context = browser.new_context()
+    yield context
+    context.close()
+
+
 HOSTILE = '<script>window.__pwned = 1</script><b>bold?</b>'
 
 
@@ -319,7 +330,7 @@ def _layout_holds(page, width: int, name: str) -> None:
 
 
 @pytest.mark.parametrize("url", list(PAGE_CHECKS))
-def test_every_page_renders_in_browser(server, browser, url):
+def test_every_page_renders_in_browser(server, visitor, url):
     """Each page's first render in a fresh tab at 1,440 px, then in another at 1,024 px (the
     second run reads the server's cache): no exception, its key content and its own
     checks on screen, nothing fetched from another host, no console error, no horizontal
@@ -328,14 +339,11 @@ def test_every_page_renders_in_browser(server, browser, url):
     query, key, check = PAGE_CHECKS[url]
     if "{world}" in query:
         query = query.format(world=_inspected_world(SERVED[server]))
-    # one browser context for both widths: the second tab finds the fonts in its cache, as a
-    # returning visitor does (a grid sizes its columns with the font it has when first drawn)
-    context = browser.new_context()
     foreign: list[str] = []
     errors: list[str] = []
     for width in WIDTHS:     # a fresh tab at each width (the second run reads the server's cache)
         first = width == WIDTHS[0]
-        page = context.new_page()
+        page = visitor.new_page()
         page.set_viewport_size({"width": width, "height": 1100})
         tab_foreign, tab_errors = _watch(page, server)
         t0 = time.perf_counter()
@@ -354,7 +362,6 @@ def test_every_page_renders_in_browser(server, browser, url):
         page.close()
         foreign += tab_foreign
         errors += tab_errors
-    context.close()
     assert not foreign, f"requests that left the machine: {foreign}"
     assert not errors, f"console errors: {errors}"
     print(f"first render of /{url} at {WIDTHS[0]} px: {elapsed:.2f} s")
