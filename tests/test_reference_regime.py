@@ -135,7 +135,7 @@ def test_refusal_checks_on_the_suites_demo(demo_warehouse):
 def test_structural_checks_on_the_decoded_warehouse(decoded_warehouse):
     """What does not depend on the decoder families the suite's small audit uses: no output is
     exactly 50% (outages take whole pairs) and the temperature attacker, who reads the public
-    inverse, does as well as native. (WCPQ coverage, 96.1-99.3% on the demo against the paper's
+    inverse, does as well as native. (WCPQ coverage, 98.9-100% on the demo against the paper's
     99.3-100%, is one of the findings the demo does not reproduce yet: README, What the demo shows.)"""
     with reader(decoded_warehouse) as con:
         c = by_key(load_run(con, dataset="simulated-reference"))

@@ -11,11 +11,11 @@ so ``leak`` sets how strongly the fine mechanism S shifts the residual (non-T) m
 the probability vector reveals; ``margin`` sets coarse accuracy. In the TUPLE design every coarse
 class has a look-alike class in its domain (the classes pair up, a fixed seeded pairing): the
 look-alike gets a small constant lift (``LOOKALIKE_LIFT``) plus a lift whose size depends on S
-(one of ``LOOKALIKE_LEVELS`` per mechanism of the class), and the other residual classes a small
-tilt per mechanism. So a model's errors land mostly on the look-alike, more often for the
+(one of ``LOOKALIKE_LEVELS`` per mechanism of the class); the other residual classes carry only
+noise (``TAIL_TILT``). So a model's errors land mostly on the look-alike, more often for the
 mechanisms that lift it most (the choice carries a little of S); what the probability vector
-reveals sits mostly in the size of the runner-up score (a top-two release keeps nearly all of
-it, a policy's plan only its rough size), and the top score and the confidence move with it.
+reveals sits in the size of the runner-up score (a top-two release keeps nearly all of it, a
+policy's plan only its rough size), and the top score and the confidence move with it.
 Each domain's classes have roles (``class_roles``, ``CLASS_MARGIN``): one is hard (its margin is
 lower, so its look-alike, and only its look-alike: ``HARD_TAIL_DROP``, is chosen in its place now
 and then), its look-alike is answered right with moderate certainty, and the other two are easy
@@ -60,10 +60,13 @@ PAIRS_PER_CLASS = 60
 LEAK_SCALE = 0.6
 # TUPLE design: the look-alike class's constant lift (logits at leak 1), the mechanism-dependent
 # lift levels (in units of LEAK_SCALE * leak; each class's four mechanisms take them in a seeded
-# order) and the spread of the per-mechanism tilt of the other residual classes.
+# order) and the spread of the per-mechanism tilt of the other residual classes: none. With a
+# tilt of 0.15 the two classes a top-two release drops carried a direct mechanism signal, and
+# top-two lost 3.9 points of recovery against native (the paper: 0.35); at 0 it loses 0.6. The
+# draws stay (at zero spread), so every other trait and every other response is unchanged.
 LOOKALIKE_LIFT = 0.3
 LOOKALIKE_LEVELS = (0.0, 0.8, 1.6, 2.4)
-TAIL_TILT = 0.15
+TAIL_TILT = 0.0
 # Any other ontology has no look-alike lift, so its coarse margins are this much lower for about
 # the same coarse accuracy as the TUPLE design.
 CUSTOM_MARGIN_OFFSET = 0.7
@@ -79,7 +82,7 @@ CLASS_MARGIN = {"hard": -0.8, "lookalike": 0.75, "easy": 3.0}
 CLASS_ROLES = ("hard", "lookalike", "easy", "easy")       # in the order of a domain's seeded pairing
 # TUPLE design: a hard case is mistaken for its look-alike only. The two other classes' logits
 # are this much lower when the hard class is T, so an answer naming an easy class is right
-# (its residual scores still carry their mechanism tilt, at a smaller size).
+# (its look-alike's score still carries the mechanism's lift).
 HARD_TAIL_DROP = 3.5
 # Every model states its class probabilities to this many decimals, summing to exactly 1.
 PROBABILITY_DECIMALS = 4
@@ -114,7 +117,7 @@ SIM_MODELS: tuple[SimModel, ...] = (
              "max_p", 0.0, 0.62, 0.99, 0.97, 0.01, 0.003, 2),
     SimModel("sim-birch", "noisy verbal confidence, moderate leak", 3.0, 0.95, 0.6, 0.7,
              "noisy", 0.0, 0.75, 0.98, 0.93, 0.02, 0.005, 0),
-    SimModel("sim-cedar", "least accurate, leaks through its errors, noisy verbal confidence", 2.4, 1.1, 0.65, 1.0,
+    SimModel("sim-cedar", "least accurate, leaks through its errors, noisy verbal confidence", 2.4, 1.3, 0.65, 1.0,
              "noisy", 0.0, 0.55, 0.97, 0.9, 0.02, 0.004, 3),
     SimModel("sim-dogwood", "most accurate, overconfident, moderate leak", 3.1, 1.0, 0.6, 0.6,
              "overconfident", 0.0, 0.85, 0.99, 0.95, 0.01, 0.002, 0),
