@@ -15,13 +15,12 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.feature_extraction import DictVectorizer
 from sklearn.linear_model import LogisticRegression
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils.validation import check_is_fitted
 
 from qlb.tuple.recipients import CS, MAX_ITER, Recipient, features, native_q
-from qlb.tuple.release_views import apply_view
+from qlb.tuple.release_views import Vectorizer, apply_view
 
 
 class _RecipientEstimator(ClassifierMixin, BaseEstimator):
@@ -73,26 +72,30 @@ class LogisticRecipient(_RecipientEstimator):
     def fit(self, X: list[dict[str, float]], y) -> "LogisticRecipient":
         """Fit on the available training worlds; raises ValueError when ``y`` has one class
         (no logistic candidate then)."""
+        vec = Vectorizer()
+        x = vec.fit_transform(X)
+        return self.fit_standardized(vec.feature_names_, *standardized(x), y)
+
+    def fit_standardized(self, names: Sequence[str], mean: np.ndarray, scale: np.ndarray, z: np.ndarray,
+                         y) -> "LogisticRecipient":
+        """``fit`` on features already vectorized (columns ``names``, sorted) and standardized
+        (``standardized``): every C of a (model, domain, view) shares them."""
         y = self._labels(y)
         if len(np.unique(y)) < 2:
             raise ValueError("a logistic recipient needs at least two coarse classes among the training worlds")
-        vec = DictVectorizer(sparse=False)
-        x = vec.fit_transform(X)
-        scaler = StandardScaler().fit(x)
-        scale = np.where(scaler.scale_ > 0, scaler.scale_, 1.0)
-        lr = LogisticRegression(C=self.C, max_iter=self.max_iter).fit((x - scaler.mean_) / scale, y)
+        lr = LogisticRegression(C=self.C, max_iter=self.max_iter).fit(z, y)
         k = len(self.coarse_classes)
-        coef = np.zeros((k, x.shape[1]))
+        coef = np.zeros((k, z.shape[1]))
         intercept = np.full(k, -30.0)                # classes never seen in training get ~0 mass
         w = lr.coef_ / scale
-        b = lr.intercept_ - w @ scaler.mean_
+        b = lr.intercept_ - w @ mean
         if len(lr.classes_) == 2:                     # binary: sklearn keeps one row for class 1
             w = np.vstack([-w[0] / 2, w[0] / 2])
             b = np.array([-b[0] / 2, b[0] / 2])
         for row, cls in enumerate(lr.classes_):
             coef[int(cls)] = w[row]
             intercept[int(cls)] = b[row]
-        self.feature_names_ = list(vec.feature_names_)
+        self.feature_names_ = list(names)
         self.coef_, self.intercept_ = coef, intercept
         return self
 
@@ -123,6 +126,13 @@ class NativeRecipient(_RecipientEstimator):
         return Recipient("native", "native", tuple(self.coarse_classes))
 
 
+def standardized(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(mean, scale, standardized x): scikit-learn's StandardScaler, a constant column scaled by 1."""
+    scaler = StandardScaler().fit(x)
+    scale = np.where(scaler.scale_ > 0, scaler.scale_, 1.0)
+    return scaler.mean_, scale, (x - scaler.mean_) / scale
+
+
 def fit_logistic(dicts: list[dict[str, float]], y: np.ndarray, classes: Sequence[str], C: float) -> Recipient | None:
     """The frozen logistic candidate, or None when the training worlds show one class."""
     if len(set(np.asarray(y).tolist())) < 2:
@@ -142,9 +152,10 @@ def fit_candidates(frame: pd.DataFrame, view: str, classes: Sequence[str]) -> li
     avail = train[train["status"] == "ok"]
     if len(avail):
         y = avail["coarse"].map(index).to_numpy()
-        dicts = features(avail, classes)
-        for C in CS:
-            r = fit_logistic(dicts, y, classes, C)
-            if r is not None:
-                out.append(r)
+        if len(set(y.tolist())) >= 2:             # one class seen: no logistic candidate
+            vec = Vectorizer()                     # the same columns as DictVectorizer's, built once for every C
+            x = vec.fit_transform(features(avail, classes))
+            std = standardized(x)
+            for C in CS:
+                out.append(LogisticRecipient(tuple(classes), C).fit_standardized(vec.feature_names_, *std, y).frozen())
     return out
