@@ -70,7 +70,7 @@ def forests_per_view() -> tuple[dict[str, int], dict[str, int]]:
     frozen policies, which every demo domain has)."""
     from qlb.tuple.decoders import base_library
     from qlb.tuple.decoding import FOLDS, with_subviews
-    from qlb.tuple.defense_audit import ENDPOINTS, VIEW, endpoint_method
+    from qlb.tuple.defense_audit import ENDPOINTS, VIEW, reused_views
     from qlb.tuple.release_views import VIEWS
 
     def forests(view: str) -> int:
@@ -79,10 +79,8 @@ def forests_per_view() -> tuple[dict[str, int], dict[str, int]]:
     decoding = {v: forests(v) for v in with_subviews(VIEWS)}
     defenses: dict[str, int] = {}
     for ep in ENDPOINTS:
-        reused = set() if ep == "native" else {"no_output", "choice"} | (
-            {"choice_confidence"} if endpoint_method(ep) != "wcpq" else set())
         for v in with_subviews((VIEW,)):
-            if v not in reused:
+            if v not in reused_views(ep):
                 defenses[v] = defenses.get(v, 0) + forests(v)
     return decoding, defenses
 

@@ -210,6 +210,19 @@ def _decode(model: str, domain: str, frame: pd.DataFrame, families, reuse,
                           f"{s.candidate} [{s.candidate_view}]", s.val_accuracy, s.val_log_loss)
 
 
+# the native control's views whose fields some other endpoint leaves unchanged (see ``reused_views``)
+REUSABLE_VIEWS = frozenset({"no_output", "choice", "choice_confidence"})
+
+
+def reused_views(endpoint: str) -> frozenset[str]:
+    """The views whose fits ``endpoint``'s attacker takes from the native control: those whose
+    fields the release leaves unchanged (the choice, and the confidence except under WCPQ, which
+    releases its codeword's top score); none for the native control itself."""
+    if endpoint == "native":
+        return frozenset()
+    return REUSABLE_VIEWS - ({"choice_confidence"} if endpoint_method(endpoint) == "wcpq" else set())
+
+
 def attack_endpoint(model: str, domain: str, endpoint: str, released: pd.DataFrame, families: frozenset[str],
                     native_fits: dict, ontology: Ontology | None = None) -> tuple[EndpointResult, dict]:
     """The defense-aware attacker on one endpoint: fresh decoders fitted and selected on the
@@ -217,9 +230,7 @@ def attack_endpoint(model: str, domain: str, endpoint: str, released: pd.DataFra
     leaves unchanged reuse the native control's fits (``native_fits``). Returns the result and
     the fits made (the native control's are the ones later endpoints reuse)."""
     method = endpoint_method(endpoint)
-    keep = {"no_output", "choice"} | ({"choice_confidence"} if method != "wcpq" else set())
-    shared = {v: f for v, f in native_fits.items() if v in keep}
-    fits = dict(shared)
+    fits = {v: f for v, f in native_fits.items() if v in reused_views(endpoint)}
     if method == "temperature":
         # the inverse-aware attacker (TUPLE.md section 8): the inverse is public and one-to-one, so
         # the released scores hold nothing it lacks; reading them as well and choosing by a noisy
@@ -286,7 +297,7 @@ def release_table(release: Release, domain: str) -> pd.DataFrame:
 def defend_endpoint(model: str, domain: str, frame: pd.DataFrame, policies: Sequence[Policy], endpoint: str,
                     families: frozenset[str] = DEFENSE_FAMILIES, native_fits: dict | None = None,
                     ontology: Ontology | None = None) -> tuple[DefenseDomain, dict]:
-    """One endpoint of ``defend_domain`` (``frame`` sorted by world_id): release, attack (reusing
+    """One endpoint of one (model, domain) (``frame`` sorted by world_id): release, attack (reusing
     ``native_fits``, the native control's fits, where the endpoint leaves their fields unchanged),
     recipient costs. Returns that endpoint's part of the domain's result (nothing for WCPQ without
     frozen policies) and the fits its attack made."""
@@ -316,32 +327,11 @@ def joined(model: str, domain: str, parts: Sequence[DefenseDomain]) -> DefenseDo
     return out
 
 
-def defend_domain(model: str, domain: str, frame: pd.DataFrame, policies: Sequence[Policy],
-                  families: frozenset[str] = DEFENSE_FAMILIES, endpoints: Sequence[str] = ENDPOINTS,
-                  ontology: Ontology | None = None) -> DefenseDomain:
-    """Every endpoint for one (model, domain), in order: release, attack, recipient costs
-    (``ontology``: the dataset's decision task, default TUPLE). The endpoints after the native
-    control reuse its fits."""
-    frame = frame.sort_values("world_id").reset_index(drop=True)
-    native_fits: dict = {}
-    parts = []
-    for ep in endpoints:
-        part, fits = defend_endpoint(model, domain, frame, policies, ep, families, native_fits, ontology)
-        if ep == "native":
-            native_fits = _reusable(fits)
-        parts.append(part)
-    return joined(model, domain, parts)
-
-
-def _reusable(fits: dict) -> dict:
-    """The native control's fits that another endpoint may reuse (see ``attack_endpoint``)."""
-    return {v: f for v, f in fits.items() if v in ("no_output", "choice", "choice_confidence")}
-
-
 def _native_endpoint(model: str, domain: str, frame: pd.DataFrame, policies: Sequence[Policy],
                      families: frozenset[str], ontology: Ontology | None) -> tuple[DefenseDomain, dict]:
+    """The native control's part and its fits that other endpoints may reuse (only those travel back)."""
     part, fits = defend_endpoint(model, domain, frame, policies, "native", families, None, ontology)
-    return part, _reusable(fits)
+    return part, {v: f for v, f in fits.items() if v in REUSABLE_VIEWS}
 
 
 def run_defenses(frames: dict[str, pd.DataFrame], policies: dict[str, dict[str, list[Policy]]], jobs: int | Workers = 1,
@@ -349,25 +339,28 @@ def run_defenses(frames: dict[str, pd.DataFrame], policies: dict[str, dict[str, 
                  progress: Callable[[int, int], None] | None = None,
                  skipped: dict[str, str] | None = None, ontology: Ontology | None = None) -> list[DefenseDomain]:
     """The defense audit of every decodable (model, domain) of ``frames``, in parallel: the native
-    controls first, then every other (model, domain, endpoint) as a task of its own (the same
-    numbers as ``defend_domain``; a few domains keep every worker busy)."""
+    controls first, then every other (model, domain, endpoint) as a task of its own (a few domains
+    keep every worker busy), which reuses its native control's fits when it comes after the native
+    control in ``endpoints``. Each (model, domain)'s result holds its endpoints in that order;
+    progress counts (model, domain, endpoint) tasks."""
     tasks = [(m, d, f.sort_values("world_id").reset_index(drop=True), policies.get(m, {}).get(d, []))
              for m, d, f in domain_tasks(frames, decodable, "defenses", skipped)]
     endpoints = tuple(endpoints)
     total = len(tasks) * len(endpoints)
-    native = "native" in endpoints
     heads = run_tasks(_native_endpoint, [(m, d, f, pol, families, ontology) for m, d, f, pol in tasks],
-                      total, jobs, progress) if native else [(DefenseDomain(m, d), {}) for m, d, _, _ in tasks]
-    done = len(tasks) if native else 0
+                      total, jobs, progress) if "native" in endpoints else []
+    after_native = set(endpoints[endpoints.index("native") + 1:]) if "native" in endpoints else set()
     later = [(i, ep) for i in range(len(tasks)) for ep in endpoints if ep != "native"]
-    before_native = set(endpoints[:endpoints.index("native")]) if native else set(endpoints)
-    rest = run_tasks(defend_endpoint, [(*tasks[i], ep, families, None if ep in before_native else heads[i][1], ontology)
-                                       for i, ep in later], total, jobs,
-                     (lambda k, n: (k or not native) and progress(done + k, n)) if progress else None)   # 0: the heads' end
-    parts: dict[int, dict[str, DefenseDomain]] = {i: {"native": heads[i][0]} for i in range(len(tasks))}
-    for (i, ep), (part, _) in zip(later, rest):
-        parts[i][ep] = part
-    return [joined(m, d, [parts[i][ep] for ep in endpoints if ep in parts[i]]) for i, (m, d, _, _) in enumerate(tasks)]
+
+    def step(done: int, of: int) -> None:       # after the heads, their last report is this stage's start
+        if done or not heads:
+            progress(len(heads) + done, of)
+
+    rest = run_tasks(defend_endpoint, [(*tasks[i], ep, families, heads[i][1] if ep in after_native else None, ontology)
+                                       for i, ep in later], total, jobs, step if progress else None)
+    parts = {(i, "native"): part for i, (part, _) in enumerate(heads)}
+    parts.update((key, part) for key, (part, _) in zip(later, rest))
+    return [joined(m, d, [parts[i, ep] for ep in endpoints]) for i, (m, d, _, _) in enumerate(tasks)]
 
 
 # ---------------------------------------------------------------- tables
