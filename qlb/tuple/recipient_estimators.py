@@ -135,9 +135,20 @@ def standardized(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def fit_logistic(dicts: list[dict[str, float]], y: np.ndarray, classes: Sequence[str], C: float) -> Recipient | None:
     """The frozen logistic candidate, or None when the training worlds show one class."""
+    fitted = fit_logistics(dicts, y, classes, (C,))
+    return fitted[0] if fitted else None
+
+
+def fit_logistics(dicts: list[dict[str, float]], y: np.ndarray, classes: Sequence[str],
+                  cs: Sequence[float] = CS) -> list[Recipient]:
+    """The frozen logistic candidate for each C of ``cs``, all on one vectorized and standardized
+    matrix (the same columns and values as scikit-learn's DictVectorizer); none when the training
+    worlds show one class."""
     if len(set(np.asarray(y).tolist())) < 2:
-        return None
-    return LogisticRecipient(tuple(classes), C).fit(dicts, y).frozen()
+        return []
+    vec = Vectorizer()
+    std = standardized(vec.fit_transform(dicts))
+    return [LogisticRecipient(tuple(classes), C).fit_standardized(vec.feature_names_, *std, y).frozen() for C in cs]
 
 
 def fit_candidates(frame: pd.DataFrame, view: str, classes: Sequence[str]) -> list[Recipient]:
@@ -151,11 +162,5 @@ def fit_candidates(frame: pd.DataFrame, view: str, classes: Sequence[str]) -> li
         out.append(NativeRecipient(tuple(classes)).fit(released).frozen())
     avail = train[train["status"] == "ok"]
     if len(avail):
-        y = avail["coarse"].map(index).to_numpy()
-        if len(set(y.tolist())) >= 2:             # one class seen: no logistic candidate
-            vec = Vectorizer()                     # the same columns as DictVectorizer's, built once for every C
-            x = vec.fit_transform(features(avail, classes))
-            std = standardized(x)
-            for C in CS:
-                out.append(LogisticRecipient(tuple(classes), C).fit_standardized(vec.feature_names_, *std, y).frozen())
+        out += fit_logistics(features(avail, classes), avail["coarse"].map(index).to_numpy(), classes)
     return out
