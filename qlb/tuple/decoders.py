@@ -405,7 +405,7 @@ class TemplateDecoder(_FeatureDecoder):
             names, which = np.unique(mech[rows], return_inverse=True)
             which = which.reshape(-1)
             rows = rows[np.argsort(which, kind="stable")]          # grouped by mechanism, row order kept
-            bounds = np.searchsorted(np.sort(which), np.arange(len(names) + 1))
+            bounds = np.concatenate(([0], np.cumsum(np.bincount(which, minlength=len(names)))))
             B, ZB = O[rows], ZO[rows]
             groups = list(zip(bounds[:-1], bounds[1:]))
             weight = np.array([B[a:b].sum(axis=0) for a, b in groups]) + self.shrink
