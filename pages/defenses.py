@@ -10,7 +10,8 @@ import streamlit as st
 
 from dashboard import data_access as da
 from qlb.tuple.defenses import static_grid
-from qlb.present.figures import DEFENSE_ORDER as ORDER, defense_figure
+from qlb.present.figures import DEFENSE_ORDER as ORDER, defense_figure, learned_figure
+from qlb.present.learned import learned_points, learned_sentence, proxy_table, table15, verification_table
 from qlb.present.names import PROFILE_HELP, TASK_HELP, cost_interval, name, pct, pct_interval, points_interval
 from qlb.present.palette import model_colours
 from dashboard.routing import page_entry
@@ -60,6 +61,7 @@ def render() -> None:
     shown = table_models(models)
     recovery_section(path, dataset, run_id, res, main, model_colours(everyone), shown)
     verification_section(wcpq, run_id)
+    learned_section(da.query(path, "learned_wcpq", (run_id,)), res, costs, model_colours(everyone), run_id)
     cost_section(costs[costs["model"].isin(shown)], run_id)
     inspector(path, dataset, run_id, models)
 
@@ -239,6 +241,40 @@ def verification_section(w: pd.DataFrame, run_id: str) -> None:
               "plan agreement": st.column_config.TextColumn(
                   "plan agreement", help="(world, policy) comparisons whose complete plan is the same for the native "
                                          "and the WCPQ response, of all compared.")})
+
+
+def learned_section(info: pd.DataFrame, res: pd.DataFrame, costs: pd.DataFrame, colours: dict[str, str],
+                    run_id: str) -> None:
+    """The learned bounded-cost variants next to WCPQ strict: a finding, Figure 11 (recovery against the
+    recipients' cost), Table 15 (recovery per variant) and their verification."""
+    st.subheader("Learned WCPQ: trading a bounded cost for privacy")
+    points = learned_points(res, costs)
+    if points.empty or info.empty:
+        st.info("This run trained no learned WCPQ variant (`qlb audit --learned-wcpq` chooses them; by default all six).")
+        return
+    finding(learned_sentence(points, info), lead="What a cost budget buys.")
+    chart(learned_figure(points, colours), points, "learned_wcpq_figure11",
+          "Paper Figure 11: secret recovery (95% pair-clustered intervals) against what the 18 frozen full-native "
+          "recipients pay, for WCPQ strict and each learned variant; the label is the budget: how much more, in "
+          "review costs, a release may cost any policy for any true class. Lower and further left is better. "
+          f"Run {md_text(run_id)}.")
+    table(table15(points), "learned_wcpq_table15",
+          "Paper Table 15: secret recovery on the test worlds [95% pair-clustered intervals] under WCPQ strict and "
+          "the learned variants (budget in review costs; with or without the loss that pushes a pair's two worlds "
+          f"to the same codeword). Run {md_text(run_id)}.")
+    with st.expander("How each learned variant was chosen and verified"):
+        table(verification_table(info), "learned_wcpq_verification",
+              "Pooled over the domains: coverage of the available test responses; responses the final verification "
+              "released unchanged; codewords kept at deployment and in the pool, and the training seed the proxy "
+              "attackers chose, per domain; the largest realized increase of a world's cost over the 18 policies, "
+              "in review costs, against the budget.",
+              column_config={"coverage": st.column_config.NumberColumn("coverage", format="percent"),
+                             "largest cost increase": st.column_config.NumberColumn(format="%.2f")})
+        table(proxy_table(info), "learned_wcpq_proxies",
+              "Seed selection: each seed's strongest proxy attacker (shared scorer and template families) on the "
+              "validation worlds; the seed with the lower recovery wins, then the higher log loss.",
+              column_config={"proxy validation recovery": st.column_config.NumberColumn(format="percent"),
+                             "proxy log loss": st.column_config.NumberColumn(format="%.3f")})
 
 
 def cost_section(costs: pd.DataFrame, run_id: str) -> None:

@@ -37,6 +37,7 @@ def _warehouse_arg(p: argparse.ArgumentParser) -> None:
 def build_parser() -> argparse.ArgumentParser:
     """The `qlb` argument parser: every command with its options and help text."""
     from qlb.simulate import DEFAULT_SEED
+    from qlb.tuple.learned_wcpq import LEARNED_VARIANTS
     from qlb.tuple.release_views import DECODER_FAMILIES
     from warehouse.ingest import KINDS
 
@@ -120,6 +121,11 @@ def build_parser() -> argparse.ArgumentParser:
                      choices=list(DECODER_FAMILIES),
                      help="decoder families of the defense-aware attacker (default: prior logistic template; "
                           "all five take several times longer)")
+    aud.add_argument("--learned-wcpq", nargs="*", metavar="VARIANT", choices=list(LEARNED_VARIANTS),
+                     help="learned bounded-cost WCPQ variants to train and attack (paper H.2): budget 0, 0.2 or 0.5 "
+                          "review costs, each with and without the pair loss: 0-no-pair 0-paired 0.2-no-pair 0.2-paired "
+                          "0.5-no-pair 0.5-paired "
+                          "(default: all six, several minutes on the demo; give the flag alone for none)")
     aud.add_argument("--in-stages", action="store_true",
                      help="store each audit as it finishes (refusal and QuasiLeak; decoding; utility and fronts; "
                           "defenses), opening the warehouse only to read and to store, so the dashboard can read "
@@ -701,6 +707,7 @@ def _resolve_dataset(con, name: str | None) -> str:
 
 def _cmd_audit(args: argparse.Namespace) -> int:
     from qlb.tuple import refusal
+    from qlb.tuple.learned_wcpq import LEARNED_VARIANTS
     from qlb.runs.audit import AuditOptions, run_audits
     from warehouse.db import default_path, writer
 
@@ -724,7 +731,9 @@ def _cmd_audit(args: argparse.Namespace) -> int:
                                        views=args.views or VIEWS, jobs=jobs, utility=not args.no_utility,
                                        defenses=not args.no_defenses, defense_models=args.defense_models,
                                        families=set(args.families) if args.families else None,
-                                       defense_families=set(args.defense_families) if args.defense_families else None)
+                                       defense_families=set(args.defense_families) if args.defense_families else None,
+                                       learned_wcpq=None if args.learned_wcpq is None else
+                                       [LEARNED_VARIANTS[v] for v in args.learned_wcpq])
                 if args.in_stages:
                     status = _staged_status(con, path, dataset, options)
                 else:

@@ -104,9 +104,11 @@ def _build_demo(path: Path) -> None:
 # The decoded warehouse's audit: two models, the fast decoder families, the defenses of one model
 # with an attacker of two families (the logistic fits of its nine endpoints per domain were most
 # of the suite's longest wait, and the defense tests check shapes, agreement and coverage, not
-# how strong the attacker is).
+# how strong the attacker is), and one of the six learned WCPQ variants (each trains two networks
+# and two proxy attackers per domain).
 DECODED_AUDIT = dict(models=["sim-alder", "sim-dogwood"], families={"prior", "logistic", "template"},
-                     defense_models=["sim-alder"], defense_families={"prior", "template"})
+                     defense_models=["sim-alder"], defense_families={"prior", "template"},
+                     learned_wcpq=["wcpq learned 0.2 paired"])
 
 
 def _build_decoded(path: Path, demo: Path) -> None:

@@ -312,6 +312,11 @@ SELECT model, defense, method, seed, accuracy, ci_low, ci_high, log_loss, n, dif
        diff_ci_high, coverage, fallbacks, plan_agreement, plan_comparisons, max_abs_cost_diff
 FROM defense_results WHERE run_id = ? ORDER BY model, defense;
 
+-- name: learned_wcpq
+SELECT model, domain, defense, budget, js_weight, seed, proxy, pool, deployed, guarded, available, covered,
+       max_cost_increase
+FROM learned_wcpq WHERE run_id = ? ORDER BY model, defense, domain;
+
 -- name: defense_costs
 SELECT model, defense, recipient, task, profile, mean_cost, ci_low, ci_high, n
 FROM defense_costs WHERE run_id = ? ORDER BY model, defense, recipient, task, profile;

@@ -241,6 +241,34 @@ def defense_figure(res: pd.DataFrame, colours: dict[str, str]) -> go.Figure:
     return fig
 
 
+LEARNED_SYMBOLS = {"strict": "diamond", "no pair": "circle", "paired": "square"}
+
+
+def learned_figure(points: pd.DataFrame, colours: dict[str, str]) -> go.Figure:
+    """Paper Figure 11: per model, WCPQ strict and each learned variant as (mean authored cost of
+    the frozen recipients over the three tasks, secret recovery with its 95% interval); the
+    marker says strict, no pair loss or pair loss, the label the budget."""
+    fig = go.Figure()
+    for (model, kind), d in points.groupby(["model", "kind"], sort=True):
+        fig.add_trace(go.Scatter(
+            name=f"{plot_text(model)} · {kind if kind != 'strict' else 'WCPQ strict'}", x=d["mean_cost"],
+            y=d["accuracy"], mode="markers+text", text=[f"{b:g}" if kind != "strict" else "" for b in d["budget"]],
+            textposition="middle right", legendgroup=plot_text(model),
+            marker=dict(color=colours[model], size=11, symbol=LEARNED_SYMBOLS[kind], line=dict(color="#444444", width=0.75)),
+            error_y=dict(type="data", symmetric=False, array=d["ci_high"] - d["accuracy"],
+                         arrayminus=d["accuracy"] - d["ci_low"], thickness=1),
+            customdata=np.column_stack([d["ci_low"], d["ci_high"], d["budget"]]),
+            hovertemplate="%{fullData.name}<br>budget %{customdata[2]} review costs<br>recovery %{y:.1%} "
+                          "[%{customdata[0]:.1%}, %{customdata[1]:.1%}]<br>mean cost %{x:.3f} per case<extra></extra>"))
+    fig.add_hline(y=0.5, line_dash="dash", line_color="#555555", annotation_text="50%: guessing",
+                  annotation_position="bottom left")
+    fig.update_layout(height=430, margin=dict(l=10, r=10, t=10, b=10), legend=dict(title_text="model · mapper"),
+                      xaxis=dict(title="mean cost per case of the frozen recipients (authored costs, mean of the "
+                                       "three tasks)"),
+                      yaxis=dict(title="defense-aware secret recovery on test worlds (%)", tickformat=".0%"))
+    return fig
+
+
 def f1_figure(numeric: pd.DataFrame) -> go.Figure:
     """Complete and graded F1 per detector (best complete F1 first) as grouped bars with 95% bootstrap intervals."""
     d = numeric.sort_values("complete_f1", ascending=False)

@@ -19,6 +19,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 
 from qlb.present import figures
+from qlb.present.learned import learned_points, learned_sentence, table15
 from qlb.present.names import (QL_METRIC_NAMES, TASK_NAMES, VIEW_NAMES, pct, pct_interval, points_interval,
                                readable, text_range)
 from qlb.present.paper import choice_vs_native, paper_checks
@@ -413,6 +414,14 @@ def render_report(d: RunData) -> str:
                      "control.</p>"
                      + _table(w[["model", "defense", "coverage", "fallbacks", "plan agreement", "max_abs_cost_diff"]],
                               {"fallbacks": "count", "largest cost change": "cost"}))
+        points = learned_points(d.defenses, d.defense_costs)
+        if not points.empty and not d.learned.empty:
+            parts.append("<h3>Learned WCPQ: trading a bounded cost for privacy</h3>"
+                         f"<p>{esc(learned_sentence(points, d.learned))}</p>")
+            fig(figures.learned_figure(points, colours),
+                "Secret recovery (95% intervals) against the frozen recipients' mean authored cost, for WCPQ strict "
+                "and each learned variant (label: the budget, in review costs).")
+            parts.append(_table(table15(points), {c: "figure" for c in table15(points).columns if c != "model"}))
     if not d.ql.empty:
         parts.append("<h2>QuasiLeak detectors</h2>")
         allm = d.ql[d.ql["slice_kind"] == "all"].pivot_table(index="detector", columns="metric", values="value")

@@ -29,3 +29,4 @@ class RunData:
     tuple_task: bool = True                     # the dataset's ontology is TUPLE's (the paper's numbers apply)
     coarse: pd.DataFrame = field(default_factory=pd.DataFrame)    # test coarse accuracy (Tables 22, 24)
     robustness: RobustnessChecks | None = None                    # Tables 29, 30 (the report computes them)
+    learned: pd.DataFrame = field(default_factory=pd.DataFrame)   # learned WCPQ variants (``learned_wcpq``, H.2)

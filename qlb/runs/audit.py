@@ -56,7 +56,9 @@ class AuditOptions:
     downstream utility and so the defenses, which need its frozen policies; ``defenses=False``
     the defense audit. ``families`` restricts the decoder library (default: all five families,
     as specified); ``defense_models`` restricts the defense audit to some models (default: all)
-    and ``defense_families`` sets its decoder families (default: prior, logistic, template).
+    and ``defense_families`` sets its decoder families (default: prior, logistic, template);
+    ``learned_wcpq`` names the learned bounded-cost WCPQ variants to train and attack (default: all
+    six, paper H.2; an empty list: none).
     ``jobs`` says where the (model, domain) tasks run: a number of local processes or a
     ``Workers`` (a Dask scheduler's); the numbers do not depend on it, so it is no parameter of
     the run. Without ``force``, an earlier run over exactly the same data and parameters is reused."""
@@ -69,6 +71,7 @@ class AuditOptions:
     families: set[str] | None = None
     defense_models: Sequence[str] | None = None
     defense_families: set[str] | None = None
+    learned_wcpq: Sequence[str] | None = None
     jobs: int | Workers = 1
     force: bool = False
     n_boot: int = N_BOOT
@@ -80,6 +83,16 @@ class AuditOptions:
         """The defense audit needs the decoding and the utility audit of the same run."""
         return self.defenses and self.decode and self.utility
 
+    @property
+    def learned_endpoints(self) -> tuple[str, ...]:
+        """The learned WCPQ variants the defense audit runs, in the audit's endpoint order."""
+        wanted = defense_audit.LEARNED_ENDPOINTS if self.learned_wcpq is None else set(self.learned_wcpq)
+        unknown = set(wanted) - set(defense_audit.LEARNED_ENDPOINTS)
+        if unknown:
+            raise ValueError(f"unknown learned WCPQ variant(s) {', '.join(sorted(unknown))}; expected some of "
+                             f"{', '.join(defense_audit.LEARNED_ENDPOINTS)}")
+        return tuple(ep for ep in defense_audit.LEARNED_ENDPOINTS if ep in wanted)
+
     def parameters(self) -> dict[str, Any]:
         """The run parameters as stored with the run (and compared to reuse an earlier run)."""
         defended = self.run_defenses
@@ -87,6 +100,7 @@ class AuditOptions:
                 + (["utility"] if self.utility else []) + (["defenses"] if defended else []),
                 "defense_models": sorted(self.defense_models) if (defended and self.defense_models) else None,
                 "defense_families": sorted(self.defense_families or defense_audit.DEFENSE_FAMILIES) if defended else None,
+                "learned_wcpq": list(self.learned_endpoints) if defended else None,
                 "models": sorted(self.models) if self.models else None, "quasileak_split": self.quasileak_split,
                 "n_boot": self.n_boot, "seed": self.seed, "views": list(self.views) if self.decode else None,
                 "families": sorted(self.families) if (self.decode and self.families) else None}
@@ -360,6 +374,7 @@ def _defense_audit(frames: dict[str, pd.DataFrame], selected: list[DomainUtility
     policies = {m: policies_from_selection([s for r in selected if r.model == m for s in r.selected]) for m in targets}
     results = defense_audit.run_defenses({m: frames[m] for m in targets}, policies, opts.jobs,
                                          frozenset(opts.defense_families or defense_audit.DEFENSE_FAMILIES),
+                                         endpoints=defense_audit.ENDPOINTS + opts.learned_endpoints,
                                          progress=_stage(progress, "defenses"), skipped=run.skipped,
                                          ontology=ontology)
     if not results:
@@ -368,7 +383,8 @@ def _defense_audit(frames: dict[str, pd.DataFrame], selected: list[DomainUtility
     run.defenses, run.defense_costs = defense_audit.result_tables(results, preds, opts.n_boot, opts.seed,
                                                                   skipped=run.skipped)
     return {"decoder_predictions": preds, "defense_releases": defense_audit.release_rows(results),
-            "defense_results": run.defenses, "defense_costs": run.defense_costs}
+            "defense_results": run.defenses, "defense_costs": run.defense_costs,
+            "learned_wcpq": defense_audit.learned_rows(results)}
 
 
 def quasileak_json(scores: pd.DataFrame) -> dict:

@@ -213,6 +213,21 @@ def decode_domain(model: str, domain: str, frame: pd.DataFrame, views: tuple[str
                         views)
 
 
+def proxy_recovery(frame: pd.DataFrame, domain: str, view: str, families: set[str],
+                   ontology: Ontology | None = None) -> tuple[float, float]:
+    """A proxy attacker's validation recovery and log loss on one view of one (model, domain)'s
+    releases: the view's configurations of ``families`` fitted with grouped out-of-fold
+    predictions, the candidates of ``view_candidates`` (blends and stack included), selected on
+    validation. Only train and validation are read (no subview fallback: a quick, independent
+    attacker, as the learned WCPQ's seed selection needs)."""
+    dom = (ontology or load_ontology()).domain(domain)
+    train, val, _ = split_frames(with_public_features(frame))
+    y_train, y_val = labels(train), labels(val)
+    vf = fit_view(train, y_train, val, val, view, dom.classes, dom.mechanisms, families=families)
+    _, acc, ll = select(view_candidates(vf, y_train), y_val)
+    return acc, ll
+
+
 def reselect(model: str, domain: str, frame: pd.DataFrame, fits: dict[str, ViewFit], views: tuple[str, ...],
              families: set[str] | None = None) -> DomainDecoding:
     """``decode_domain`` without fitting: candidates, selection and test scoring from stored base

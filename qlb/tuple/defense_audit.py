@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from qlb.stats.bootstrap import N_BOOT, SEED, PairResamples, percentile_interval, resampled_means
-from qlb.tuple.decoding import correct, decode_domain, log_loss_per_world
+from qlb.tuple.decoding import correct, decode_domain, log_loss_per_world, proxy_recovery
 from qlb.tuple.recovery import decodable
 from qlb.stats.parallel import Workers, domain_tasks, run_tasks
 from qlb.tuple.defenses import NOISE_SEEDS, apply, temperature_inverse, to_dict
@@ -33,7 +33,10 @@ from qlb.tuple.costs import profile_names
 from qlb.tuple.recipients import candidate_ranks, features, native_q
 from qlb.tuple.release_views import apply_view
 from qlb.tuple.utility import utility_domain
-from qlb.tuple.wcpq import POLICY_VIEW, Policy, main_codebook, map_domain, released_frame, signature, verify
+from qlb.tuple.learned_wcpq import LEARNED_ENDPOINTS, PROXY_FAMILIES, LearnedRelease, learned_releases
+from qlb.tuple.wcpq import (
+    POLICY_VIEW, Mapping, Policy, main_codebook, map_domain, released_frame, signature, verify,
+)
 from qlb.tuple.workflows import run_task
 
 log = logging.getLogger(__name__)
@@ -43,12 +46,22 @@ DEFENSE_FAMILIES = frozenset({"prior", "logistic", "template"})
 ENDPOINTS: tuple[str, ...] = ("native", "quantize", "top2", "temperature",
                               *[f"noise seed {s}" for s in NOISE_SEEDS], "wcpq", "wcpq grid")
 WCPQ_ENDPOINTS = ("wcpq", "wcpq grid")     # the main strict codebook, and the static-grid canonical control
+# the strict endpoints, then the six learned bounded-cost variants (paper H.2, ``learned_wcpq``)
+ALL_ENDPOINTS: tuple[str, ...] = ENDPOINTS + LEARNED_ENDPOINTS
 
 
 def endpoint_method(endpoint: str) -> str:
     """The defense method behind an endpoint: ``noise`` for every noise seed, ``wcpq`` for both
-    codebooks, else the endpoint itself."""
+    strict codebooks, ``wcpq learned`` for the learned variants, else the endpoint itself."""
+    if endpoint in LEARNED_ENDPOINTS:
+        return "wcpq learned"
     return "noise" if endpoint.startswith("noise") else "wcpq" if endpoint in WCPQ_ENDPOINTS else endpoint
+
+
+def is_wcpq(endpoint: str) -> bool:
+    """A WCPQ endpoint (strict or learned): a mapping to codewords, whose confidence becomes the
+    codeword's maximum, with coverage and verification."""
+    return endpoint_method(endpoint) in ("wcpq", "wcpq learned")
 
 
 def defended(frame: pd.DataFrame, method: str, seed: int = NOISE_SEEDS[0]) -> pd.DataFrame:
@@ -186,7 +199,13 @@ def release_endpoint(frame: pd.DataFrame, domain: str, endpoint: str, policies: 
 
 
 def _wcpq_release(frame: pd.DataFrame, domain: str, policies: list[Policy], code: np.ndarray | None) -> Release:
-    mapping = map_domain(frame, domain, policies, code)
+    return mapped_release(frame, domain, policies, map_domain(frame, domain, policies, code))
+
+
+def mapped_release(frame: pd.DataFrame, domain: str, policies: list[Policy], mapping: Mapping,
+                   extra: dict | None = None) -> Release:
+    """The release of a WCPQ mapping (``frame`` sorted by world_id), with its public workflow
+    signatures, and the test split's coverage and verification (plus ``extra``)."""
     released = released_frame(frame, mapping).sort_values("world_id").reset_index(drop=True)
     test = (frame["split"] == "test").to_numpy()
     v = verify(frame[test], released[test], domain, policies)
@@ -196,10 +215,37 @@ def _wcpq_release(frame: pd.DataFrame, domain: str, policies: list[Policy], code
     summary = {"available": int(test_avail.sum()), "covered": int((test_codes >= 0).sum()),
                "fallbacks": int((test_avail & (test_codes < 0)).sum()), "worlds": int(test.sum()),
                "plan_agreement": v.plan_agreement, "comparisons": v.comparisons,
-               "max_abs_cost_diff": v.max_abs_cost_diff}
+               "max_abs_cost_diff": v.max_abs_cost_diff, "max_cost_increase": v.max_cost_increase,
+               **(extra or {})}
     released = released.copy()
     released["_signature"] = signature_keys(released, domain, policies)
     return Release(released, code.loc[released["world_id"]].to_numpy(), summary)
+
+
+def learned_endpoint_releases(model: str, domain: str, frame: pd.DataFrame, policies: Sequence[Policy],
+                              endpoints: Sequence[str], ontology: Ontology | None = None) -> dict[str, Release]:
+    """The learned WCPQ variants' releases of one (model, domain) (``frame`` sorted by world_id),
+    each seed chosen by the proxy attackers on its defended train and validation releases."""
+    if not policies or not endpoints:
+        return {}
+    policies = list(policies)
+
+    def proxy(mapping: Mapping) -> tuple[float, float]:
+        released = released_frame(frame, mapping).sort_values("world_id").reset_index(drop=True)
+        released["_signature"] = signature_keys(released, domain, policies)
+        acc, ll = proxy_recovery(released, domain, VIEW, set(PROXY_FAMILIES), ontology)
+        return float(acc), float(ll)
+
+    out = {}
+    for r in learned_releases(frame, policies, proxy, endpoints):
+        out[r.endpoint] = mapped_release(frame, domain, policies, r.mapping, learned_info(r))
+    return out
+
+
+def learned_info(r: LearnedRelease) -> dict:
+    """What a learned variant stores besides coverage and verification."""
+    return {"budget": r.budget, "js_weight": r.js_weight, "seed": r.seed, "pool": r.pool, "deployed": r.deployed,
+            "guarded": r.guarded, "proxy": {str(k): list(v) for k, v in r.proxy.items()}}
 
 
 def _decode(model: str, domain: str, frame: pd.DataFrame, families, reuse,
@@ -220,7 +266,7 @@ def reused_views(endpoint: str) -> frozenset[str]:
     releases its codeword's top score); none for the native control itself."""
     if endpoint == "native":
         return frozenset()
-    return REUSABLE_VIEWS - ({"choice_confidence"} if endpoint_method(endpoint) == "wcpq" else set())
+    return REUSABLE_VIEWS - ({"choice_confidence"} if is_wcpq(endpoint) else set())
 
 
 def attack_endpoint(model: str, domain: str, endpoint: str, released: pd.DataFrame, families: frozenset[str],
@@ -279,7 +325,7 @@ def endpoint_costs(model: str, domain: str, endpoint: str, released: pd.DataFram
     replayed, and (for the transforms, not WCPQ) adapted recipients refitted on the release; and
     the frozen policies that cannot read the release (no cost)."""
     out, unreadable = _frozen_costs(endpoint, released, domain, policies) if policies else ([], [])
-    if endpoint != "native" and endpoint_method(endpoint) != "wcpq":
+    if endpoint != "native" and not is_wcpq(endpoint):
         plain = released.drop(columns=["_signature", "_inverse_signature"], errors="ignore")
         out += _adapted_costs(endpoint, model, domain, plain, ontology)
     return out, unreadable
@@ -296,13 +342,15 @@ def release_table(release: Release, domain: str) -> pd.DataFrame:
 
 def defend_endpoint(model: str, domain: str, frame: pd.DataFrame, policies: Sequence[Policy], endpoint: str,
                     families: frozenset[str] = DEFENSE_FAMILIES, native_fits: dict | None = None,
-                    ontology: Ontology | None = None) -> tuple[DefenseDomain, dict]:
-    """One endpoint of one (model, domain) (``frame`` sorted by world_id): release, attack (reusing
-    ``native_fits``, the native control's fits, where the endpoint leaves their fields unchanged),
-    recipient costs. Returns that endpoint's part of the domain's result (nothing for WCPQ without
-    frozen policies) and the fits its attack made."""
+                    ontology: Ontology | None = None, release: Release | None = None) -> tuple[DefenseDomain, dict]:
+    """One endpoint of one (model, domain) (``frame`` sorted by world_id): release (``release``
+    when already made: the learned variants), attack (reusing ``native_fits``, the native
+    control's fits, where the endpoint leaves their fields unchanged), recipient costs. Returns
+    that endpoint's part of the domain's result (nothing for WCPQ without frozen policies) and
+    the fits its attack made."""
     out = DefenseDomain(model, domain)
-    release = release_endpoint(frame, domain, endpoint, policies)
+    if release is None and endpoint not in LEARNED_ENDPOINTS:
+        release = release_endpoint(frame, domain, endpoint, policies)
     if release is None:
         return out, {}
     if release.wcpq:
@@ -334,33 +382,51 @@ def _native_endpoint(model: str, domain: str, frame: pd.DataFrame, policies: Seq
     return part, {v: f for v, f in fits.items() if v in REUSABLE_VIEWS}
 
 
+def _first_stage(kind: str, model: str, domain: str, frame: pd.DataFrame, policies: Sequence[Policy],
+                 families: frozenset[str], endpoints: Sequence[str], ontology: Ontology | None):
+    """A task of the first stage: the native control (``kind`` "native") or the learned WCPQ
+    releases ("learned") of one (model, domain)."""
+    if kind == "native":
+        return _native_endpoint(model, domain, frame, policies, families, ontology)
+    return learned_endpoint_releases(model, domain, frame, policies, endpoints, ontology)
+
+
 def run_defenses(frames: dict[str, pd.DataFrame], policies: dict[str, dict[str, list[Policy]]], jobs: int | Workers = 1,
-                 families: frozenset[str] = DEFENSE_FAMILIES, endpoints: Sequence[str] = ENDPOINTS,
+                 families: frozenset[str] = DEFENSE_FAMILIES, endpoints: Sequence[str] = ALL_ENDPOINTS,
                  progress: Callable[[int, int], None] | None = None,
                  skipped: dict[str, str] | None = None, ontology: Ontology | None = None) -> list[DefenseDomain]:
-    """The defense audit of every decodable (model, domain) of ``frames``, in parallel: the native
-    controls first, then every other (model, domain, endpoint) as a task of its own (a few domains
-    keep every worker busy), which reuses its native control's fits when it comes after the native
+    """The defense audit of every decodable (model, domain) of ``frames``, in parallel. First
+    stage: the native controls, and the learned WCPQ variants' releases (trained per (model,
+    domain)); then every other (model, domain, endpoint) as a task of its own (a few domains keep
+    every worker busy), which reuses its native control's fits when it comes after the native
     control in ``endpoints``. Each (model, domain)'s result holds its endpoints in that order;
-    progress counts (model, domain, endpoint) tasks."""
+    progress counts the tasks of both stages."""
     tasks = [(m, d, f.sort_values("world_id").reset_index(drop=True), policies.get(m, {}).get(d, []))
              for m, d, f in domain_tasks(frames, decodable, "defenses", skipped)]
     endpoints = tuple(endpoints)
-    total = len(tasks) * len(endpoints)
-    heads = run_tasks(_native_endpoint, [(m, d, f, pol, families, ontology) for m, d, f, pol in tasks],
-                      total, jobs, progress) if "native" in endpoints else []
+    learned = [ep for ep in endpoints if ep in LEARNED_ENDPOINTS]
+    first = ([("native", i) for i in range(len(tasks))] if "native" in endpoints else []) \
+        + ([("learned", i) for i, t in enumerate(tasks) if t[3]] if learned else [])
+    # a learned variant needs frozen policies to map against; without them it releases nothing
+    later = [(i, ep) for i in range(len(tasks)) for ep in endpoints
+             if ep != "native" and (ep not in LEARNED_ENDPOINTS or tasks[i][3])]
+    total = len(first) + len(later)
+    done_first = run_tasks(_first_stage, [(kind, *tasks[i][:4], families, learned, ontology) for kind, i in first],
+                           total, jobs, progress)
+    heads = {i: out for (kind, i), out in zip(first, done_first) if kind == "native"}
+    made = {i: out for (kind, i), out in zip(first, done_first) if kind == "learned"}
     after_native = set(endpoints[endpoints.index("native") + 1:]) if "native" in endpoints else set()
-    later = [(i, ep) for i in range(len(tasks)) for ep in endpoints if ep != "native"]
 
-    def step(done: int, of: int) -> None:       # after the heads, their last report is this stage's start
-        if done or not heads:
-            progress(len(heads) + done, of)
+    def step(done: int, of: int) -> None:       # after the first stage, its last report is this stage's start
+        if done or not first:
+            progress(len(first) + done, of)
 
-    rest = run_tasks(defend_endpoint, [(*tasks[i], ep, families, heads[i][1] if ep in after_native else None, ontology)
-                                       for i, ep in later], total, jobs, step if progress else None)
-    parts = {(i, "native"): part for i, (part, _) in enumerate(heads)}
+    rest = run_tasks(defend_endpoint, [(*tasks[i], ep, families, heads[i][1] if ep in after_native and i in heads
+                                        else None, ontology, made.get(i, {}).get(ep)) for i, ep in later],
+                     total, jobs, step if progress else None)
+    parts = {(i, "native"): part for i, (part, _) in heads.items()}
     parts.update((key, part) for key, (part, _) in zip(later, rest))
-    return [joined(m, d, [parts[i, ep] for ep in endpoints]) for i, (m, d, _, _) in enumerate(tasks)]
+    return [joined(m, d, [parts[i, ep] for ep in endpoints if (i, ep) in parts]) for i, (m, d, _, _) in enumerate(tasks)]
 
 
 # ---------------------------------------------------------------- tables
@@ -382,6 +448,18 @@ def prediction_rows(results: list[DefenseDomain]) -> pd.DataFrame:
                 rows.append((r.model, VIEW, ep, wid, r.domain, pid, float(p), bool(c), float(l), e.candidate))
     return pd.DataFrame(rows, columns=["model", "view", "defense", "world_id", "domain", "pair_id", "p_s1", "correct",
                                        "log_loss", "candidate"])
+
+
+LEARNED_COLUMNS = ["model", "domain", "defense", "budget", "js_weight", "seed", "proxy", "pool", "deployed", "guarded",
+                   "available", "covered", "max_cost_increase"]
+
+
+def learned_rows(results: list[DefenseDomain]) -> pd.DataFrame:
+    """The ``learned_wcpq`` rows: each learned variant's choice and verification per (model, domain)."""
+    rows = [{"model": r.model, "domain": r.domain, "defense": ep, **{k: w[k] for k in LEARNED_COLUMNS[3:] if k != "proxy"},
+             "proxy": json.dumps(w["proxy"], sort_keys=True)}
+            for r in results for ep, w in r.wcpq.items() if endpoint_method(ep) == "wcpq learned"]
+    return pd.DataFrame(rows, columns=LEARNED_COLUMNS)
 
 
 def release_rows(results: list[DefenseDomain]) -> pd.DataFrame:
@@ -439,7 +517,7 @@ def _recovery_rows(model: str, sub: pd.DataFrame, domains: list[DefenseDomain], 
             d, dlo, dhi = _boot(vals - wide["native"].to_numpy(), pair_of, rs)
         else:
             d = dlo = dhi = None
-        is_w = ep in WCPQ_ENDPOINTS and wc["comparisons"] > 0
+        is_w = is_wcpq(ep) and wc["comparisons"] > 0
         rows.append({"model": model, "defense": ep, "method": endpoint_method(ep) if ep != "native" else "none",
                      "seed": int(ep.rsplit(" ", 1)[1]) if ep.startswith("noise seed") else None,
                      "accuracy": est, "ci_low": lo, "ci_high": hi,

@@ -74,7 +74,7 @@ def zero_score_features(frame: pd.DataFrame, classes: tuple[str, ...]) -> list[d
     return features(base, classes)
 
 
-def _q_codewords(policy: Policy, frame: pd.DataFrame, code: np.ndarray, classes: tuple[str, ...],
+def q_codewords(policy: Policy, frame: pd.DataFrame, code: np.ndarray, classes: tuple[str, ...],
                  base: list[dict[str, float]] | None = None) -> np.ndarray:
     """q for every (world, codeword): (n, m, k). ``base``: ``zero_score_features`` of the frame
     (computed here when not given)."""
@@ -164,17 +164,21 @@ class Mapping:
     confidence: np.ndarray
 
 
+def eligible_rows(rel: pd.DataFrame, classes: tuple[str, ...]) -> np.ndarray:
+    """The worlds a codeword can stand in for: available with the full probability vector. A
+    codeword keeps the status and the presence of choice and confidence and releases every score,
+    so no other response can share its signature (and a native-distribution policy could not
+    read it)."""
+    return (rel["status"] == "ok").to_numpy() & field_availability(rel, classes)[:, 3:].all(axis=1)
+
+
 def map_domain(frame: pd.DataFrame, domain: str, policies: list[Policy], code: np.ndarray | None = None) -> Mapping:
     """The first codeword with the response's signature under every policy, per world."""
     classes = policies[0].costs.classes             # the domain's classes, canonical order
     code = static_grid(len(classes)) if code is None else code
     rel = apply_view(frame, POLICY_VIEW).reset_index(drop=True)
     n, m = len(rel), len(code)
-    available = (rel["status"] == "ok").to_numpy()
-    # field availability: a codeword keeps the status and the presence of choice and confidence
-    # and releases every score, so only an available response with the full vector can share its
-    # signature; the others are never matched (and a native-distribution policy could not read them)
-    eligible = available & field_availability(rel, classes)[:, 3:].all(axis=1)
+    eligible = eligible_rows(rel, classes)
     sub = rel[eligible].reset_index(drop=True)
     rank = candidate_ranks(sub, classes)
     match = np.ones((len(sub), m), bool)
@@ -190,13 +194,21 @@ def map_domain(frame: pd.DataFrame, domain: str, policies: list[Policy], code: n
             if not len(alive):
                 break
             native = signature(p, p.recipient.q(sub, dicts), rank)                  # (rows, 5)
-            qc = _q_codewords(p, sub, code, classes, base).reshape(len(sub) * m, len(classes))
+            qc = q_codewords(p, sub, code, classes, base).reshape(len(sub) * m, len(classes))
             coded = signature(p, qc[alive], rank[world[alive]])
             flat[alive] = (coded == native[world[alive]]).all(axis=1)
     first = np.full(n, -1)
     first[eligible] = np.where(match.any(axis=1), match.argmax(axis=1), -1)
+    return mapping_of(rel, classes, code, first)
+
+
+def mapping_of(rel: pd.DataFrame, classes: tuple[str, ...], code: np.ndarray, first: np.ndarray) -> Mapping:
+    """The releases of ``rel``'s worlds (full-native view, in its order) when world i gets
+    codeword ``first[i]`` (-1: its response unchanged): the codeword's scores, and its maximum
+    as the confidence where the response had one."""
+    available = (rel["status"] == "ok").to_numpy()
     released, conf = [], rel["confidence"].to_numpy(float).copy()
-    for i in range(n):
+    for i in range(len(rel)):
         if first[i] >= 0:
             released.append({c: float(v) for c, v in zip(classes, code[first[i]])})
             if not np.isnan(conf[i]):
@@ -219,6 +231,7 @@ class Verification:
     plan_agreement: int           # (world, policy) comparisons whose whole signature agrees (see ``verify``)
     comparisons: int
     max_abs_cost_diff: float
+    max_cost_increase: float      # the largest per-world realized cost increase, in review costs of its policy
     native_cost: dict[tuple[str, str], float]
     released_cost: dict[tuple[str, str], float]
 
@@ -237,7 +250,7 @@ def verify(native: pd.DataFrame, released: pd.DataFrame, domain: str, policies: 
     same_fields = ((field_availability(a, classes) == field_availability(b, classes)).all(axis=1)
                    & (a["choice"].fillna("").to_numpy() == b["choice"].fillna("").to_numpy()))
     t = a["coarse"].map({c: i for i, c in enumerate(classes)}).to_numpy()
-    agree, comparisons, worst = 0, 0, 0.0
+    agree, comparisons, worst, rise = 0, 0, 0.0, 0.0
     native_cost, released_cost = {}, {}
     for p in policies:
         qa, qb = p.recipient.q(a), p.recipient.q(b)
@@ -249,6 +262,7 @@ def verify(native: pd.DataFrame, released: pd.DataFrame, domain: str, policies: 
         agree += int(same.sum())
         comparisons += len(a)
         worst = max(worst, float(np.abs(oa.cost - ob.cost).max()) if len(a) else 0.0)
+        rise = max(rise, float((ob.cost - oa.cost).max()) / p.costs.review if len(a) else 0.0)
         native_cost[(p.task, p.profile)] = float(oa.cost.mean())
         released_cost[(p.task, p.profile)] = float(ob.cost.mean())
-    return Verification(agree, comparisons, worst, native_cost, released_cost)
+    return Verification(agree, comparisons, worst, rise, native_cost, released_cost)

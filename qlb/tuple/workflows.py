@@ -74,10 +74,10 @@ def selective(q: np.ndarray, rank: np.ndarray, available: np.ndarray, t: np.ndar
     risk = costs.wrong_route * (1.0 - q[np.arange(n), top])
     route = risk < costs.review * factor
     first = np.where(route, top, REVIEW)
-    cost = np.where(route, np.where(top == t, 0.0, costs.wrong_route), costs.review)
     first = np.where(available, first, FALLBACK)
-    cost = np.where(available, cost, costs.fallback)
-    return Outcome("selective", first, np.zeros(n, bool), _blank(n), _blank(n), cost, available)
+    out = Outcome("selective", first, np.zeros(n, bool), _blank(n), _blank(n), np.empty(n), available)
+    out.cost = realized_cost(out, t, costs)
+    return out
 
 
 def clarification(q: np.ndarray, rank: np.ndarray, available: np.ndarray, t: np.ndarray,
@@ -104,14 +104,13 @@ def clarification(q: np.ndarray, rank: np.ndarray, available: np.ndarray, t: np.
     route_yes = np.where(checked, c, -9)
     route_no = np.where(checked, no_route[rows, c], -9)
     first = np.where(checked, c, top)
-    realized_check = costs.check + np.where(t == c, 0.0, np.where(route_no == t, 0.0, costs.wrong_route))
-    cost = np.where(checked, realized_check, np.where(top == t, 0.0, costs.wrong_route))
     first = np.where(available, first, FALLBACK)
     checked = checked & available
     route_yes = np.where(available, route_yes, -9)
     route_no = np.where(available, route_no, -9)
-    cost = np.where(available, cost, costs.fallback)
-    return Outcome("clarification", first, checked, route_yes, route_no, cost, available)
+    out = Outcome("clarification", first, checked, route_yes, route_no, np.empty(n), available)
+    out.cost = realized_cost(out, t, costs)
+    return out
 
 
 def asymmetric(q: np.ndarray, rank: np.ndarray, available: np.ndarray, t: np.ndarray,
@@ -120,11 +119,31 @@ def asymmetric(q: np.ndarray, rank: np.ndarray, available: np.ndarray, t: np.nda
     n = len(q)
     expected = q @ costs.asymmetric.T                       # n x 5
     preference = np.column_stack([rank, np.full(n, rank.shape[1])])
-    action = pick(expected, preference)
-    cost = costs.asymmetric[action, t]
-    first = np.where(available, action, FALLBACK)
-    cost = np.where(available, cost, costs.fallback)
-    return Outcome("asymmetric", first, np.zeros(n, bool), _blank(n), _blank(n), cost, available)
+    first = np.where(available, pick(expected, preference), FALLBACK)
+    out = Outcome("asymmetric", first, np.zeros(n, bool), _blank(n), _blank(n), np.empty(n), available)
+    out.cost = realized_cost(out, t, costs)
+    return out
+
+
+def realized_cost(outcome: Outcome, t: np.ndarray, costs: DomainCosts) -> np.ndarray:
+    """What each world's plan costs when its true class is ``t`` (the plan never reads ``t``):
+    a route costs 0 when right and the wrong-route cost otherwise, review and a check their
+    costs (after a check, the route its answer leads to), an asymmetric action its matrix entry,
+    an unavailable response the trusted-review fallback."""
+    first, t = outcome.first, np.asarray(t)
+    if outcome.task == "asymmetric":
+        cost = costs.asymmetric[np.where(outcome.available, first, 0), t]
+    else:
+        route = costs.wrong_route * (outcome.final_route(t) != t)
+        cost = np.where(outcome.checked, costs.check + route, np.where(first == REVIEW, costs.review, route))
+    return np.where(outcome.available, cost, costs.fallback)
+
+
+def truth_costs(outcome: Outcome, costs: DomainCosts) -> np.ndarray:
+    """(n x k) what each world's plan costs for every hypothetical true class (public: the plan
+    and the costs, no truth)."""
+    n, k = len(outcome.first), len(costs.classes)
+    return np.column_stack([realized_cost(outcome, np.full(n, c), costs) for c in range(k)])
 
 
 def run_task(task: str, q: np.ndarray, rank: np.ndarray, available: np.ndarray, t: np.ndarray,

@@ -187,9 +187,9 @@ def test_vectorized_signature_equals_the_plain_path():
     frame = random_frame(rng, 30)
     frame = frame[frame["status"] == "ok"].reset_index(drop=True)
     for p in random_policies(rng)[:6]:
-        from qlb.tuple.wcpq import _q_codewords
+        from qlb.tuple.wcpq import q_codewords
         code = static_grid()
-        qv = _q_codewords(p, frame, code, CLASSES)
+        qv = q_codewords(p, frame, code, CLASSES)
         for i in range(0, len(frame), 7):
             for j in (0, 57, 285):
                 one = frame.iloc[[i]].copy()
@@ -221,7 +221,8 @@ def test_demo_wcpq_is_verified(decoded_warehouse):
     # the canonical control is verified too; the main codebook holds the grid, so it covers at least as much
     assert grid[1] == 288 * 18 and grid[0] == grid[1] and grid[2] == 0.0 and grid[3] <= coverage
     assert endpoints == {"native", "quantize", "top2", "temperature", "noise", "wcpq", "wcpq grid",
-                         "noise seed 20261011", "noise seed 20261012", "noise seed 20261013"}
+                         "noise seed 20261011", "noise seed 20261012", "noise seed 20261013",
+                         "wcpq learned 0.2 paired"}
 
 
 def test_the_main_codebook_is_the_grid_then_training_vectors_then_pair_midpoints():

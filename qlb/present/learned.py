@@ -1,0 +1,141 @@
+"""The learned bounded-cost WCPQ variants next to the strict mapper (paper H.2, Table 15, Figure 11),
+shaped for the Defenses page and the report from a run's stored tables: ``defense_results``,
+``defense_costs`` (frozen policies, authored profile) and ``learned_wcpq``."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+
+from qlb.present.names import name, pct, pct_interval
+
+STRICT = "wcpq"
+PREFIX = "wcpq learned "
+TASKS = ("selective", "clarification", "asymmetric")
+
+
+def is_learned(defense: str) -> bool:
+    """A learned WCPQ variant's defense name."""
+    return defense.startswith(PREFIX)
+
+
+def budget_and_kind(defense: str) -> tuple[float, str]:
+    """(budget in review costs, "paired" or "no pair") of a learned variant's name."""
+    budget, kind = defense.removeprefix(PREFIX).split(" ", 1)
+    return float(budget), kind
+
+
+def learned_points(res: pd.DataFrame, costs: pd.DataFrame) -> pd.DataFrame:
+    """One row per model and mapper (WCPQ strict, then every learned variant by budget, no pair
+    first): recovery with its interval and paired difference against the native control, the
+    frozen full-native recipients' mean authored cost per task and over the three tasks, and the
+    change of that mean against the native release. Empty when the run has no learned variant."""
+    learned = res[res["defense"].map(is_learned)]
+    if learned.empty:
+        return pd.DataFrame()
+    rows = res[res["defense"].isin([STRICT, *learned["defense"]])]
+    frozen = costs[(costs["recipient"] == "frozen") & (costs["profile"] == "authored")]
+    by_task = frozen.pivot_table(index=["model", "defense"], columns="task", values="mean_cost", aggfunc="first")
+    out = []
+    for r in rows.itertuples(index=False):
+        budget, kind = budget_and_kind(r.defense) if is_learned(r.defense) else (0.0, "strict")
+        task_cost = {t: float(by_task.loc[(r.model, r.defense), t]) if (r.model, r.defense) in by_task.index
+                     and t in by_task.columns else np.nan for t in TASKS}
+        native = {t: float(by_task.loc[(r.model, "native"), t]) if (r.model, "native") in by_task.index
+                  and t in by_task.columns else np.nan for t in TASKS}
+        out.append({"model": r.model, "defense": r.defense, "kind": kind, "budget": budget,
+                    "accuracy": r.accuracy, "ci_low": r.ci_low, "ci_high": r.ci_high,
+                    "diff_vs_native": r.diff_vs_native, "diff_ci_low": r.diff_ci_low, "diff_ci_high": r.diff_ci_high,
+                    "coverage": r.coverage, **{f"cost {t}": task_cost[t] for t in TASKS},
+                    "mean_cost": float(np.mean(list(task_cost.values()))),
+                    "cost_change": float(np.mean(list(task_cost.values())) - np.mean(list(native.values())))})
+    order = {"strict": 0, "no pair": 1, "paired": 2}
+    frame = pd.DataFrame(out)
+    return frame.assign(o=frame["kind"].map(order)).sort_values(["model", "budget", "o"]).drop(columns="o") \
+        .reset_index(drop=True)
+
+
+def table15(points: pd.DataFrame) -> pd.DataFrame:
+    """Paper Table 15: per model, WCPQ strict's recovery and every learned variant's, with 95%
+    intervals (one column per budget and loss)."""
+    cols = ["WCPQ strict"] + [column_name(d) for d in points.loc[points["kind"] != "strict", "defense"].unique()]
+    rows = []
+    for model, d in points.groupby("model", sort=True):
+        row = {"model": model}
+        for r in d.itertuples(index=False):
+            row["WCPQ strict" if r.kind == "strict" else column_name(r.defense)] = pct_interval(
+                r.accuracy, r.ci_low, r.ci_high)
+        rows.append(row)
+    return pd.DataFrame(rows, columns=["model", *cols])
+
+
+def column_name(defense: str) -> str:
+    """A learned variant's short column name: ``budget 0.2 · pair loss``."""
+    budget, kind = budget_and_kind(defense)
+    return f"budget {budget:g} · {'pair loss' if kind == 'paired' else 'no pair loss'}"
+
+
+def verification_table(info: pd.DataFrame) -> pd.DataFrame:
+    """Per model and learned variant, pooled over its domains: coverage of the available test
+    responses, the identity fallbacks the verification forced, codewords deployed (per domain),
+    the seeds the proxy attackers chose, and the largest realized cost increase against the budget."""
+    rows = []
+    for (model, defense), d in info.groupby(["model", "defense"], sort=True):
+        budget, _ = budget_and_kind(defense)
+        rows.append({"model": model, "variant": name("defense", defense),
+                     "coverage": d["covered"].sum() / d["available"].sum() if d["available"].sum() else np.nan,
+                     "verification fallbacks": int(d["guarded"].sum()),
+                     "codewords deployed": " / ".join(str(int(v)) for v in d["deployed"]),
+                     "pool": " / ".join(str(int(v)) for v in d["pool"]),
+                     "seed chosen": " / ".join(str(int(v)) for v in d["seed"]),
+                     "largest cost increase": float(d["max_cost_increase"].max()), "budget": budget})
+    return pd.DataFrame(rows)
+
+
+def proxy_table(info: pd.DataFrame) -> pd.DataFrame:
+    """Per model, variant and domain: each seed's strongest-proxy validation recovery and log loss."""
+    rows = []
+    for r in info.itertuples(index=False):
+        for seed, (acc, ll) in sorted(json.loads(r.proxy).items()):
+            rows.append({"model": r.model, "variant": name("defense", r.defense), "domain": r.domain,
+                         "seed": int(seed), "proxy validation recovery": acc, "proxy log loss": ll,
+                         "chosen": int(seed) == int(r.seed)})
+    return pd.DataFrame(rows)
+
+
+def learned_sentence(points: pd.DataFrame, info: pd.DataFrame) -> str:
+    """What the learned variants do against WCPQ strict: the range of their recovery, the lowest
+    (with its interval), what the pair loss changes on average, what the recipients pay at budget 0
+    and at the largest budget, and whether every release stayed within its budget."""
+    strict = points[points["kind"] == "strict"]
+    learned = points[points["kind"] != "strict"]
+    low = learned.loc[learned["accuracy"].idxmin()]
+    text = f"Under the learned variants, secret recovery is {pct(learned['accuracy'].min())} to {pct(learned['accuracy'].max())}"
+    if not strict.empty:
+        text += f" (WCPQ strict: {pct(strict['accuracy'].min())} to {pct(strict['accuracy'].max())})"
+    text += (f"; the lowest is {pct_interval(low['accuracy'], low['ci_low'], low['ci_high'])} "
+             f"({name('defense', low['defense'])}, {low['model']}).")
+    both = learned.pivot_table(index=["model", "budget"], columns="kind", values="accuracy")
+    if {"paired", "no pair"} <= set(both.columns):
+        gap = (both["paired"] - both["no pair"]).dropna()
+        if len(gap):
+            text += (f" The pair loss changes recovery by {100 * gap.mean():+.1f} points on average "
+                     f"({100 * gap.min():+.1f} to {100 * gap.max():+.1f} over {len(gap)} model–budget pairs).")
+    for budget in sorted({learned["budget"].min(), learned["budget"].max()}):
+        at = learned[learned["budget"] == budget]
+        rise = at["cost_change"].max()
+        what = ("the frozen recipients pay what they pay on the native release" if np.isclose(rise, 0, atol=1e-12)
+                else f"the frozen recipients pay up to {rise:+.3f} cost units more per case (mean over the three tasks, "
+                     f"authored costs) than on the native release")
+        text += f" At budget {budget:g}, {what}."
+    worst = info.assign(over=info["max_cost_increase"] - info["budget"]).sort_values("over").iloc[-1] \
+        if len(info) else None
+    if worst is not None:
+        if worst["over"] <= 1e-9:
+            text += (" Every release stayed within its budget: the largest realized increase of a world's cost is "
+                     f"{worst['max_cost_increase']:.2f} review costs, at budget {worst['budget']:g}.")
+        else:
+            text += (f" A release BROKE its budget: {worst['max_cost_increase']:.2f} review costs at budget "
+                     f"{worst['budget']:g} ({worst['model']}, {worst['domain']}).")
+    return text
