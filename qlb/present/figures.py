@@ -242,6 +242,7 @@ def defense_figure(res: pd.DataFrame, colours: dict[str, str]) -> go.Figure:
 
 
 LEARNED_SYMBOLS = {"strict": "diamond", "no pair": "circle", "paired": "square"}
+LEARNED_KINDS = {"strict": "WCPQ strict", "no pair": "learned, no pair loss", "paired": "learned, pair loss"}
 
 
 def learned_figure(points: pd.DataFrame, colours: dict[str, str]) -> go.Figure:
@@ -249,9 +250,10 @@ def learned_figure(points: pd.DataFrame, colours: dict[str, str]) -> go.Figure:
     the frozen recipients over the three tasks, secret recovery with its 95% interval); the
     marker says strict, no pair loss or pair loss, the label the budget."""
     fig = go.Figure()
-    for (model, kind), d in points.groupby(["model", "kind"], sort=True):
+    order = list(LEARNED_KINDS)
+    for (model, _, kind), d in points.assign(o=points["kind"].map(order.index)).groupby(["model", "o", "kind"]):
         fig.add_trace(go.Scatter(
-            name=f"{plot_text(model)} · {kind if kind != 'strict' else 'WCPQ strict'}", x=d["mean_cost"],
+            name=f"{plot_text(model)} · {LEARNED_KINDS[kind]}", x=d["mean_cost"],
             y=d["accuracy"], mode="markers+text", text=[f"{b:g}" if kind != "strict" else "" for b in d["budget"]],
             textposition="middle right", legendgroup=plot_text(model),
             marker=dict(color=colours[model], size=11, symbol=LEARNED_SYMBOLS[kind], line=dict(color="#444444", width=0.75)),

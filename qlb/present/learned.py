@@ -104,6 +104,12 @@ def proxy_table(info: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def span(values: pd.Series) -> str:
+    """``52.8%`` for one value (or equal ones), else ``52.8% to 57.6%``."""
+    low, high = pct(values.min()), pct(values.max())
+    return low if low == high else f"{low} to {high}"
+
+
 def learned_sentence(points: pd.DataFrame, info: pd.DataFrame) -> str:
     """What the learned variants do against WCPQ strict: the range of their recovery, the lowest
     (with its interval), what the pair loss changes on average, what the recipients pay at budget 0
@@ -111,9 +117,9 @@ def learned_sentence(points: pd.DataFrame, info: pd.DataFrame) -> str:
     strict = points[points["kind"] == "strict"]
     learned = points[points["kind"] != "strict"]
     low = learned.loc[learned["accuracy"].idxmin()]
-    text = f"Under the learned variants, secret recovery is {pct(learned['accuracy'].min())} to {pct(learned['accuracy'].max())}"
+    text = f"Under the learned variants, secret recovery is {span(learned['accuracy'])}"
     if not strict.empty:
-        text += f" (WCPQ strict: {pct(strict['accuracy'].min())} to {pct(strict['accuracy'].max())})"
+        text += f" (WCPQ strict: {span(strict['accuracy'])})"
     text += (f"; the lowest is {pct_interval(low['accuracy'], low['ci_low'], low['ci_high'])} "
              f"({name('defense', low['defense'])}, {low['model']}).")
     both = learned.pivot_table(index=["model", "budget"], columns="kind", values="accuracy")

@@ -90,7 +90,8 @@ def hostile_warehouse(tmp_path_factory) -> Path:
         ingest_hostile(con, folder / "exports")
         run_audits(con, DATASET, decode=False, utility=False, n_boot=100)
         run_audits(con, DATASET, models=[FORMULA, IMAGE], force=True, families={"prior"}, defense_families={"prior"},
-                   views=("choice", "full_native"), n_boot=100, jobs=2, defense_models=[IMAGE])
+                   views=("choice", "full_native"), n_boot=100, jobs=2, defense_models=[IMAGE],
+                   learned_wcpq=["wcpq learned 0 no pair"])
         collect(con, CollectOptions(probe="native", dataset_id=DATASET, model=COLLECTED, transport="python",
                                     target="tests.app.collect_target:answer", limit=3))
     return path

@@ -451,6 +451,17 @@ def test_defenses_page(decoded_warehouse, monkeypatch):
         assert ((ver["coverage"] > 0) & (ver["coverage"] <= 1)).all()
         assert any("Every response–policy comparison agrees" in s.value for s in at.success)
         assert "costs the recipient nothing" in texts(at)
+        # the learned variant (paper H.2): a computed finding, Figure 11, Table 15 and its verification
+        assert "Under the learned variants, secret recovery is" in texts(at)
+        assert "Every release stayed within its budget" in texts(at)
+        fig11 = next(c for c in at.get("plotly_chart") if "mapper" in c.proto.spec)
+        assert {t["name"] for t in plotly_traces(fig11)} == {"sim-alder · WCPQ strict", "sim-alder · learned, pair loss"}
+        t15 = next(f for f in frames(at) if "WCPQ strict" in f.columns)
+        assert list(t15.columns) == ["model", "WCPQ strict", "budget 0.2 · pair loss"] and len(t15) == 1
+        assert re.fullmatch(r"\d+\.\d% \[\d+\.\d, \d+\.\d\]", t15.iloc[0]["budget 0.2 · pair loss"])
+        lv = next(f for f in frames(at) if "verification fallbacks" in f.columns)
+        assert len(lv) == 1 and lv.iloc[0]["largest cost increase"] <= lv.iloc[0]["budget"] + 1e-9
+        assert len(lv.iloc[0]["seed chosen"].split(" / ")) == 3
         paid = next(f for f in frames(at) if "recipients" in f.columns)
         assert {"WCPQ strict", "native (control)", "quantize 0.1"} <= set(paid["defense"])   # WCPQ rows included
         assert set(paid.loc[paid["defense"] == "WCPQ strict", "recipients"]) == {"frozen"}

@@ -38,7 +38,7 @@ DATASET = "small"
 MODEL = SIM_MODELS[0].name
 # one model, two domains: two tasks per stage; decoder families that fit in about a second here
 OPTIONS = AuditOptions(models=[MODEL], families={"prior", "template", "shared_scorer"},
-                       defense_families={"prior"})
+                       defense_families={"prior"}, learned_wcpq=[])
 DASK = str(Path(sys.executable).with_name("dask"))
 WAIT = 90.0                      # seconds, at most, for a process or an audit to get somewhere
 

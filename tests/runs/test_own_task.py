@@ -42,7 +42,8 @@ def build(tmp: Path, doc: dict, dataset: str) -> tuple[Path, str]:
             report = ingest_file(con, IngestRequest(kind, f, dataset)).report
             assert not report.rejects, report.messages()[:3]
         run_audits(con, dataset, AuditOptions(families={"prior", "logistic", "template"}, jobs=1,
-                                              defense_models=[MODELS[0].name], defense_families={"prior", "template"}))
+                                              defense_models=[MODELS[0].name], defense_families={"prior", "template"},
+                                              learned_wcpq=["wcpq learned 0.2 paired"]))
     return path, sha
 
 
@@ -97,6 +98,11 @@ def test_wcpq_plans_agree_on_every_world_and_policy(own):
                 "WHERE defense = 'wcpq'").iloc[0]
     assert w["plan_comparisons"] > 0 and w["plan_agreement"] == w["plan_comparisons"]
     assert w["max_abs_cost_diff"] == pytest.approx(0.0, abs=1e-12)
+    # the learned variant trains and verifies on any number of classes, within its budget
+    lw = q(path, "SELECT budget, max_cost_increase, covered, available, deployed FROM learned_wcpq")
+    assert len(lw) == len(onto.domains) and (lw["budget"] == 0.2).all()
+    assert (lw["max_cost_increase"] <= 0.2 + 1e-9).all() and (lw["covered"] <= lw["available"]).all()
+    assert (lw["deployed"] > 0).all()
 
 
 def test_every_page_and_the_report(own, monkeypatch):

@@ -162,3 +162,22 @@ def test_the_decoded_audit_learned_release_keeps_categories_within_budget(decode
         same = [a == b for a, b in zip(native["probabilities"], released["probabilities"])]
         assert all(np.array(same)[~coded])                      # the identity fallback keeps the response
     assert changed > 0
+
+
+def test_the_command_line_and_the_options_choose_the_variants():
+    from qlb.cli import build_parser
+    from qlb.runs.audit import AuditOptions
+
+    args = build_parser().parse_args(["audit", "--learned-wcpq", "0.5-paired", "0-no-pair"])
+    chosen = [L.LEARNED_VARIANTS[v] for v in args.learned_wcpq]
+    # the audit keeps its own endpoint order whatever the order asked for
+    assert AuditOptions(learned_wcpq=chosen).learned_endpoints == ("wcpq learned 0 no pair", "wcpq learned 0.5 paired")
+    assert build_parser().parse_args(["audit", "--learned-wcpq"]).learned_wcpq == []
+    assert AuditOptions(learned_wcpq=[]).learned_endpoints == ()
+    assert AuditOptions().learned_endpoints == L.LEARNED_ENDPOINTS
+    assert AuditOptions().parameters()["learned_wcpq"] == list(L.LEARNED_ENDPOINTS)
+    assert AuditOptions(defenses=False).parameters()["learned_wcpq"] is None
+    with pytest.raises(ValueError, match="unknown learned WCPQ variant"):
+        AuditOptions(learned_wcpq=["wcpq learned 0.3 paired"]).learned_endpoints
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["audit", "--learned-wcpq", "0.3-paired"])
