@@ -67,10 +67,10 @@ def forests_per_view() -> tuple[dict[str, int], dict[str, int]]:
     """Random forests fitted per view for one (model, domain): by the decoding audit (every view),
     and by a defense audit whose attacker has every family (the native control's views; each other
     endpoint refits the views its release changes, see ``attack_endpoint``; WCPQ needs the domain's
-    frozen policies, which every demo domain has)."""
+    frozen policies, which every demo domain has; the learned WCPQ variants count as endpoints)."""
     from qlb.tuple.decoders import base_library
     from qlb.tuple.decoding import FOLDS, with_subviews
-    from qlb.tuple.defense_audit import ENDPOINTS, VIEW, reused_views
+    from qlb.tuple.defense_audit import ALL_ENDPOINTS, VIEW, reused_views
     from qlb.tuple.release_views import VIEWS
 
     def forests(view: str) -> int:
@@ -78,7 +78,7 @@ def forests_per_view() -> tuple[dict[str, int], dict[str, int]]:
 
     decoding = {v: forests(v) for v in with_subviews(VIEWS)}
     defenses: dict[str, int] = {}
-    for ep in ENDPOINTS:
+    for ep in ALL_ENDPOINTS:
         for v in with_subviews((VIEW,)):
             if v not in reused_views(ep):
                 defenses[v] = defenses.get(v, 0) + forests(v)

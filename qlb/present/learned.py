@@ -114,8 +114,8 @@ def learned_sentence(points: pd.DataFrame, info: pd.DataFrame) -> str:
     """What the learned variants do against WCPQ strict: the range of their recovery, the lowest
     (with its interval), what the pair loss changes on average, what the recipients pay at budget 0
     and at the largest budget, and whether every release stayed within its budget."""
-    strict = points[points["kind"] == "strict"]
     learned = points[points["kind"] != "strict"]
+    strict = points[(points["kind"] == "strict") & points["model"].isin(learned["model"])]
     low = learned.loc[learned["accuracy"].idxmin()]
     text = f"Under the learned variants, secret recovery is {span(learned['accuracy'])}"
     if not strict.empty:
@@ -129,19 +129,26 @@ def learned_sentence(points: pd.DataFrame, info: pd.DataFrame) -> str:
             text += (f" The pair loss changes recovery by {100 * gap.mean():+.1f} points on average "
                      f"({100 * gap.min():+.1f} to {100 * gap.max():+.1f} over {len(gap)} model–budget pairs).")
     for budget in sorted({learned["budget"].min(), learned["budget"].max()}):
-        at = learned[learned["budget"] == budget]
-        rise = at["cost_change"].max()
-        what = ("the frozen recipients pay what they pay on the native release" if np.isclose(rise, 0, atol=1e-12)
-                else f"the frozen recipients pay up to {rise:+.3f} cost units more per case (mean over the three tasks, "
-                     f"authored costs) than on the native release")
-        text += f" At budget {budget:g}, {what}."
-    worst = info.assign(over=info["max_cost_increase"] - info["budget"]).sort_values("over").iloc[-1] \
-        if len(info) else None
-    if worst is not None:
-        if worst["over"] <= 1e-9:
-            text += (" Every release stayed within its budget: the largest realized increase of a world's cost is "
-                     f"{worst['max_cost_increase']:.2f} review costs, at budget {worst['budget']:g}.")
+        rise = learned.loc[learned["budget"] == budget, "cost_change"].dropna()
+        if rise.empty:
+            continue
+        if np.isclose(rise.max(), 0, atol=1e-12) and np.isclose(rise.min(), 0, atol=1e-12):
+            what = "the frozen recipients pay what they pay on the native release"
+        elif rise.max() > 1e-12:
+            what = (f"the frozen recipients pay up to {rise.max():.3f} cost units more per case (mean over the three "
+                    f"tasks, authored costs) than on the native release")
         else:
-            text += (f" A release BROKE its budget: {worst['max_cost_increase']:.2f} review costs at budget "
-                     f"{worst['budget']:g} ({worst['model']}, {worst['domain']}).")
+            what = f"the frozen recipients pay up to {-rise.min():.3f} cost units less per case than on the native release"
+        text += f" At budget {budget:g}, {what}."
+    known = info.dropna(subset=["max_cost_increase"])
+    if len(known):
+        over = known[known["max_cost_increase"] > known["budget"] + 1e-9]
+        if over.empty:
+            worst = known.groupby("budget")["max_cost_increase"].max()
+            text += (" Every release stayed within its budget: the largest realized increase of a world's cost is "
+                     + ", ".join(f"{v:.2f} review costs at budget {b:g}" for b, v in worst.items()) + ".")
+        else:
+            o = over.iloc[0]
+            text += (f" A release BROKE its budget: {o['max_cost_increase']:.2f} review costs at budget "
+                     f"{o['budget']:g} ({o['model']}, {o['domain']}).")
     return text

@@ -4,9 +4,9 @@ The strict mapper (``qlb.tuple.wcpq``) keeps every plan. The learned quantizer i
 a response any codeword within a *cost budget*, and learns which one, so that the released
 codeword says as little as possible about the secret. Per (model, domain) and variant:
 
-1. **Feasibility.** Every frozen full-native policy is replayed on each response and on every
-   codeword of the expanded strict pool (the main codebook: static grid, training vectors,
-   training-pair midpoints). A codeword is feasible for a response at budget b when, under
+1. **Feasibility.** Every frozen full-native policy is replayed on each training response and
+   every codeword of the expanded strict pool (the main codebook: static grid, training vectors,
+   training-pair midpoints), and on every other response and the codewords of the pool. A codeword is feasible for a response at budget b when, under
    every policy, it keeps the selected category and, for every hypothetical true class, its
    plan costs at most b times that policy's review cost more than the response's plan (a public
    bound: plans and costs, never the truth). Budget 0 admits no cost increase for any truth.
@@ -15,28 +15,31 @@ codeword says as little as possible about the secret. Per (model, domain) and va
    newly covers plus the weight times the still-unassigned training pairs it admits jointly
    (pairs whose responses select different categories under some policy are excluded); ties go
    to the earlier codeword. The learned pool is their union with the first 32 static-grid
-   vectors, one native prototype (the training vector nearest the training mean) and up to 64
-   further farthest-point training prototypes, in codebook order. Coordinates stay fixed.
+   vectors, one native prototype (of the distinct training vectors, the one nearest their mean)
+   and up to 64 further farthest-point training prototypes, in codebook order. Coordinates stay fixed.
 3. **Training.** An assignment network (one tanh layer of 24 units) reads the public response
    (choice, the scores, confidence) and six public-context statistics (top score, margin,
    entropy; the shares of policies that buy a check, send to review or inspection, and select
    the released choice) and gives logits over the pool plus a learned log-gate per codeword;
    infeasible codewords are masked. A critic (24 tanh units) reads the training coarse truth T
-   and the hypothesis pair H, plus one intercept per codeword, and predicts the secret S.
-   Alternating Adam updates (600, learning rate 0.01): the critic minimizes its cross entropy
-   under the soft assignment; the network maximizes it, minus a gate penalty (0.01 per open
-   gate) and, in the paired variant, the Jensen-Shannon divergence between the two worlds of a
-   training pair (weight 2; the no-pair variant: 0). Seeds 19 and 71.
+   and the hypothesis pair H (over the mechanisms of the training pairs), plus one intercept per
+   codeword, and predicts the secret S.
+   600 Adam updates (learning rate 0.01), each one step of the critic down its cross entropy
+   under the soft assignment and one step of the network up it, both from the same forward
+   pass; the network also pays a gate penalty (0.01 per open gate) and, in the paired variant,
+   the Jensen-Shannon divergence between the two worlds of a training pair (weight 2; the
+   no-pair variant: 0). Seeds 19 and 71.
 4. **Seed selection.** Each seed's deployed release gets two proxy attackers (the library's
    shared-scorer and template families, grouped out-of-fold, selected on validation); the seed
    whose strongest proxy recovers least on validation wins, then the higher validation log
    loss, then the earlier seed.
-5. **Deployment.** At most 64 codewords whose gate is open (>= 0.5), the highest gates first;
-   each response gets the feasible one with the largest assignment logit (ties: codebook
-   order). The release is then verified through the policies' ordinary path (selected category
+5. **Deployment.** The 64 codewords with the highest gates (ties: codebook order; all of them in
+   a smaller pool); each response gets the feasible one with the largest assignment logit (ties:
+   codebook order). The release is then verified through the policies' ordinary path (selected category
    and the per-truth cost bound, for every policy); a response failing it, or with no feasible
-   codeword, is released unchanged (identity fallback). Deployment reads only the public
-   response and the public workflows, never T, S, H, identifiers or the paired response.
+   codeword, is released unchanged (identity fallback); so is every response when no training
+   response has a feasible codeword. Deployment reads only the public response and the public
+   workflows, never T, S, H, identifiers or the paired response.
 
 The gradients are written out (numpy only; ``tests/tuple/test_learned_wcpq.py`` checks them
 against finite differences).
@@ -361,15 +364,19 @@ def assignment_inputs(rel: pd.DataFrame, classes: tuple[str, ...], replay: Repla
     return x
 
 
-def critic_inputs(rel: pd.DataFrame, classes: tuple[str, ...]) -> np.ndarray:
+def critic_inputs(rel: pd.DataFrame, classes: tuple[str, ...], train: np.ndarray) -> np.ndarray:
     """The training critic's inputs: the coarse truth T (one-hot) and the hypothesis pair H
-    (two-hot over the pair mechanisms seen in ``rel``)."""
-    mechs = sorted(set(rel["hypothesis_0"]) | set(rel["hypothesis_1"]))
+    (two-hot over the mechanisms of the ``train`` rows' pairs: no other split shapes the critic;
+    only training rows are ever read)."""
+    mechs = sorted(set(rel.loc[train, "hypothesis_0"]) | set(rel.loc[train, "hypothesis_1"]))
+    index = {m: i for i, m in enumerate(mechs)}
     z = np.zeros((len(rel), len(classes) + len(mechs)))
-    t = rel["coarse"].map({c: i for i, c in enumerate(classes)}).to_numpy()
-    z[np.arange(len(rel)), t] = 1.0
+    rows = np.arange(len(rel))
+    t = rel["coarse"].map({c: i for i, c in enumerate(classes)}).fillna(-1).to_numpy().astype(int)
+    z[rows[t >= 0], t[t >= 0]] = 1.0
     for col in ("hypothesis_0", "hypothesis_1"):
-        z[np.arange(len(rel)), len(classes) + rel[col].map({m: i for i, m in enumerate(mechs)}).to_numpy()] = 1.0
+        h = rel[col].map(index).fillna(-1).to_numpy().astype(int)
+        z[rows[h >= 0], len(classes) + h[h >= 0]] = 1.0
     return z
 
 
@@ -398,7 +405,7 @@ class LearnedRelease:
     proxy: dict[int, tuple[float, float]]          # seed -> (validation recovery, validation log loss) of its strongest proxy
     pool: int
     deployed: int
-    guarded: int                                    # responses the verification sent back to the identity
+    guarded: int                                    # test responses the verification sent back to the identity
 
 
 @dataclass
@@ -443,17 +450,19 @@ def setup(frame: pd.DataFrame, policies: list[Policy], grid_size: int) -> Learne
         replay.context[idx] = part.context
     train = is_train & replay.eligible
     x = assignment_inputs(rel, classes, replay)
-    mu, sd = x[train].mean(axis=0), x[train].std(axis=0)
-    x = (x - mu) / np.where(sd > 0, sd, 1.0)
+    if train.any():
+        mu, sd = x[train].mean(axis=0), x[train].std(axis=0)
+        x = (x - mu) / np.where(sd > 0, sd, 1.0)
     s = (rel["mechanism"] == rel["hypothesis_1"]).to_numpy().astype(float)
-    return LearnedSetup(rel, classes, code, replay, pool, x, critic_inputs(rel, classes), s, train)
+    return LearnedSetup(rel, classes, code, replay, pool, x, critic_inputs(rel, classes, train), s, train)
 
 
 def guarded_mapping(st: LearnedSetup, policies: list[Policy], budget: float, first: np.ndarray) -> tuple[Mapping, int]:
     """The mapping with codeword ``first[i]`` (index into the codebook, -1: none) per world after
     the serialized verification: each policy replayed through its ordinary path on the release;
     a world whose selected category changes or whose plan costs more than the budget for some
-    true class falls back to its response. Returns the mapping and how many fell back there."""
+    true class falls back to its response. Returns the mapping and how many test worlds fell
+    back there."""
     mapping = mapping_of(st.rel, st.classes, st.code, first)
     out = st.rel.copy()
     out["probabilities"], out["confidence"] = mapping.released, mapping.confidence
@@ -473,14 +482,18 @@ def guarded_mapping(st: LearnedSetup, policies: list[Policy], budget: float, fir
     if back.any():
         first = np.where(back, -1, first)
         mapping = mapping_of(st.rel, st.classes, st.code, first)
-    return mapping, int(back.sum())
+    return mapping, int((back & (st.rel["split"] == "test").to_numpy()).sum())
 
 
 def learned_variant(st: LearnedSetup, policies: list[Policy], budget: float, js_weight: float,
                     seed: int) -> tuple[Mapping, int, int]:
-    """One seed's deterministic mapping: (mapping, deployed codewords, guard fallbacks)."""
+    """One seed's deterministic mapping: (mapping, deployed codewords, test worlds the guard sent
+    back to the identity). Without a training response that has a feasible codeword nothing can
+    be learned: every response is released unchanged."""
     feasible = st.replay.feasible(budget)[:, st.pool]
     rows = np.flatnonzero(st.train & feasible.any(axis=1))
+    if not len(rows):
+        return mapping_of(st.rel, st.classes, st.code, np.full(len(st.rel), -1)), 0, 0
     trained = feasible[rows].any(axis=0)            # codewords some training response may take
     pool, feasible = st.pool[trained], feasible[:, trained]
     pairs = training_pairs(st.rel, rows, st.replay.categories)

@@ -181,3 +181,23 @@ def test_the_command_line_and_the_options_choose_the_variants():
         AuditOptions(learned_wcpq=["wcpq learned 0.3 paired"]).learned_endpoints
     with pytest.raises(SystemExit):
         build_parser().parse_args(["audit", "--learned-wcpq", "0.3-paired"])
+
+
+def test_without_a_feasible_training_response_everything_is_released_unchanged():
+    """No training response with the full vector: nothing to learn from, so the identity (the
+    strict mapper's fallback), not a crash."""
+    from qlb.tuple.recipients import Recipient
+    from qlb.tuple.wcpq import Policy
+    from tests.tuple.test_defenses import CLASSES, random_frame, random_policies
+
+    rng = np.random.default_rng(4)
+    frame = random_frame(rng, 40)
+    frame["split"] = ["train"] * 20 + ["test"] * 20
+    frame["mechanism"], frame["hypothesis_0"], frame["hypothesis_1"] = "m0", "m0", "m1"
+    frame["probabilities"] = [None if i < 20 else p for i, p in enumerate(frame["probabilities"])]
+    policies = [p if p.recipient.kind != "native" else
+                Policy(p.task, p.profile, Recipient("prior", "prior", CLASSES, np.full(4, 0.25)), p.factor, p.costs)
+                for p in random_policies(rng)]
+    released = L.learned_releases(frame, policies, lambda mapping: (0.5, 0.69), ["wcpq learned 0.2 paired"])
+    assert len(released) == 1 and (released[0].mapping.code_index == -1).all()
+    assert released[0].deployed == 0 and released[0].guarded == 0

@@ -13,7 +13,7 @@ CREATE TABLE IF NOT EXISTS learned_wcpq (
     proxy             VARCHAR NOT NULL,   -- JSON {seed: [validation recovery, log loss]}
     pool              INTEGER NOT NULL,   -- codewords in the learned pool
     deployed          INTEGER NOT NULL,   -- codewords kept at deployment (at most 64)
-    guarded           INTEGER NOT NULL,   -- responses the verification sent back to the identity
+    guarded           INTEGER NOT NULL,   -- test responses the verification sent back to the identity
     available         INTEGER NOT NULL,   -- test responses available
     covered           INTEGER NOT NULL,   -- test responses given a codeword
     max_cost_increase DOUBLE NOT NULL,    -- largest realized per-world cost increase on test, in review costs

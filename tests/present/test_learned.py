@@ -1,0 +1,61 @@
+"""The learned-WCPQ presentation (qlb.present.learned) on hand-made tables: the numbers it shows
+are the stored ones, and its sentence says what the rows say, including a broken budget, a
+cheaper release and a model without costs."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from qlb.present.learned import learned_points, learned_sentence, table15, verification_table
+
+
+def _res(rows):
+    cols = ["model", "defense", "accuracy", "ci_low", "ci_high", "diff_vs_native", "diff_ci_low", "diff_ci_high",
+            "coverage"]
+    return pd.DataFrame([dict(zip(cols, r)) for r in rows], columns=cols)
+
+
+def _costs(model, by_defense):
+    return pd.DataFrame([{"model": model, "defense": d, "recipient": "frozen", "task": t, "profile": "authored",
+                          "mean_cost": c} for d, cs in by_defense.items() for t, c in zip(
+                              ("selective", "clarification", "asymmetric"), cs)])
+
+
+RES = _res([("m", "native", 0.70, 0.65, 0.75, None, None, None, None),
+            ("m", "wcpq", 0.55, 0.50, 0.60, -0.15, -0.2, -0.1, 1.0),
+            ("m", "wcpq learned 0 no pair", 0.53, 0.49, 0.57, -0.17, -0.22, -0.12, 0.95),
+            ("m", "wcpq learned 0.5 paired", 0.51, 0.47, 0.55, -0.19, -0.24, -0.14, 0.9)])
+COSTS = _costs("m", {"native": (0.3, 0.1, 0.2), "wcpq": (0.3, 0.1, 0.2), "wcpq learned 0 no pair": (0.3, 0.1, 0.2),
+                     "wcpq learned 0.5 paired": (0.3, 0.4, 0.2)})
+INFO = pd.DataFrame([{"model": "m", "domain": d, "defense": ep, "budget": b, "js_weight": w, "seed": 19,
+                      "proxy": '{"19": [0.55, 0.69], "71": [0.6, 0.68]}', "pool": 100, "deployed": 64, "guarded": 0,
+                      "available": 90, "covered": 85, "max_cost_increase": inc}
+                     for d in ("a", "b") for ep, b, w, inc in (("wcpq learned 0 no pair", 0.0, 0.0, 0.0),
+                                                               ("wcpq learned 0.5 paired", 0.5, 2.0, 0.4))])
+
+
+def test_points_table_and_sentence_from_the_rows():
+    pts = learned_points(RES, COSTS)
+    assert list(pts["defense"]) == ["wcpq", "wcpq learned 0 no pair", "wcpq learned 0.5 paired"]
+    assert np.isclose(pts.loc[2, "cost_change"], 0.1) and np.isclose(pts.loc[2, "mean_cost"], 0.3)
+    t = table15(pts)
+    assert list(t.columns) == ["model", "WCPQ strict", "budget 0 · no pair loss", "budget 0.5 · pair loss"]
+    assert t.iloc[0]["budget 0.5 · pair loss"] == "51.0% [47.0, 55.0]"
+    text = learned_sentence(pts, INFO)
+    assert "secret recovery is 51.0% to 53.0% (WCPQ strict: 55.0%)" in text
+    assert "At budget 0, the frozen recipients pay what they pay on the native release." in text
+    assert "up to 0.100 cost units more per case" in text
+    assert "0.00 review costs at budget 0, 0.40 review costs at budget 0.5" in text
+    v = verification_table(INFO)
+    assert np.isclose(v.loc[0, "coverage"], 170 / 180) and v.loc[1, "largest cost increase"] == 0.4
+
+
+def test_the_sentence_names_a_broken_budget_a_cheaper_release_and_skips_missing_costs():
+    broken = INFO.assign(max_cost_increase=np.where(INFO["budget"] == 0.5, 0.7, 0.0))
+    cheaper = _costs("m", {"native": (0.3, 0.1, 0.2), "wcpq": (0.3, 0.1, 0.2),
+                           "wcpq learned 0 no pair": (0.3, 0.07, 0.2), "wcpq learned 0.5 paired": (0.3, 0.1, 0.2)})
+    text = learned_sentence(learned_points(RES, cheaper), broken)
+    assert "A release BROKE its budget: 0.70 review costs at budget 0.5 (m, a)" in text
+    assert "pay up to 0.010 cost units less per case" in text
+    no_costs = learned_sentence(learned_points(RES, cheaper.iloc[:0]), INFO)
+    assert "nan" not in no_costs and "At budget" not in no_costs
