@@ -445,7 +445,7 @@ def _confidence(style: str, max_p: float, mech_tint: float, rng: np.random.Gener
     if style == "overconfident":
         return round(float(np.clip(1 - 0.35 * (1 - max_p) + rng.normal(0, 0.004), 0.5, 1.0)), 3)
     if style == "tinted":
-        return round(float(np.clip(max_p - 0.03 + 0.012 * mech_tint + rng.normal(0, 0.015), 0.05, 1.0)), 3)
+        return round(float(np.clip(max_p - 0.03 + 0.012 * mech_tint + rng.normal(0, 0.005), 0.05, 1.0)), 3)
     raise ValueError(f"unknown confidence style {style!r}")
 
 
