@@ -268,7 +268,9 @@ def test_audit_json_has_the_contract_utility_and_defenses(decoded_warehouse, tmp
     assert set(util["sim-dogwood"]) == {"no_output", "choice", "choice_confidence", "full_probabilities", "full_native"}
     assert all(set(t) == {"selective", "clarification", "asymmetric"} for t in util["sim-alder"].values())
     d = doc["defenses"]["sim-alder"]
-    assert set(d) == {"native", "quantize", "top2", "temperature", "noise", "wcpq", "wcpq grid"}
+    assert set(d) == {"native", "quantize", "top2", "temperature", "noise", "wcpq", "wcpq grid",
+                      "wcpq learned 0.2 paired"}
+    assert d["wcpq learned 0.2 paired"]["coverage"] <= 1 and d["wcpq learned 0.2 paired"]["max_abs_cost_diff"] >= 0
     assert d["wcpq grid"]["plan_agreement"] == 1.0 and d["wcpq grid"]["coverage"] <= d["wcpq"]["coverage"]
     # the issue-15 additions: coarse accuracy, non-inferiority and fronts of the reused run
     assert set(doc["coarse_accuracy"]) == {"sim-alder", "sim-dogwood"}
