@@ -264,7 +264,8 @@ def learned_figure(points: pd.DataFrame, colours: dict[str, str]) -> go.Figure:
                           "[%{customdata[0]:.1%}, %{customdata[1]:.1%}]<br>mean cost %{x:.3f} per case<extra></extra>"))
     fig.add_hline(y=0.5, line_dash="dash", line_color="#555555", annotation_text="50%: guessing",
                   annotation_position="bottom left")
-    fig.update_layout(height=430, margin=dict(l=10, r=10, t=10, b=10), legend=dict(title_text="model · mapper"),
+    fig.update_layout(height=560, margin=dict(l=10, r=10, t=10, b=10),
+                      legend=dict(title_text="model · mapper", orientation="h", yanchor="top", y=-0.16, x=0),
                       xaxis=dict(title="mean cost per case of the frozen recipients (authored costs, mean of the "
                                        "three tasks)"),
                       yaxis=dict(title="defense-aware secret recovery on test worlds (%)", tickformat=".0%"))

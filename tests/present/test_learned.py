@@ -59,3 +59,17 @@ def test_the_sentence_names_a_broken_budget_a_cheaper_release_and_skips_missing_
     assert "pay up to 0.010 cost units less per case" in text
     no_costs = learned_sentence(learned_points(RES, cheaper.iloc[:0]), INFO)
     assert "nan" not in no_costs and "At budget" not in no_costs
+
+
+def test_figure_11_one_trace_per_model_and_mapper_with_escaped_names():
+    from qlb.present.figures import learned_figure
+
+    res = RES.assign(model="<b>m</b>")
+    pts = learned_points(res, COSTS.assign(model="<b>m</b>"))
+    fig = learned_figure(pts, {"<b>m</b>": "#123456"})
+    names = [t.name for t in fig.data]
+    assert names == ["&lt;b&gt;m&lt;/b&gt; · WCPQ strict", "&lt;b&gt;m&lt;/b&gt; · learned, no pair loss",
+                     "&lt;b&gt;m&lt;/b&gt; · learned, pair loss"]
+    assert [t.marker.symbol for t in fig.data] == ["diamond", "circle", "square"]
+    assert list(fig.data[2].y) == [0.51] and list(fig.data[2].text) == ["0.5"]
+    assert all(t.mode == "markers+text" for t in fig.data)
