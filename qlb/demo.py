@@ -51,11 +51,11 @@ Step = Callable[[str, int, int], None]
 # that its ETA holds. Measured by timestamping the step reports of full builds of the default
 # seed (benchmarks/bench_full_demo.py, 2026-12-02): generation 1.9 s, ingest 1.2 s, the five
 # detectors 0.7 s, the refusal and QuasiLeak audits about 2 s (1.9 s in a --no-decoding build),
-# storing the run 1.7 s; per (model, domain) task, its stage's interval tables included:
-# decoding 6.2 s (27 tasks, about 167 s), utility 1.0 s (27.5 s); defenses 36.8 s (9 tasks,
-# 331.0 s on 2026-12-03, with the six learned WCPQ variants; 10.0 s before them).
+# storing the run 1.7 s; per (model, domain) task, its stage's interval tables included, in one
+# build of 2026-12-03 with the six learned WCPQ variants: decoding 7.9 s (27 tasks, 212.6 s),
+# utility 0.34 s (9.3 s), defenses 36.8 s (9 tasks, 331.0 s; about 10 s before the variants).
 STAGE_SECONDS = {"generation": 2.0, "ingest": 1.4, "QuasiLeak": 0.8, "refusal": 2.0, "storing": 2.0}
-TASK_SECONDS = {"decoding": 6.2, "utility": 1.0, "defenses": 36.8}
+TASK_SECONDS = {"decoding": 7.9, "utility": 0.34, "defenses": 36.8}
 BUILD_STAGES = ("generation", "ingest", "QuasiLeak", "refusal", "decoding", "utility", "defenses", "storing")
 
 

@@ -193,7 +193,8 @@ def test_build_progress_weights_stages_by_their_tasks():
     assert list(full) == list(BUILD_STAGES)
     assert full["decoding"] == 27 * TASK_SECONDS["decoding"] and full["defenses"] == 9 * TASK_SECONDS["defenses"]
     audit = full["decoding"] + full["utility"] + full["defenses"]
-    assert 0.5 < full["decoding"] / audit < 0.6 and 0.25 < full["defenses"] / audit < 0.35   # the README's shares
+    # the shares of the measured build (qlb/demo.py): decoding 38%, defenses 60%
+    assert 0.33 < full["decoding"] / audit < 0.43 and 0.55 < full["defenses"] / audit < 0.65
     own = build_stage_seconds(9, 2, 3, corpus=False, decode=False)
     assert list(own) == ["generation", "ingest", "refusal", "utility", "storing"]
     assert own["utility"] == 18 * TASK_SECONDS["utility"] and own["storing"] == STAGE_SECONDS["storing"]
