@@ -89,7 +89,16 @@ SECTIONS: list[tuple[str, list[tuple[str, str]]]] = [
                                   "lower on both, strictly on one)."),
     ] + [(TASK_NAMES[t], TASK_HELP[t]) for t in TASK_NAMES]
       + [(f"Cost profile: {PROFILE_NAMES[p]}", PROFILE_HELP[p]) for p in PROFILE_NAMES]),
-    ("Defenses", [(DEFENSE_NAMES[d], DEFENSE_HELP[d]) for d in DEFENSE_NAMES] + [
+    ("Defenses", [(DEFENSE_NAMES[d], DEFENSE_HELP[d]) for d in DEFENSE_NAMES if not d.startswith("wcpq learned")] + [
+        ("WCPQ learned (budget, pair loss)", "The learned bounded-cost extension of WCPQ (paper H.2): a small "
+                                             "network picks each response's codeword among those within the cost "
+                                             "budget, trained against a critic that tries to recover the secret; "
+                                             "with the pair loss it also pushes a pair's two worlds to the same "
+                                             "codeword. Six variants: budgets 0, 0.2 and 0.5, with and without the "
+                                             "pair loss."),
+        ("Budget", "For a learned WCPQ variant: how much more, in review costs of each policy's profile, a released "
+                   "codeword's plan may cost than the response's own plan, for any true class (0: never more). Every "
+                   "selected category is kept."),
         ("Codeword", "One probability vector WCPQ may release in place of a model's own."),
         ("Codebook", "The codewords WCPQ searches, in order: the 0.1 grid (286 vectors for 4 classes), then the "
                      "model's own training responses, then the midpoints of its training pairs. The grid alone is "
