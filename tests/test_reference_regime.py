@@ -123,6 +123,43 @@ def test_defense_checks():
         {"wcpq_recovery", "wcpq_coverage", "temperature"}
 
 
+def learned(gap: float = 0.01, zero_rise: float = 0.0, top_rise: float = 0.05, over: float = 0.0):
+    """defenses, defense_costs and learned_wcpq rows of three models with four learned variants:
+    ``gap`` the paired minus no-pair recovery, ``zero_rise``/``top_rise`` the cost increase at
+    budgets 0 and 0.5 (every task), ``over`` how far budget 0.5's largest increase exceeds it."""
+    res, costs, info = [], [], []
+    for m in MODELS[:3]:
+        for ep, acc, rise in (("native", 0.7, 0.0), ("wcpq", 0.55, 0.0), ("wcpq learned 0 no pair", 0.54, zero_rise),
+                              ("wcpq learned 0 paired", 0.54 + gap, zero_rise),
+                              ("wcpq learned 0.5 no pair", 0.53, top_rise), ("wcpq learned 0.5 paired", 0.53 + gap,
+                                                                            top_rise)):
+            res.append({"model": m, "defense": ep, "accuracy": acc, "ci_low": acc - 0.04, "ci_high": acc + 0.04,
+                        "diff_vs_native": acc - 0.7, "diff_ci_low": None, "diff_ci_high": None, "coverage": 0.995,
+                        "plan_agreement": 5184, "plan_comparisons": 5184, "max_abs_cost_diff": 0.0})
+            costs += [{"model": m, "defense": ep, "recipient": "frozen", "task": t, "profile": "authored",
+                       "mean_cost": 0.2 + rise} for t in ("selective", "clarification", "asymmetric")]
+            if ep.startswith("wcpq learned"):
+                budget = float(ep.split()[2])
+                info.append({"model": m, "domain": "d", "defense": ep, "budget": budget,
+                             "max_cost_increase": budget * 0.8 + (over if budget else 0.0)})
+    return {"defenses": pd.DataFrame(res), "defense_costs": pd.DataFrame(costs)}, pd.DataFrame(info)
+
+
+@pytest.mark.parametrize("change, key", [(dict(over=0.2), "learned_budget"), (dict(zero_rise=0.01), "learned_cost"),
+                                         (dict(top_rise=0.0), "learned_cost"), (dict(gap=-0.01), "learned_pair")])
+def test_learned_wcpq_checks(change, key):
+    tables, info = learned()
+    good = by_key(RunData(pd.Series({"run_id": "r"}), pd.Series({"dataset_id": "d"}), *[NONE] * 6,
+                          tables["defenses"], tables["defense_costs"], NONE, models=MODELS, learned=info))
+    assert all(good[k].holds for k in ("learned_budget", "learned_cost", "learned_pair"))
+    assert good["learned_cost"].run == "budget 0: up to +0.000 a case; budget 0.5: up to +0.050"
+    tables, info = learned(**change)
+    bad = by_key(RunData(pd.Series({"run_id": "r"}), pd.Series({"dataset_id": "d"}), *[NONE] * 6,
+                         tables["defenses"], tables["defense_costs"], NONE, models=MODELS, learned=info))
+    assert bad[key].holds is False
+    assert by_key(run_data())["learned_pair"].holds is None            # no learned WCPQ in the run
+
+
 def test_refusal_checks_on_the_suites_demo(demo_warehouse):
     """The demo warehouse holds the refusal audit: every refusal-probe answer is valid and keeps
     its scores, and the mechanism is recovered from most of them (the paper: 91.88% to 99.93%)."""
@@ -135,12 +172,12 @@ def test_refusal_checks_on_the_suites_demo(demo_warehouse):
 def test_structural_checks_on_the_decoded_warehouse(decoded_warehouse):
     """What does not depend on the decoder families the suite's small audit uses: no output is
     exactly 50% (outages take whole pairs) and the temperature attacker, who reads the public
-    inverse, does as well as native. (WCPQ coverage, 98.9-100% on the demo against the paper's
-    99.3-100%, is one of the findings the demo does not reproduce yet: README, What the demo shows.)"""
+    inverse, does as well as native; the one learned WCPQ variant stays within its budget."""
     with reader(decoded_warehouse) as con:
         c = by_key(load_run(con, dataset="simulated-reference"))
-    for key in ("no_output", "temperature"):
+    for key in ("no_output", "temperature", "learned_budget"):
         assert c[key].holds, (key, c[key].run)
+    assert c["learned_pair"].holds is None and c["learned_cost"].holds is None     # one variant: no comparison
 
 
 @pytest.mark.skipif(not os.environ.get("QLB_DEMO_WAREHOUSE"),

@@ -17,6 +17,7 @@ from typing import Callable
 
 import pandas as pd
 
+from qlb.present.learned import learned_points
 from qlb.present.names import text_range
 from qlb.present.rundata import RunData
 from qlb.tuple.workflows import TASKS
@@ -112,6 +113,14 @@ FINDINGS: dict[str, tuple[str, str, str]] = {
     "quantize": ("0.1 quantization lowers recovery a little", "-6.25 points (mean)", "mean -3 to -10 points"),
     "noise": ("Gaussian noise (sigma 0.05) lowers recovery a little more", "-8.91 points (mean)",
               "mean -5 to -13 points (seed average)"),
+    "learned_budget": ("The learned bounded-cost WCPQ keeps every release within its cost budget",
+                       "no budget violation observed (H.2)",
+                       "largest realized cost increase within the budget for every model and variant"),
+    "learned_cost": ("A positive budget can raise what the recipients pay; a zero budget never does",
+                     "positive budgets can materially increase cost (Figure 11)",
+                     "budget 0: no increase for any model; the largest budget: an increase for some model"),
+    "learned_pair": ("The pair loss gives no consistent extra privacy", "no consistent additional benefit (Table 15)",
+                     "paired minus no-pair recovery not below zero for every model and budget"),
 }
 
 
@@ -207,9 +216,41 @@ def defense_checks(d: RunData) -> list[Check]:
     return out
 
 
+LEARNED_KEYS = ("learned_budget", "learned_cost", "learned_pair")
+
+
+def learned_checks(d: RunData) -> list[Check]:
+    """The learned bounded-cost WCPQ (paper H.2): every release within its budget, what a budget
+    costs the frozen recipients (authored costs, mean of the three tasks), what the pair loss
+    changes in recovery. A check the run's variants cannot answer is None."""
+    points = learned_points(d.defenses, d.defense_costs) if not d.defenses.empty else pd.DataFrame()
+    info = d.learned
+    if points.empty or info.empty:
+        return [_check(k, "no learned WCPQ in the run", None) for k in LEARNED_KEYS]
+    learned = points[points["kind"] != "strict"]
+    worst = info.groupby("budget")["max_cost_increase"].max()
+    out = [_check("learned_budget", ", ".join(f"{v:.2f} at budget {b:g}" for b, v in worst.items()) + " review costs",
+                  bool((info["max_cost_increase"] <= info["budget"] + 1e-9).all()))]
+    zero = learned.loc[learned["budget"] == 0, "cost_change"].dropna()
+    top_budget = float(learned["budget"].max())
+    top = learned.loc[learned["budget"] == top_budget, "cost_change"].dropna()
+    if zero.empty or top_budget <= 0 or top.empty:
+        out.append(_check("learned_cost", "needs budget 0 and a positive budget", None))
+    else:
+        out.append(_check("learned_cost", f"budget 0: up to {zero.max():+.3f} a case; budget {top_budget:g}: up to "
+                                          f"{top.max():+.3f}", bool(zero.max() <= 1e-12 and top.max() > 1e-12)))
+    both = learned.pivot_table(index=["model", "budget"], columns="kind", values="accuracy")
+    gap = (both["paired"] - both["no pair"]).dropna() if {"paired", "no pair"} <= set(both.columns) \
+        else pd.Series(dtype=float)
+    out.append(_check("learned_pair", f"{_span(gap, _pts)} points (mean {_pts(float(gap.mean()))})", bool((gap >= 0).any()))
+               if len(gap) else _check("learned_pair", "needs both variants of a budget", None))
+    return out
+
+
 def paper_checks(d: RunData) -> list[Check]:
-    """Every check, in the order of the paper's story: refusal, recovery, utility, defenses."""
-    return refusal_checks(d) + recovery_checks(d) + utility_checks(d) + defense_checks(d)
+    """Every check, in the order of the paper's story: refusal, recovery, utility, defenses, and
+    the learned WCPQ extension."""
+    return refusal_checks(d) + recovery_checks(d) + utility_checks(d) + defense_checks(d) + learned_checks(d)
 
 
 def checks_frame(checks: list[Check]) -> pd.DataFrame:
