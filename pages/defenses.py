@@ -271,7 +271,7 @@ def learned_section(info: pd.DataFrame, res: pd.DataFrame, costs: pd.DataFrame, 
               column_config={"coverage": st.column_config.NumberColumn("coverage", format="percent"),
                              "largest cost increase": st.column_config.NumberColumn(format="%.2f")})
         table(proxy_table(info), "learned_wcpq_proxies",
-              "Seed selection: each seed's strongest proxy attacker (shared scorer and template families) on the "
+              "Seed selection: each seed's strongest proxy attacker (a shared scorer and a template decoder) on the "
               "validation worlds; the seed with the lower recovery wins, then the higher log loss.",
               column_config={"proxy validation recovery": st.column_config.NumberColumn(format="percent"),
                              "proxy log loss": st.column_config.NumberColumn(format="%.3f")})

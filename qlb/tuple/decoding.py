@@ -87,11 +87,12 @@ class DomainDecoding:
 
 def fit_view(train: pd.DataFrame, y: np.ndarray, val: pd.DataFrame, test: pd.DataFrame, view: str,
              classes: tuple[str, ...], mechanisms: tuple[str, ...], folds: int = FOLDS,
-             families: set[str] | None = None) -> ViewFit:
-    """Out-of-fold, validation and test P(s1) of every base configuration for one view."""
+             families: set[str] | None = None, configs: set[str] | None = None) -> ViewFit:
+    """Out-of-fold, validation and test P(s1) of every base configuration for one view (of
+    ``families`` and named in ``configs`` when given)."""
     tr, va, te = (apply_view(f, view) for f in (train, val, test))
     lib = [(fam, name, est) for fam, name, est in base_library(view, classes, mechanisms)
-           if families is None or fam in families]
+           if (families is None or fam in families) and (configs is None or name in configs)]
     splits = grouped_folds(train, folds)
     oof = np.zeros((len(tr), len(lib)))
     pv = np.zeros((len(va), len(lib)))
@@ -213,17 +214,17 @@ def decode_domain(model: str, domain: str, frame: pd.DataFrame, views: tuple[str
                         views)
 
 
-def proxy_recovery(frame: pd.DataFrame, domain: str, view: str, families: set[str],
+def proxy_recovery(frame: pd.DataFrame, domain: str, view: str, configs: set[str],
                    ontology: Ontology | None = None) -> tuple[float, float]:
     """A proxy attacker's validation recovery and log loss on one view of one (model, domain)'s
-    releases: the view's configurations of ``families`` fitted with grouped out-of-fold
-    predictions, the candidates of ``view_candidates`` (blends and stack included), selected on
-    validation. Only train and validation are read (no subview fallback: a quick, independent
-    attacker, as the learned WCPQ's seed selection needs)."""
+    releases: the library's configurations named in ``configs`` fitted with grouped out-of-fold
+    predictions, the candidates of ``view_candidates`` (their blends and stack included),
+    selected on validation. Only train and validation are read (no subview fallback: a quick,
+    independent attacker, as the learned WCPQ's seed selection needs)."""
     dom = (ontology or load_ontology()).domain(domain)
     train, val, _ = split_frames(with_public_features(frame))
     y_train, y_val = labels(train), labels(val)
-    vf = fit_view(train, y_train, val, val, view, dom.classes, dom.mechanisms, families=families)
+    vf = fit_view(train, y_train, val, val, view, dom.classes, dom.mechanisms, configs=configs)
     _, acc, ll = select(view_candidates(vf, y_train), y_val)
     return acc, ll
 

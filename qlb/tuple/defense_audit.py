@@ -33,7 +33,7 @@ from qlb.tuple.costs import profile_names
 from qlb.tuple.recipients import candidate_ranks, features, native_q
 from qlb.tuple.release_views import apply_view
 from qlb.tuple.utility import utility_domain
-from qlb.tuple.learned_wcpq import LEARNED_ENDPOINTS, PROXY_FAMILIES, LearnedRelease, learned_releases
+from qlb.tuple.learned_wcpq import LEARNED_ENDPOINTS, PROXY_CONFIGS, LearnedRelease, learned_releases
 from qlb.tuple.wcpq import (
     POLICY_VIEW, Mapping, Policy, main_codebook, map_domain, released_frame, signature, verify,
 )
@@ -233,7 +233,7 @@ def learned_endpoint_releases(model: str, domain: str, frame: pd.DataFrame, poli
     def proxy(mapping: Mapping) -> tuple[float, float]:
         released = released_frame(frame, mapping).sort_values("world_id").reset_index(drop=True)
         released["_signature"] = signature_keys(released, domain, policies)
-        acc, ll = proxy_recovery(released, domain, VIEW, set(PROXY_FAMILIES), ontology)
+        acc, ll = proxy_recovery(released, domain, VIEW, set(PROXY_CONFIGS), ontology)
         return float(acc), float(ll)
 
     out = {}

@@ -30,7 +30,8 @@ codeword says as little as possible about the secret. Per (model, domain) and va
    the Jensen-Shannon divergence between the two worlds of a training pair (weight 2; the
    no-pair variant: 0). Seeds 19 and 71.
 4. **Seed selection.** Each seed's deployed release gets two proxy attackers (the library's
-   shared-scorer and template families, grouped out-of-fold, selected on validation); the seed
+   shared scorer, raw scores with C = 1, and its diagonal template with shrinkage 2, fitted
+   grouped out-of-fold, with their blends and stack, selected on validation); the seed
    whose strongest proxy recovers least on validation wins, then the higher validation log
    loss, then the earlier seed.
 5. **Deployment.** The 64 codewords with the highest gates (ties: codebook order; all of them in
@@ -73,7 +74,9 @@ BOOK_SIZE = 128
 GRID_HEAD = 32
 PROTOTYPES = 64
 DEPLOYED = 64
-PROXY_FAMILIES = frozenset({"shared_scorer", "template"})
+# the proxy attackers of the seed selection: one shared linear scorer and one template decoder of the
+# library (paper H.2: "independent shared-linear/template proxy attacks with grouped out-of-fold blending")
+PROXY_CONFIGS = frozenset({"shared scorer raw C=1.0", "template raw diag shrink=2"})
 TOL = 1e-9
 EPS = 1e-12
 
