@@ -254,8 +254,9 @@ def learned_section(info: pd.DataFrame, res: pd.DataFrame, costs: pd.DataFrame, 
         return
     finding(learned_sentence(points, info), lead="What a cost budget buys.")
     chart(learned_figure(points, colours), points, "learned_wcpq_figure11",
-          "Paper Figure 11: secret recovery (95% pair-clustered intervals) against what the 18 frozen full-native "
-          "recipients pay, for WCPQ strict and each learned variant; the label is the budget: how much more, in "
+          "Paper Figure 11: secret recovery (95% pair-clustered intervals) against what the frozen full-native "
+          "recipients pay under the authored costs (the mean of the three tasks), for WCPQ strict and each learned "
+          "variant; the label is the budget: how much more, in "
           "review costs, a release may cost any policy for any true class. Lower and further left is better. "
           f"Run {md_text(run_id)}.")
     table(table15(points), "learned_wcpq_table15",

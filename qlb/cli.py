@@ -777,7 +777,8 @@ def _staged_status(con, path: str, dataset: str, options) -> Any:
     models = chosen_models(con, dataset, options.models)
     defended = [m for m in models if not options.defense_models or m in options.defense_models]
     return StagedAuditStatus(path, dataset, len(models), len(dataset_ontology(con, dataset).domains),
-                             len(defended) if options.run_defenses else 0, decode=options.decode)
+                             len(defended) if options.run_defenses else 0, decode=options.decode,
+                             learned=len(options.learned_endpoints))
 
 
 def _audit_in_stages(path: str, dataset: str, options, progress, status) -> Any:

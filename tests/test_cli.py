@@ -195,6 +195,8 @@ def test_build_progress_weights_stages_by_their_tasks():
     audit = full["decoding"] + full["utility"] + full["defenses"]
     # the shares of the measured build (qlb/demo.py): decoding 38%, defenses 60%
     assert 0.33 < full["decoding"] / audit < 0.43 and 0.55 < full["defenses"] / audit < 0.65
+    # a defense audit without the learned WCPQ variants: about 10 s a task
+    assert build_stage_seconds(9, 3, 3, learned=0)["defenses"] == 9 * (TASK_SECONDS["defenses"] - 6 * 4.5)
     own = build_stage_seconds(9, 2, 3, corpus=False, decode=False)
     assert list(own) == ["generation", "ingest", "refusal", "utility", "storing"]
     assert own["utility"] == 18 * TASK_SECONDS["utility"] and own["storing"] == STAGE_SECONDS["storing"]

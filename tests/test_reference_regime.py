@@ -158,6 +158,12 @@ def test_learned_wcpq_checks(change, key):
                          tables["defenses"], tables["defense_costs"], NONE, models=MODELS, learned=info))
     assert bad[key].holds is False
     assert by_key(run_data())["learned_pair"].holds is None            # no learned WCPQ in the run
+    tables, info = learned()
+    keep = ~tables["defenses"]["defense"].str.startswith("wcpq learned 0.5")
+    partial = by_key(RunData(pd.Series({"run_id": "r"}), pd.Series({"dataset_id": "d"}), *[NONE] * 6,
+                             tables["defenses"][keep], tables["defense_costs"], NONE, models=MODELS,
+                             learned=info[info["budget"] < 0.5]))
+    assert partial["learned_cost"].holds is None and partial["learned_budget"].holds
 
 
 def test_refusal_checks_on_the_suites_demo(demo_warehouse):

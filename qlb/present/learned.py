@@ -35,6 +35,8 @@ def learned_points(res: pd.DataFrame, costs: pd.DataFrame) -> pd.DataFrame:
     if learned.empty:
         return pd.DataFrame()
     rows = res[res["defense"].isin([STRICT, *learned["defense"]])]
+    if costs.empty or not {"recipient", "profile", "task", "mean_cost"} <= set(costs.columns):
+        costs = pd.DataFrame(columns=["model", "defense", "recipient", "task", "profile", "mean_cost"])
     frozen = costs[(costs["recipient"] == "frozen") & (costs["profile"] == "authored")]
     by_task = frozen.pivot_table(index=["model", "defense"], columns="task", values="mean_cost", aggfunc="first")
     out = []
@@ -59,7 +61,9 @@ def learned_points(res: pd.DataFrame, costs: pd.DataFrame) -> pd.DataFrame:
 def table15(points: pd.DataFrame) -> pd.DataFrame:
     """Paper Table 15: per model, WCPQ strict's recovery and every learned variant's, with 95%
     intervals (one column per budget and loss)."""
-    cols = ["WCPQ strict"] + [column_name(d) for d in points.loc[points["kind"] != "strict", "defense"].unique()]
+    variants = sorted(points.loc[points["kind"] != "strict", "defense"].unique(),
+                      key=lambda d: (budget_and_kind(d)[0], budget_and_kind(d)[1] == "paired"))
+    cols = ["WCPQ strict"] + [column_name(d) for d in variants]
     rows = []
     for model, d in points.groupby("model", sort=True):
         row = {"model": model}
@@ -114,7 +118,9 @@ def learned_sentence(points: pd.DataFrame, info: pd.DataFrame) -> str:
     """What the learned variants do against WCPQ strict: the range of their recovery, the lowest
     (with its interval), what the pair loss changes on average, what the recipients pay at budget 0
     and at the largest budget, and whether every release stayed within its budget."""
-    learned = points[points["kind"] != "strict"]
+    learned = points[(points["kind"] != "strict")].dropna(subset=["accuracy"])
+    if learned.empty:
+        return "The run holds no recovery for a learned variant."
     strict = points[(points["kind"] == "strict") & points["model"].isin(learned["model"])]
     low = learned.loc[learned["accuracy"].idxmin()]
     text = f"Under the learned variants, secret recovery is {span(learned['accuracy'])}"
@@ -148,7 +154,7 @@ def learned_sentence(points: pd.DataFrame, info: pd.DataFrame) -> str:
             text += (" Every release stayed within its budget: the largest realized increase of a world's cost is "
                      + ", ".join(f"{v:.2f} review costs at budget {b:g}" for b, v in worst.items()) + ".")
         else:
-            o = over.iloc[0]
+            o = over.loc[(over["max_cost_increase"] - over["budget"]).idxmax()]       # the largest breach, first of ties
             text += (f" A release BROKE its budget: {o['max_cost_increase']:.2f} review costs at budget "
                      f"{o['budget']:g} ({o['model']}, {o['domain']}).")
     return text
