@@ -78,7 +78,8 @@ def headline_findings(path: str, dataset: str) -> None:
                            "size, not its exact numbers.")
                 table(checks_frame(known).assign(holds=lambda f: f["holds"].map({True: "yes", False: "NO"}))
                       [["finding", "paper", "band", "run", "holds"]].rename(columns={"run": "this run"}),
-                      "paper_comparison", "The paper's findings (TUPLE.md section 8) against this run.")
+                      "paper_comparison", "The paper's findings (TUPLE.md section 8, and its appendix H.2 for the learned "
+                      "WCPQ) against this run.")
 
 
 SIMULATED_PREFIX = re.compile(r"^\s*SIMULATED\b[^:]*:\s*")
