@@ -549,14 +549,15 @@ def _cmd_defend(args: argparse.Namespace) -> int:
 def _collect_options(args: argparse.Namespace) -> list:
     """One CollectOptions per ``--model``; ``--base-url``, ``--endpoint-model`` and ``--target``
     give one value for every model or one per model, in order."""
-    from qlb.records.schemas import MAX_ID_LENGTH
+    from qlb.records.schemas import model_name_problem
     from qlb.runs.collect import CollectOptions
 
     models = list(args.model)
     if len(set(models)) < len(models):
         raise _UsageError("--model names a model twice")
-    if any(not 0 < len(m) <= MAX_ID_LENGTH for m in models):
-        raise _UsageError(f"--model: a model name is 1 to {MAX_ID_LENGTH} characters")
+    problem = next(filter(None, map(model_name_problem, models)), None)
+    if problem:
+        raise _UsageError(f"--model: {problem}")
 
     def each(flag: str, values: list[str] | None) -> list[str | None]:
         if not values:

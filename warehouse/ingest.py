@@ -33,7 +33,8 @@ from pydantic_core import to_json
 
 from qlb.records.readers import LineBlock, Record, detect_format, file_sha256, jsonl_blocks, read_records
 from qlb.records.schemas import (
-    MAX_ID_LENGTH, PAIR_SHARED_FIELDS, NativeResponse, QLDocument, QLPrediction, RefusalResponse, World, describe_error,
+    PAIR_SHARED_FIELDS, NativeResponse, QLDocument, QLPrediction, RefusalResponse, World, describe_error,
+    model_name_problem,
 )
 from qlb.records.ontology import Ontology, load_ontology
 from warehouse import bulk, queries
@@ -719,8 +720,9 @@ class RecordRejected(ValueError):
 def _make_kind(kind: str, con, dataset_id: str, model: str | None, *, keys_in_warehouse: bool = False) -> _Kind:
     if kind not in _KIND_CLASSES:
         raise IngestError(f"unknown kind {kind!r}; expected one of {', '.join(KINDS)}")
-    if model is not None and not 0 < len(model) <= MAX_ID_LENGTH:
-        raise IngestError(f"--model must be 1 to {MAX_ID_LENGTH} characters (got {len(model)})")
+    problem = model_name_problem(model) if model is not None else None
+    if problem:
+        raise IngestError(f"--model: {problem}")
     return _KIND_CLASSES[kind](con, dataset_id, model, keys_in_warehouse=keys_in_warehouse)
 
 

@@ -35,6 +35,13 @@ PROBABILITY_TOLERANCE = 1e-3
 # ingest's memory cap; a name that long is a mistake in the file, rejected with its line.
 MAX_ID_LENGTH = 256
 
+
+def model_name_problem(name: str) -> str | None:
+    """Why ``name`` cannot name a model (1 to ``MAX_ID_LENGTH`` characters, as every identifier),
+    or None: one rule for ``qlb collect --model`` and ``qlb ingest --model``."""
+    return None if 0 < len(name) <= MAX_ID_LENGTH else \
+        f"a model name is 1 to {MAX_ID_LENGTH} characters (got {len(name)})"
+
 _config = ConfigDict(extra="ignore", frozen=True, str_strip_whitespace=False)
 _mutable_config = ConfigDict(extra="ignore", frozen=False)
 

@@ -289,6 +289,6 @@ def test_identifiers_over_the_length_limit_are_rejected_in_every_kind(wh, tmp_pa
     preds = write_lines(tmp_path / "p.jsonl", [{"doc_id": "d01", "detector": long, "groups": []}])
     report = validate_file(wh, IngestRequest("predictions", preds, "ds"))
     assert [(r.line_no, r.field) for r in report.rejects] == [(1, "detector")]
-    with pytest.raises(IngestError, match="--model must be 1 to 256 characters"):
+    with pytest.raises(IngestError, match="--model: a model name is 1 to 256 characters"):
         ingest_file(wh, IngestRequest("responses", write_lines(tmp_path / "r.jsonl", [native("m", "w1")]), "ds",
                                       model=long))
