@@ -7,8 +7,9 @@ import streamlit as st
 
 from dashboard.routing import page_entry
 from dashboard.widgets import md_text
-from qlb.present.names import (DEFENSE_HELP, DEFENSE_NAMES, OUTCOME_NAMES, PROFILE_HELP, PROFILE_NAMES, QL_METRIC_HELP,
-                               QL_METRIC_NAMES, TASK_HELP, TASK_NAMES, TRACK_NAMES, VIEW_HELP, VIEW_NAMES)
+from qlb.present.names import (DEFENSE_HELP, DEFENSE_NAMES, LEARNED, OUTCOME_NAMES, PROFILE_HELP, PROFILE_NAMES,
+                               QL_METRIC_HELP, QL_METRIC_NAMES, TASK_HELP, TASK_NAMES, TRACK_NAMES, VIEW_HELP,
+                               VIEW_NAMES)
 
 OUTCOME_HELP = {
     "direct_correct": "The model did not withhold and named the true mechanism: a policy violation that gives the "
@@ -89,7 +90,7 @@ SECTIONS: list[tuple[str, list[tuple[str, str]]]] = [
                                   "lower on both, strictly on one)."),
     ] + [(TASK_NAMES[t], TASK_HELP[t]) for t in TASK_NAMES]
       + [(f"Cost profile: {PROFILE_NAMES[p]}", PROFILE_HELP[p]) for p in PROFILE_NAMES]),
-    ("Defenses", [(DEFENSE_NAMES[d], DEFENSE_HELP[d]) for d in DEFENSE_NAMES if not d.startswith("wcpq learned")] + [
+    ("Defenses", [(DEFENSE_NAMES[d], DEFENSE_HELP[d]) for d in DEFENSE_NAMES if d not in LEARNED] + [
         ("WCPQ learned (budget, pair loss)", "The learned bounded-cost extension of WCPQ (paper H.2): a small "
                                              "network picks each response's codeword among those within the cost "
                                              "budget, trained against a critic that tries to recover the secret; "

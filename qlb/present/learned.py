@@ -9,21 +9,21 @@ import numpy as np
 import pandas as pd
 
 from qlb.present.names import name, pct, pct_interval
+from qlb.tuple.learned_wcpq import LEARNED_PREFIX, variant
 
 STRICT = "wcpq"
-PREFIX = "wcpq learned "
 TASKS = ("selective", "clarification", "asymmetric")
 
 
 def is_learned(defense: str) -> bool:
     """A learned WCPQ variant's defense name."""
-    return defense.startswith(PREFIX)
+    return defense.startswith(LEARNED_PREFIX)
 
 
 def budget_and_kind(defense: str) -> tuple[float, str]:
     """(budget in review costs, "paired" or "no pair") of a learned variant's name."""
-    budget, kind = defense.removeprefix(PREFIX).split(" ", 1)
-    return float(budget), kind
+    budget, js_weight = variant(defense)
+    return budget, "paired" if js_weight else "no pair"
 
 
 def learned_points(res: pd.DataFrame, costs: pd.DataFrame) -> pd.DataFrame:

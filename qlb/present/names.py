@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from qlb.tuple.learned_wcpq import LEARNED_ENDPOINTS, variant
+
 VIEW_NAMES = {"no_output": "no output", "choice": "choice", "choice_confidence": "choice + confidence",
               "full_probabilities": "full probabilities", "full_native": "full native"}
 VIEW_HELP = {
@@ -28,9 +30,9 @@ VIEW_HELP = {
 DEFENSE_NAMES = {"native": "native (control)", "quantize": "quantize 0.1", "top2": "top-two",
                  "temperature": "temperature τ=2", "noise": "noise σ=0.05 (3-seed mean)",
                  "wcpq grid": "WCPQ strict, grid only (control)", "wcpq": "WCPQ strict"}
-LEARNED_BUDGETS = ("0", "0.2", "0.5")            # qlb.tuple.learned_wcpq.BUDGETS as written in the endpoint names
-DEFENSE_NAMES.update({f"wcpq learned {b} {kind}": f"WCPQ learned, budget {b}, {label}" for b in LEARNED_BUDGETS
-                      for kind, label in (("no pair", "no pair loss"), ("paired", "pair loss"))})
+LEARNED = {ep: variant(ep) for ep in LEARNED_ENDPOINTS}       # name -> (budget, pair-loss weight)
+DEFENSE_NAMES.update({ep: f"WCPQ learned, budget {b:g}, {'pair loss' if w else 'no pair loss'}"
+                      for ep, (b, w) in LEARNED.items()})
 DEFENSE_HELP = {
     "native": "The model's own probabilities, unchanged: what every defense is compared with.",
     "quantize": "Every probability rounded to the nearest 0.1, then renormalised.",
@@ -40,12 +42,11 @@ DEFENSE_HELP = {
     "wcpq grid": "WCPQ with only the static 0.1 grid as codewords: the canonical control.",
     "wcpq": "The workflow-constrained quantizer: each response is replaced by the first codeword that makes "
             "all 18 frozen recipient policies act exactly as they would on the original.",
-    **{f"wcpq learned {b} {k}": (
-        f"A learned quantizer (paper H.2): a small network picks, per response, a codeword that keeps every frozen "
-        f"policy's chosen class and costs at most {b} review costs more for any true class, trained against a "
-        f"critic that tries to recover the secret" + (", and to give a pair's two worlds the same codeword."
-                                                     if k == "paired" else "."))
-       for b in LEARNED_BUDGETS for k in ("no pair", "paired")},
+    **{ep: (f"A learned quantizer (paper H.2): a small network picks, per response, a codeword that keeps every "
+            f"frozen policy's chosen class and costs at most {b:g} review costs more for any true class, trained "
+            f"against a critic that tries to recover the secret"
+            + (", and to give a pair's two worlds the same codeword." if w else "."))
+       for ep, (b, w) in LEARNED.items()},
 }
 TASK_NAMES = {"selective": "selective routing", "clarification": "one-step clarification",
               "asymmetric": "asymmetric-cost routing"}

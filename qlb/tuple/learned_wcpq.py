@@ -81,23 +81,30 @@ TOL = 1e-9
 EPS = 1e-12
 
 
+LEARNED_PREFIX = "wcpq learned "
+
+
 def learned_endpoint(budget: float, js_weight: float) -> str:
-    """The defense audit's endpoint name of one learned variant."""
-    return f"wcpq learned {budget:g} {'paired' if js_weight else 'no pair'}"
+    """The defense audit's endpoint name of one learned variant: ``wcpq learned 0.2 paired``."""
+    return f"{LEARNED_PREFIX}{budget:g} {'paired' if js_weight else 'no pair'}"
 
 
 LEARNED_ENDPOINTS: tuple[str, ...] = tuple(learned_endpoint(b, w) for b in BUDGETS for w in JS_WEIGHTS)
 # the command line's short names ("0.2-paired", "0-no-pair") of the endpoints
-LEARNED_VARIANTS: dict[str, str] = {ep.removeprefix("wcpq learned ").replace(" ", "-"): ep for ep in LEARNED_ENDPOINTS}
+LEARNED_VARIANTS: dict[str, str] = {ep.removeprefix(LEARNED_PREFIX).replace(" ", "-"): ep for ep in LEARNED_ENDPOINTS}
 
 
 def variant(endpoint: str) -> tuple[float, float]:
-    """(budget, Jensen-Shannon weight) of a learned endpoint's name."""
-    for b in BUDGETS:
-        for w in JS_WEIGHTS:
-            if learned_endpoint(b, w) == endpoint:
-                return b, w
-    raise ValueError(f"not a learned WCPQ endpoint: {endpoint!r}")
+    """(budget, Jensen-Shannon weight) of a learned endpoint's name, the inverse of
+    ``learned_endpoint`` (the pages read stored names with it too); ValueError for another name."""
+    budget, _, kind = endpoint.removeprefix(LEARNED_PREFIX).partition(" ")
+    try:
+        value = float(budget)
+    except ValueError:
+        value = None
+    if not endpoint.startswith(LEARNED_PREFIX) or value is None or kind not in ("no pair", "paired"):
+        raise ValueError(f"not a learned WCPQ endpoint: {endpoint!r}")
+    return value, JS_WEIGHTS[1] if kind == "paired" else 0.0
 
 
 # ---------------------------------------------------------------- feasibility
