@@ -434,7 +434,7 @@ class LearnedSetup:
     train: np.ndarray
 
 
-def setup(frame: pd.DataFrame, policies: list[Policy], grid_size: int) -> LearnedSetup:
+def setup(frame: pd.DataFrame, policies: list[Policy]) -> LearnedSetup:
     """The shared part of one (model, domain) (``frame`` sorted by world_id). The training
     worlds are replayed on the whole codebook (the greedy books choose from it), the others on
     the pool only (deployment chooses from it)."""
@@ -443,11 +443,11 @@ def setup(frame: pd.DataFrame, policies: list[Policy], grid_size: int) -> Learne
     code = main_codebook(frame, classes)
     is_train = (rel["split"] == "train").to_numpy()
     inside, outside = np.flatnonzero(is_train), np.flatnonzero(~is_train)
-    first = replay_codewords(rel.iloc[inside].reset_index(drop=True), policies, code)
+    training = rel.iloc[inside].reset_index(drop=True)
+    first = replay_codewords(training, policies, code)
     prototypes = np.unique(code_positions(code, training_vectors(frame, classes)[0]))
-    rows = np.flatnonzero(first.eligible)
-    pool = learned_pool(first, first.eligible, training_pairs(rel.iloc[inside].reset_index(drop=True), rows,
-                                                              first.categories), grid_size, prototypes, code)
+    pairs = training_pairs(training, np.flatnonzero(first.eligible), first.categories)
+    pool = learned_pool(first, first.eligible, pairs, len(static_grid(len(classes))), prototypes, code)
     rest = replay_codewords(rel.iloc[outside].reset_index(drop=True), policies, code[pool])
     n, m = len(rel), len(code)
     replay = Replay(np.zeros(n, bool), np.zeros((n, m), bool), np.full((n, m), np.inf),
@@ -522,8 +522,7 @@ def learned_releases(frame: pd.DataFrame, policies: list[Policy], proxy: Proxy,
     """Every requested learned variant of one (model, domain): both seeds trained and deployed,
     the seed chosen by ``proxy`` (lowest validation recovery, then highest log loss, then the
     earlier seed)."""
-    classes = policies[0].costs.classes
-    st = setup(frame, policies, len(static_grid(len(classes))))
+    st = setup(frame, policies)
     out = []
     for endpoint in endpoints:
         budget, js_weight = variant(endpoint)
