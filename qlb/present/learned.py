@@ -38,20 +38,23 @@ def learned_points(res: pd.DataFrame, costs: pd.DataFrame) -> pd.DataFrame:
     if costs.empty or not {"recipient", "profile", "task", "mean_cost"} <= set(costs.columns):
         costs = pd.DataFrame(columns=["model", "defense", "recipient", "task", "profile", "mean_cost"])
     frozen = costs[(costs["recipient"] == "frozen") & (costs["profile"] == "authored")]
-    by_task = frozen.pivot_table(index=["model", "defense"], columns="task", values="mean_cost", aggfunc="first")
+    by_task = frozen.pivot_table(index=["model", "defense"], columns="task", values="mean_cost",
+                                 aggfunc="first").reindex(columns=list(TASKS))
+
+    def task_costs(model: str, defense: str) -> np.ndarray:       # NaN where the run stored none
+        key = (model, defense)
+        return by_task.loc[key].to_numpy(float) if key in by_task.index else np.full(len(TASKS), np.nan)
+
     out = []
     for r in rows.itertuples(index=False):
         budget, kind = budget_and_kind(r.defense) if is_learned(r.defense) else (0.0, "strict")
-        task_cost = {t: float(by_task.loc[(r.model, r.defense), t]) if (r.model, r.defense) in by_task.index
-                     and t in by_task.columns else np.nan for t in TASKS}
-        native = {t: float(by_task.loc[(r.model, "native"), t]) if (r.model, "native") in by_task.index
-                  and t in by_task.columns else np.nan for t in TASKS}
+        cost = task_costs(r.model, r.defense)
         out.append({"model": r.model, "defense": r.defense, "kind": kind, "budget": budget,
                     "accuracy": r.accuracy, "ci_low": r.ci_low, "ci_high": r.ci_high,
                     "diff_vs_native": r.diff_vs_native, "diff_ci_low": r.diff_ci_low, "diff_ci_high": r.diff_ci_high,
-                    "coverage": r.coverage, **{f"cost {t}": task_cost[t] for t in TASKS},
-                    "mean_cost": float(np.mean(list(task_cost.values()))),
-                    "cost_change": float(np.mean(list(task_cost.values())) - np.mean(list(native.values())))})
+                    "coverage": r.coverage, **{f"cost {t}": float(c) for t, c in zip(TASKS, cost)},
+                    "mean_cost": float(np.mean(cost)),
+                    "cost_change": float(np.mean(cost) - np.mean(task_costs(r.model, "native")))})
     order = {"strict": 0, "no pair": 1, "paired": 2}
     frame = pd.DataFrame(out)
     return frame.assign(o=frame["kind"].map(order)).sort_values(["model", "budget", "o"]).drop(columns="o") \
