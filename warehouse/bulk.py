@@ -13,24 +13,22 @@ object per line:
   whose buffers are the block's own bytes): a JSON object whose members are only
   NativeResponse's six fields, each a string with no escape, control character, colon or comma
   in it, a JSON number, null, or (probabilities) a flat object of such strings and numbers. On
-  such a line DuckDB's JSON reader and pydantic's read the same values, save a repeated key
+  such a line DuckDB's JSON parser and pydantic's read the same values, save a repeated key
   (DuckDB keeps the first, pydantic the last); the line's colons, one per member and per
   probability label, are counted too, to rule those out;
-* DuckDB reads the block's bytes (one file in a private temporary folder, removed at once) with
-  its JSON reader and applies the rules each field has on its own (``queries.sql``:
+* DuckDB parses the shaped lines with its JSON parser (``from_json``, straight from the Arrow
+  column: no file is written) and applies the rules each field has on its own (``queries.sql``:
   ``bulk_native_responses``);
 * numpy applies the rules that need the world or the probabilities (``_world_rules``): the
   choice and the labels are the world's candidates, no label repeats, the probabilities are
   non-negative and sum to 1 with room to spare; it also derives ``choice_not_argmax``.
 
 The stored rows are the same either way, except the text of ``probabilities``: the bulk path
-stores the object as DuckDB's JSON reader writes it back (minified; an integer stays ``1``), the
+stores the object as DuckDB's JSON parser writes it back (minified; an integer stays ``1``), the
 pydantic path as pydantic writes floats (``1.0``); they parse to the same values.
 """
 from __future__ import annotations
 
-import tempfile
-from pathlib import Path
 from typing import Mapping
 
 import duckdb
@@ -52,9 +50,6 @@ _MEMBER = (f'(?:"(?:model|world_id|status|choice)"{_WS}:{_WS}(?:{_STRING}|null)'
 PLAIN_LINE = f"^\\{{{_WS}{_MEMBER}(?:{_WS},{_WS}{_MEMBER})*{_WS}\\}}{_WS}\\n?$"
 
 _NULLABLE = ("model", "choice", "probabilities", "confidence")
-# DuckDB's JSON reader reserves twice its maximum object size for each read, against the ingest's
-# memory cap: the block's longest line sets it (at least this), not the 16 MB any line may reach
-MIN_OBJECT_SIZE = 1 << 16
 _EMPTY = pa.table({"line_no": pa.array([], type=pa.int64())})
 
 
@@ -86,14 +81,9 @@ def plain_native_responses(con: duckdb.DuckDBPyConnection, block: LineBlock, can
     for the pydantic path, both in line order."""
     if not len(block):
         return _EMPTY, list(block.others)
-    with tempfile.TemporaryDirectory(prefix="qlb-bulk-") as tmp:
-        path = Path(tmp) / "block.jsonl"
-        path.write_bytes(block.data)
-        _block = _lines_table(block)  # noqa: F841 (replacement scan)
-        read = con.sql(queries.sql("bulk_native_responses"),
-                       params={"file": str(path), "max_object_size": max(block.longest + 1, MIN_OBJECT_SIZE),
-                               "dataset": dataset_id, "model": forced_model, "ingest_id": ingest_id,
-                               "max_id": MAX_ID_LENGTH}).to_arrow_table()
+    _block = _lines_table(block)
+    read = _field_rules(con.sql(queries.sql("bulk_native_responses")).to_arrow_table(), _block.column("line"),
+                        block.first, dataset_id, forced_model, ingest_id)
     plain, not_argmax = _world_rules(read, candidates)
     rows = read.filter(plain).drop_columns(["n_labels"]).append_column("choice_not_argmax", pa.array(not_argmax[plain]))
     rows = _in_line_order(rows)
@@ -117,6 +107,58 @@ def _lines_table(block: LineBlock) -> pa.Table:
                      "colons": np.diff(np.searchsorted(colons, ends), prepend=0)})
 
 
+def _field_rules(parsed: pa.Table, lines: pa.ChunkedArray, first: int, dataset_id: str, forced_model: str | None,
+                 ingest_id: int) -> pa.Table:
+    """The rows of ``parsed`` (``bulk_native_responses`` of a block whose ``lines`` start at line
+    ``first``) that meet the rules each field has on its
+    own, as rows of ``responses`` with n_labels (no choice_not_argmax yet): status ok or
+    unavailable; a model that is not empty, no longer than ``MAX_ID_LENGTH`` and the forced one
+    when ``--model`` is given (or none, which takes the forced one); a world_id no longer than
+    ``MAX_ID_LENGTH``; a confidence, if any, in [0, 1]. Anything else is pydantic's to judge.
+
+    n_labels is the line's colons left for the probabilities' labels: one each for world_id and
+    status (they are read), one for another field read, or when null one if its key with a colon
+    is in the line (no plain string holds a colon, and a label named like a field is never plain,
+    see ``Candidates``). A repeated key leaves a count that is not the labels' number."""
+    model = parsed.column("model")
+    if forced_model is None:
+        model_ok = pc.and_kleene(pc.not_equal(model, ""), pc.less_equal(pc.utf8_length(model), MAX_ID_LENGTH))
+    else:
+        model_ok = pc.or_kleene(pc.is_null(model), pc.equal(model, forced_model))
+        model_ok = pc.and_kleene(model_ok, pc.or_kleene(pc.is_null(model),
+                                                        pc.less_equal(pc.utf8_length(model), MAX_ID_LENGTH)))
+    confidence = parsed.column("confidence")
+    keep = pc.and_kleene(pc.and_kleene(pc.is_in(parsed.column("status"), pa.array(["ok", "unavailable"])), model_ok),
+                         pc.and_kleene(pc.less_equal(pc.utf8_length(parsed.column("world_id")), MAX_ID_LENGTH),
+                                       pc.or_kleene(pc.is_null(confidence),
+                                                    pc.and_kleene(pc.greater_equal(confidence, 0.0),
+                                                                  pc.less_equal(confidence, 1.0)))))
+    line_no = parsed.column("line_no").to_numpy()
+    n_labels = parsed.column("colons").to_numpy() - 2
+    for field in ("model", "choice", "probabilities", "confidence"):
+        missing = parsed.column(field).is_null().to_numpy(zero_copy_only=False)
+        n_labels -= ~missing
+        if missing.any():
+            at = np.flatnonzero(missing)
+            n_labels[at] -= pc.match_substring(lines.take(line_no[at] - first),
+                                               f'"{field}":').to_numpy(zero_copy_only=False)
+    keep = keep.fill_null(False).to_numpy(zero_copy_only=False)
+    rows = parsed.filter(keep)
+    n_labels = n_labels[keep]
+    if forced_model is not None:
+        model = pc.coalesce(rows.column("model"), pa.scalar(forced_model))
+    else:
+        model = rows.column("model")
+    size = rows.num_rows
+    return pa.table({"dataset_id": pa.repeat(pa.scalar(dataset_id, pa.string()), size), "model": model,
+                     "world_id": rows.column("world_id"), "status": rows.column("status"),
+                     "choice": rows.column("choice"), "probabilities": rows.column("probabilities"),
+                     "confidence": rows.column("confidence"), "valid": pa.array(np.ones(size, dtype=bool)),
+                     "invalid_reason": pa.nulls(size, type=pa.string()),
+                     "ingest_id": pa.array(np.full(size, ingest_id, dtype=np.int32)),
+                     "line_no": rows.column("line_no"), "n_labels": n_labels})
+
+
 def _in_line_order(rows: pa.Table) -> pa.Table:
     """The rows sorted by line number (DuckDB gives them in no particular order)."""
     if (np.diff(rows.column("line_no").to_numpy()) > 0).all():
@@ -127,11 +169,24 @@ def _in_line_order(rows: pa.Table) -> pa.Table:
 def _items(objects: pa.StringArray) -> tuple[pa.Array, pa.Array, np.ndarray]:
     """The labels (quoted, as in the text), the values (as text) and each object's number of
     members of JSON objects as DuckDB writes them back: minified, '{"label":value,...}', never
-    '{}', no label holding ':' or ','. Split at both, an object's texts are label, value, ..."""
-    items = pc.split_pattern(pc.replace_substring(pc.utf8_slice_codeunits(objects, 1, -1), ":", ","), ",")
-    pairs = items.flatten()
-    return (pairs.take(np.arange(0, len(pairs), 2)), pairs.take(np.arange(1, len(pairs), 2)),
-            np.diff(items.offsets.to_numpy()) // 2)
+    '{}', no label holding ':' or ','. The texts between an object's outer braces, colons and commas
+    are label, value, label, ...: they are cut out of the objects' bytes at once (numpy), and the
+    labels and values are Arrow strings over the bytes left when the cuts are dropped."""
+    first, n = objects.offset, len(objects)
+    ends = np.frombuffer(objects.buffers()[1], dtype=np.int32)[first:first + n + 1]
+    body = np.frombuffer(objects.buffers()[2], dtype=np.uint8)[ends[0]:ends[-1]]
+    opening, closing = ends[:-1] - ends[0], ends[1:] - ends[0] - 1      # each object's braces (a label may hold one)
+    cut_at = (body == ord(":")) | (body == ord(","))
+    cut_at[opening] = cut_at[closing] = True
+    cut = np.flatnonzero(cut_at)
+    closes = np.zeros(len(body), dtype=bool)
+    closes[closing] = True
+    item = ~closes[cut[:-1]]                           # a cut other than a closing brace opens an item
+    start, stop = cut[:-1][item] + 1, cut[1:][item]
+    offsets = np.concatenate(([0], np.cumsum(stop - start))).astype(np.int32)
+    texts = pa.StringArray.from_buffers(len(start), pa.py_buffer(offsets), pa.py_buffer(body[~cut_at]))
+    size = np.diff(np.searchsorted(start, ends - ends[0])) // 2
+    return texts.take(np.arange(0, len(texts), 2)), texts.take(np.arange(1, len(texts), 2)), size
 
 
 def _world_rules(read: pa.Table, candidates: Candidates) -> tuple[np.ndarray, np.ndarray]:

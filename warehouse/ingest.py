@@ -958,6 +958,9 @@ def _ingest_in_bulk(con: duckdb.DuckDBPyConnection, k: "_Responses", request: In
 
         _validate_stream(k, records, report, None, keep)
         flush(accepted, rejects, plain, block, ledger)
+        # Arrow's allocator (mimalloc) keeps the checking threads' freed blocks for reuse: a 1 GB
+        # file peaked at 505 MB against 481 MB with them given back here, for ~4% of the speed
+        pa.default_memory_pool().release_unused()
         if progress is not None and (records or (plain is not None and plain.num_rows)):
             progress(block.first + len(block) - 1 if isinstance(block, LineBlock) and len(block)
                      else records[-1].line_no)

@@ -519,40 +519,19 @@ SELECT DISTINCT table_name FROM information_schema.columns
 WHERE column_name = 'run_id' AND table_name <> 'runs' ORDER BY table_name;
 
 -- name: bulk_native_responses
--- The lines of one JSON Lines block that may be plainly valid native responses, as rows of
--- ``responses`` with n_labels (and no choice_not_argmax yet), in no particular order: those that
--- meet the rules each field has on its own; warehouse.bulk applies the rules that need the world
--- or the probabilities. Any other line is left to the pydantic path, whose verdicts and messages
--- define the rules.
---
--- DuckDB's JSON reader types the block's lines (file $file) in one vectorised pass, one row per
--- line in line order, joined by position to ``_block`` (warehouse.bulk._lines_table: line_no,
--- line with its ending, shaped, colons); a taken line must hold its world_id, a check that the
--- two are the same line. Only a shaped line (warehouse.bulk.PLAIN_LINE: the six fields, each a
--- plain string, number, null or flat object of numbers) is read alike by DuckDB and pydantic,
--- save a repeated key, which DuckDB reads first and pydantic last. Its colons, one per member and
--- per probability label, rule that out: world_id and status count once (they are read), another
--- field once when read or when null and its key with a colon is present (no string holds a
--- colon, and a label named like a field is never plain, see warehouse.bulk.Candidates), and
--- n_labels, the colons left for the labels, must be their number.
--- Named parameters: file, max_object_size (the largest line in bytes + 1; a larger maximum makes
--- DuckDB reserve twice that for its read buffer), dataset, model (--model, or NULL), ingest_id,
--- max_id (schemas.MAX_ID_LENGTH: a longer world_id or model is pydantic's to reject).
-SELECT $dataset AS dataset_id, coalesce(r.model, $model) AS model, r.world_id, r.status, r.choice, r.probabilities,
-       r.confidence, true AS valid, NULL::VARCHAR AS invalid_reason, $ingest_id::INTEGER AS ingest_id, b.line_no,
-       b.colons - 2 - CASE WHEN r.model IS NULL THEN contains(b.line, '"model":')::INT ELSE 1 END
-           - CASE WHEN r.choice IS NULL THEN contains(b.line, '"choice":')::INT ELSE 1 END
-           - CASE WHEN r.probabilities IS NULL THEN contains(b.line, '"probabilities":')::INT ELSE 1 END
-           - CASE WHEN r.confidence IS NULL THEN contains(b.line, '"confidence":')::INT ELSE 1 END AS n_labels
-FROM read_json($file, format = 'newline_delimited', ignore_errors = true,
-               maximum_object_size = $max_object_size::INTEGER,
-               columns = {model: 'VARCHAR', world_id: 'VARCHAR', status: 'VARCHAR', choice: 'VARCHAR',
-                          probabilities: 'VARCHAR', confidence: 'DOUBLE'}) AS r
-     POSITIONAL JOIN _block AS b
-WHERE b.shaped AND contains(b.line, r.world_id) AND r.status IN ('ok', 'unavailable')
-  AND coalesce(r.model <> '' AND r.model = coalesce($model, r.model), $model IS NOT NULL)
-  AND length(r.world_id) <= $max_id AND coalesce(length(r.model) <= $max_id, true)
-  AND (r.confidence IS NULL OR r.confidence BETWEEN 0 AND 1);
+-- The shaped lines of one JSON Lines block (``_block``, warehouse.bulk._lines_table: line_no,
+-- line with its ending, shaped, colons), parsed by DuckDB's JSON parser (``from_json``, the one
+-- its JSON reader uses) in one vectorised pass into NativeResponse's six fields, the object of
+-- probabilities as DuckDB writes JSON back (minified). A shaped line (warehouse.bulk.PLAIN_LINE:
+-- the six fields, each a plain string, number, null or flat object of numbers) is valid JSON, and
+-- DuckDB and pydantic read it alike, save a repeated key (DuckDB reads the first, pydantic the
+-- last): warehouse.bulk counts the line's colons to rule that out and applies the rules. The
+-- parse sits in a query of its own on purpose: under a filter or a second projection DuckDB's
+-- optimizer inlines it and parses each line once per field read.
+SELECT line_no, colons,
+       unnest(from_json(line, '{"model": "VARCHAR", "world_id": "VARCHAR", "status": "VARCHAR", "choice": "VARCHAR",
+                                "probabilities": "JSON", "confidence": "DOUBLE"}'))
+FROM _block WHERE shaped;
 
 -- name: stored_response_keys
 -- The (model, world_id) keys of a dataset's stored native responses: the bulk ingest's KeyLedger

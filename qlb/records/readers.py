@@ -33,7 +33,7 @@ BOM = b"\xef\xbb\xbf"
 FORMATS = ("jsonl", "csv", "parquet")
 MAX_LINE_BYTES = 16 << 20     # a larger line (or row) is rejected: memory stays bounded per line
 MAX_DEPTH = 200               # nesting a Parquet value may have (pydantic's JSON parser stops near here)
-BULK_BLOCK = 6 << 20         # bytes of lines the bulk validator takes at once (four in hand: a 1 GB file peaks at 475 MB)
+BULK_BLOCK = 6 << 20         # bytes of lines the bulk validator takes at once (four in hand: a 1 GB file peaks at about 480 MB)
 RAW_SHOWN = 4096              # characters of an over-long line kept for the quarantine
 _BLOCK = 1 << 20
 
@@ -233,11 +233,6 @@ class LineBlock:
     def starts(self) -> "np.ndarray":
         """The offset of each line's first byte."""
         return _line_starts(self.ends)
-
-    @property
-    def longest(self) -> int:
-        """Bytes of the block's longest line in ``data``, its newline not counted."""
-        return _longest_line(self.data, self.ends)
 
     def records_at(self, indices: Iterable[int]) -> list[Record]:
         """The Records of the lines at ``indices`` (none set aside; in that order), by the line
