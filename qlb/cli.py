@@ -719,8 +719,15 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     with _audit_workers(args) as jobs:
         bar = _progress("audit", None)
         bar.unit = "task"
+        said: list[tuple[str, int]] = []
 
         def progress(label: str, done: int, total: int) -> None:
+            if bar.disable:         # stderr is not a terminal (a log, CI): a line per stage and quarter
+                quarter = 4 * done // max(total, 1)
+                if not said or said[-1] != (label, quarter):
+                    print(f"qlb audit: {label} {done}/{total} tasks", file=sys.stderr, flush=True)
+                    said.append((label, quarter))
+                return
             bar.set_description(label)
             bar.total, bar.n = total, done
             bar.refresh()

@@ -347,9 +347,13 @@ def _residual_directions(d: int, m: int) -> np.ndarray:
     return np.array(full[:m])
 
 
-def _mechanism_traits(seed: int, ontology: Ontology | None = None
-                      ) -> tuple[dict[str, dict[str, float]], dict[str, float], dict[str, float]]:
-    """Fixed per-mechanism signatures over the non-T classes, coarse difficulty and a +-1 tint."""
+Key = tuple[str, str]          # (domain, mechanism)
+Traits = tuple[dict[Key, dict[str, float]], dict[Key, float], dict[Key, float]]
+
+
+def _mechanism_traits(seed: int, ontology: Ontology | None = None) -> Traits:
+    """Fixed per-mechanism signatures over the non-T classes, coarse difficulty and a +-1 tint,
+    each keyed by (domain, mechanism): an own ontology may use one mechanism id in two domains."""
     if not is_tuple_ontology(ontology):
         assert ontology is not None
         return _custom_traits(seed, ontology)
@@ -367,10 +371,11 @@ def _mechanism_traits(seed: int, ontology: Ontology | None = None
             # the paper) while a workflow plan keeps only its rough size (WCPQ removes most)
             levels = np.array(LOOKALIKE_LEVELS)[rng.permutation(len(LOOKALIKE_LEVELS))]
             for i, m in enumerate(mechs):
-                signature[m] = {o: (LOOKALIKE_LIFT / LEAK_SCALE + levels[i] + rng.normal(0, 0.15))
-                                if o == lookalike[cls] else rng.normal(0, TAIL_TILT) for o in others}
-                difficulty[m] = float(rng.normal(0, 0.6))
-                tint[m] = 1.0 if i % 2 == 0 else -1.0
+                key = (domain, m)
+                signature[key] = {o: (LOOKALIKE_LIFT / LEAK_SCALE + levels[i] + rng.normal(0, 0.15))
+                                  if o == lookalike[cls] else rng.normal(0, TAIL_TILT) for o in others}
+                difficulty[key] = float(rng.normal(0, 0.6))
+                tint[key] = 1.0 if i % 2 == 0 else -1.0
     return signature, difficulty, tint
 
 
@@ -413,12 +418,12 @@ def hard_tail_drops(seed: int) -> dict[str, dict[str, float]]:
     return out
 
 
-def _custom_traits(seed: int, onto: Ontology) -> tuple[dict[str, dict[str, float]], dict[str, float], dict[str, float]]:
+def _custom_traits(seed: int, onto: Ontology) -> Traits:
     """``_mechanism_traits`` for any ontology: a class's M mechanisms spread over distinct
     directions in its K-1 residual classes (``_residual_directions``), plus the same seeded noise."""
     rng = np.random.default_rng([seed, 2])
     signature, difficulty, tint = {}, {}, {}
-    for dom in onto.domains.values():
+    for domain, dom in onto.domains.items():
         for cls in dom.classes:
             others = [c for c in dom.classes if c != cls]
             mechs = dom.mechanisms_by_class[cls]
@@ -426,9 +431,9 @@ def _custom_traits(seed: int, onto: Ontology) -> tuple[dict[str, dict[str, float
             base = _residual_directions(len(others), m)
             base = base[rng.permutation(m)] + rng.normal(0, 0.15, (m, len(others)))
             for i, mech in enumerate(mechs):
-                signature[mech] = dict(zip(others, (float(v) for v in base[i])))
-                difficulty[mech] = float(rng.normal(0, 0.6))
-                tint[mech] = 1.0 if i % 2 == 0 else -1.0
+                signature[domain, mech] = dict(zip(others, (float(v) for v in base[i])))
+                difficulty[domain, mech] = float(rng.normal(0, 0.6))
+                tint[domain, mech] = 1.0 if i % 2 == 0 else -1.0
     return signature, difficulty, tint
 
 
@@ -477,7 +482,7 @@ def simulate_native(worlds: list[dict], model: SimModel, seed: int, ontology: On
     outage = np.random.default_rng([seed, 5, SIM_MODELS.index(model)])
     down = {pid for pid in sorted({w["pair_id"] for w in worlds}) if outage.random() < model.unavailable}
     for i, w in enumerate(worlds):
-        T, S = w["coarse"], w["mechanism"]
+        T, S = w["coarse"], (w["domain"], w["mechanism"])
         classes = sorted(w["candidate_order"])
         if w["pair_id"] in down:
             out.append(dict(model=model.name, world_id=w["world_id"], status="unavailable", choice=None,

@@ -531,6 +531,11 @@ def _recovery_rows(model: str, sub: pd.DataFrame, domains: list[DefenseDomain], 
     return rows
 
 
+def _first(names: list[str], k: int = 3) -> str:
+    """The first ``k`` names and how many more."""
+    return ", ".join(names[:k]) + (f" and {len(names) - k} more" if len(names) > k else "")
+
+
 def pooled_costs(model: str, domains: list[DefenseDomain], skipped: dict[str, str] | None = None
                  ) -> dict[tuple, list[tuple[np.ndarray, np.ndarray]]]:
     """(pair ids, per-world costs) of every domain per (endpoint, recipient, task, profile) that
@@ -550,13 +555,17 @@ def pooled_costs(model: str, domains: list[DefenseDomain], skipped: dict[str, st
             raise RuntimeError(f"defense costs of {model}: no {key[1]} cost for {key[0]} {key[2]}/{key[3]} in "
                                f"domain(s) {', '.join(unexplained)} and no reason recorded")
         left_out.setdefault(key[:2], {})[f"{key[2]}/{key[3]}"] = [r.domain for r in lacking]
+    cause = "a native-distribution policy cannot read a release without the full probability vector"
     for (endpoint, recipient), policies in left_out.items():
-        named = "; ".join(f"{task_profile} (in {', '.join(where)})" for task_profile, where in policies.items())
-        why = (f"no pooled cost for {named}: a native-distribution policy cannot read a release without the full "
-               f"probability vector")
-        log.info("defense costs of %s on %s (%s recipients): %s", model, endpoint, recipient, why)
-        if skipped is not None:
-            skipped[f"defense costs {model}/{endpoint}/{recipient}"] = why
+        every = [f"{task_profile} (in {', '.join(where)})" for task_profile, where in policies.items()]
+        log.info("defense costs of %s on %s (%s recipients): no pooled cost for %s: %s",
+                 model, endpoint, recipient, "; ".join(every), cause)
+        if skipped is not None:             # the first few, so that 20 domains do not make a page of text
+            shown = [f"{task_profile} (in {_first(where)})" for task_profile, where in list(policies.items())[:3]]
+            n = len(policies) - 3
+            more = f"; and {n} more task/profile pair{'s' * (n > 1)}" if n > 0 else ""
+            skipped[f"defense costs {model}/{endpoint}/{recipient}"] = (
+                f"no pooled cost for {'; '.join(shown)}{more}: {cause}")
     return out
 
 

@@ -98,7 +98,12 @@ def test_qlb_audit_in_stages_on_the_command_line(small, tmp_path, capsys):
     args = ["audit", "--in-stages", "--dataset", DATASET, "--warehouse", str(path), "--models", OPTIONS.models[0],
             "--families", *sorted(OPTIONS.families), "--no-defenses"]
     assert main(args) == 0
-    assert "stored" in capsys.readouterr().out
+    out, err = capsys.readouterr()
+    assert "stored" in out
+    lines = [line for line in err.splitlines() if line.startswith("qlb audit: decoding ")]
+    assert lines and lines[-1].endswith(" tasks") and len(lines) <= 5     # a log line per quarter, not per task
+    done, total = lines[-1].split()[-2].split("/")
+    assert done == total
     status = build_status.read_status(path)
     assert status.state == "done" and status.stored == ["refusal", "decoding", "utility", "defenses"]
     assert main(args) == 0

@@ -189,14 +189,14 @@ def test_the_nine_models_differ(case):
 def test_mechanism_signatures_are_distinct_within_a_class(case):
     onto, _, _, _ = case
     signature, difficulty, tint = _mechanism_traits(SEED, onto)
-    for dom in onto.domains.values():
+    for name, dom in onto.domains.items():
         for cls in dom.classes:
             others = [c for c in dom.classes if c != cls]
-            vecs = [np.array([signature[m][c] for c in others]) for m in dom.mechanisms_by_class[cls]]
-            assert all(set(signature[m]) == set(others) for m in dom.mechanisms_by_class[cls])
+            vecs = [np.array([signature[name, m][c] for c in others]) for m in dom.mechanisms_by_class[cls]]
+            assert all(set(signature[name, m]) == set(others) for m in dom.mechanisms_by_class[cls])
             for a, b in combinations(vecs, 2):
                 assert np.linalg.norm(a - b) > 0.3
-    assert set(difficulty) == set(tint) == {m for d in onto.domains.values() for m in d.mechanisms}
+    assert set(difficulty) == set(tint) == {(n, m) for n, d in onto.domains.items() for m in d.mechanisms}
 
 
 def test_deterministic_from_the_seed(case):
@@ -224,6 +224,24 @@ def test_large_classes_and_small_designs():
         simulate_refusal(small, m, 3, onto)
     with pytest.raises(ValueError):
         simulate_worlds(3, onto, pairs_per_class=2)
+
+
+def test_ids_shared_by_two_domains_are_simulated_per_domain():
+    """OWN_TASK.md makes ids unique within a domain only: two domains may both have APPROVE and a
+    mechanism ``m0`` (here with three and two classes). Each domain's mechanism gets traits over
+    its own domain's classes (the simulator once keyed them by mechanism alone, and the larger
+    domain's answers failed on a class the other lacks), and every model's answers are valid."""
+    onto = parse_ontology(json.dumps(make_ontology({
+        "alpha": {"APPROVE": ["m0", "m1"], "DENY": ["m2", "m3"], "REFER": ["m4", "m5"]},
+        "beta": {"APPROVE": ["m0", "m1"], "DENY": ["m2", "m3"]},
+    })), "shared ids")
+    signature, _, _ = _mechanism_traits(SEED, onto)
+    assert set(signature["alpha", "m0"]) == {"DENY", "REFER"} and set(signature["beta", "m0"]) == {"DENY"}
+    worlds = simulate_worlds(SEED, onto, pairs_per_class=3)
+    cand = {w["world_id"]: frozenset(w["candidate_order"]) for w in worlds}
+    for m in SIM_MODELS:
+        native = simulate_native(worlds, m, SEED, onto)
+        assert sum(not NativeResponse.model_validate(r).assess(cand[r["world_id"]]).valid for r in native) == m.invalid
 
 
 # ------------------------------------------------------------------------------ end to end

@@ -69,6 +69,20 @@ def test_a_pooled_cost_is_left_out_only_with_its_reason_named(caplog):
     assert "selective/authored (in it)" in caplog.text
 
 
+def test_the_reason_names_the_first_few_when_many_domains_lack_a_cost(caplog):
+    tasks = ["selective", "asymmetric", "clarification", "review"]
+    names = [f"d{i}" for i in range(6)]
+    domains = [domain("full", [("top2", t) for t in tasks])] + [
+        domain(n, [], unreadable=[("top2", t) for t in tasks]) for n in names]
+    skipped: dict[str, str] = {}
+    with caplog.at_level(logging.INFO, logger="qlb.tuple.defense_audit"):
+        assert pooled_costs("m", domains, skipped) == {}
+    why = skipped["defense costs m/top2/frozen"]
+    assert "(in d0, d1, d2 and 3 more)" in why and "; and 1 more task/profile pair:" in why
+    assert why.count("/authored") == 3 and len(why) < 400
+    assert "d5" in caplog.text and caplog.text.count("/authored") == 4      # the log keeps every name
+
+
 def test_a_cost_missing_without_a_reason_is_an_error():
     domains = [domain("delivery", [("quantize", "selective")]), domain("it", [])]
     with pytest.raises(RuntimeError, match="no frozen cost for quantize selective/authored in domain"):
