@@ -722,7 +722,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         said: list[tuple[str, int]] = []
 
         def progress(label: str, done: int, total: int) -> None:
-            if bar.disable:         # stderr is not a terminal (a log, CI): a line per stage and quarter
+            if bar.disable:         # no bar (stderr is a log, or TQDM_DISABLE): a line per stage and quarter, as qlb demo
                 quarter = 4 * done // max(total, 1)
                 if not said or said[-1] != (label, quarter):
                     print(f"qlb audit: {label} {done}/{total} tasks", file=sys.stderr, flush=True)

@@ -17,8 +17,8 @@ object per line:
   (DuckDB keeps the first, pydantic the last); the line's colons, one per member and per
   probability label, are counted too, to rule those out;
 * DuckDB parses the shaped lines with its JSON parser (``from_json``, straight from the Arrow
-  column: no file is written) and applies the rules each field has on its own (``queries.sql``:
-  ``bulk_native_responses``);
+  column: no file is written; ``queries.sql``: ``bulk_native_responses``) and Arrow compute
+  applies the rules each field has on its own (``_field_rules``);
 * numpy applies the rules that need the world or the probabilities (``_world_rules``): the
   choice and the labels are the world's candidates, no label repeats, the probabilities are
   non-negative and sum to 1 with room to spare; it also derives ``choice_not_argmax``.
@@ -29,6 +29,7 @@ pydantic path as pydantic writes floats (``1.0``); they parse to the same values
 """
 from __future__ import annotations
 
+import functools
 from typing import Mapping
 
 import duckdb
@@ -110,8 +111,8 @@ def _lines_table(block: LineBlock) -> pa.Table:
 def _field_rules(parsed: pa.Table, lines: pa.ChunkedArray, first: int, dataset_id: str, forced_model: str | None,
                  ingest_id: int) -> pa.Table:
     """The rows of ``parsed`` (``bulk_native_responses`` of a block whose ``lines`` start at line
-    ``first``) that meet the rules each field has on its
-    own, as rows of ``responses`` with n_labels (no choice_not_argmax yet): status ok or
+    ``first``) that meet the rules each field has on its own, as rows of ``responses`` with
+    n_labels (no choice_not_argmax yet): status ok or
     unavailable; a model that is not empty, no longer than ``MAX_ID_LENGTH`` and the forced one
     when ``--model`` is given (or none, which takes the forced one); a world_id no longer than
     ``MAX_ID_LENGTH``; a confidence, if any, in [0, 1]. Anything else is pydantic's to judge.
@@ -128,11 +129,12 @@ def _field_rules(parsed: pa.Table, lines: pa.ChunkedArray, first: int, dataset_i
         model_ok = pc.and_kleene(model_ok, pc.or_kleene(pc.is_null(model),
                                                         pc.less_equal(pc.utf8_length(model), MAX_ID_LENGTH)))
     confidence = parsed.column("confidence")
-    keep = pc.and_kleene(pc.and_kleene(pc.is_in(parsed.column("status"), pa.array(["ok", "unavailable"])), model_ok),
-                         pc.and_kleene(pc.less_equal(pc.utf8_length(parsed.column("world_id")), MAX_ID_LENGTH),
-                                       pc.or_kleene(pc.is_null(confidence),
-                                                    pc.and_kleene(pc.greater_equal(confidence, 0.0),
-                                                                  pc.less_equal(confidence, 1.0)))))
+    keep = functools.reduce(pc.and_kleene, [
+        pc.is_in(parsed.column("status"), pa.array(["ok", "unavailable"])),
+        model_ok,
+        pc.less_equal(pc.utf8_length(parsed.column("world_id")), MAX_ID_LENGTH),
+        pc.or_kleene(pc.is_null(confidence),
+                     pc.and_kleene(pc.greater_equal(confidence, 0.0), pc.less_equal(confidence, 1.0)))])
     line_no = parsed.column("line_no").to_numpy()
     n_labels = parsed.column("colons").to_numpy() - 2
     for field in ("model", "choice", "probabilities", "confidence"):
@@ -172,6 +174,8 @@ def _items(objects: pa.StringArray) -> tuple[pa.Array, pa.Array, np.ndarray]:
     '{}', no label holding ':' or ','. The texts between an object's outer braces, colons and commas
     are label, value, label, ...: they are cut out of the objects' bytes at once (numpy), and the
     labels and values are Arrow strings over the bytes left when the cuts are dropped."""
+    if objects.type != pa.string():         # the offsets are read as int32 below
+        objects = objects.cast(pa.string())
     first, n = objects.offset, len(objects)
     ends = np.frombuffer(objects.buffers()[1], dtype=np.int32)[first:first + n + 1]
     body = np.frombuffer(objects.buffers()[2], dtype=np.uint8)[ends[0]:ends[-1]]

@@ -531,9 +531,12 @@ def _recovery_rows(model: str, sub: pd.DataFrame, domains: list[DefenseDomain], 
     return rows
 
 
-def _first(names: list[str], k: int = 3) -> str:
-    """The first ``k`` names and how many more."""
-    return ", ".join(names[:k]) + (f" and {len(names) - k} more" if len(names) > k else "")
+NAMED = 3       # how many task/profile pairs, and domains of each, a skip reason names
+
+
+def _first(names: list[str]) -> str:
+    """The first ``NAMED`` names and how many more."""
+    return ", ".join(names[:NAMED]) + (f" and {len(names) - NAMED} more" if len(names) > NAMED else "")
 
 
 def pooled_costs(model: str, domains: list[DefenseDomain], skipped: dict[str, str] | None = None
@@ -561,8 +564,8 @@ def pooled_costs(model: str, domains: list[DefenseDomain], skipped: dict[str, st
         log.info("defense costs of %s on %s (%s recipients): no pooled cost for %s: %s",
                  model, endpoint, recipient, "; ".join(every), cause)
         if skipped is not None:             # the first few, so that 20 domains do not make a page of text
-            shown = [f"{task_profile} (in {_first(where)})" for task_profile, where in list(policies.items())[:3]]
-            n = len(policies) - 3
+            shown = [f"{task_profile} (in {_first(where)})" for task_profile, where in list(policies.items())[:NAMED]]
+            n = len(policies) - NAMED
             more = f"; and {n} more task/profile pair{'s' * (n > 1)}" if n > 0 else ""
             skipped[f"defense costs {model}/{endpoint}/{recipient}"] = (
                 f"no pooled cost for {'; '.join(shown)}{more}: {cause}")

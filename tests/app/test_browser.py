@@ -363,6 +363,8 @@ def test_every_page_renders_in_browser(server, visitor, url):
             page.set_viewport_size({"width": width, "height": 1100})
             page.wait_for_function(f"() => document.scrollingElement.clientWidth <= {width}")
             _settled(page)
+            page.wait_for_function(DRAWN, timeout=30000)
+            page.wait_for_timeout(300)          # Plotly's redraw on a resize is debounced
         _layout_holds(page, width, url or "home")
     page.close()
     assert not foreign, f"requests that left the machine: {foreign}"
@@ -385,7 +387,7 @@ def test_sensitivity_page_keeps_the_task_in_the_url(server, browser):
 
 def test_report_in_browser(server, browser, tmp_path):
     """The HTML report, opened from a file as a board member would, at 1,440 then 1,024 px:
-    nothing fetched, no console error, no horizontal scrollbar, every figure's labels inside its box."""
+    every figure drawn at its box's width, nothing fetched, no console error, no horizontal scrollbar."""
     from qlb.runs.report import build_report
     from warehouse.db import reader
     path = tmp_path / "report.html"
@@ -396,6 +398,7 @@ def test_report_in_browser(server, browser, tmp_path):
     page.goto(path.as_uri())
     page.evaluate("() => document.fonts.ready.then(() => true)")
     page.wait_for_function(DRAWN, timeout=30000)
+    assert page.locator(".js-plotly-plot").count() >= 4       # DRAWN holds on a page without figures too
     for width in WIDTHS:
         if width != WIDTHS[0]:
             page.set_viewport_size({"width": width, "height": 1100})
