@@ -46,7 +46,8 @@ def routes_figure(routes: pd.DataFrame, reference: float = UNIFORM_REFERENCE) ->
                     hovertemplate="%{x}<br>" + name + ": %{y:.1%} of %{customdata[0]} probes"
                                   "<br>recovered overall: %{customdata[3]:.1%}<extra></extra>")
     fig.add_hline(y=reference, line_dash="dash", line_color="#555555",
-                  annotation_text=f"uniform guess {reference:.2%}", annotation_position="top right")
+                  annotation_text=f"uniform guess {reference:.2%}", annotation_position="top right",
+                  annotation=dict(bgcolor="rgba(255,255,255,0.85)", font=dict(color="#333333")))  # legible over a bar
     fig.update_layout(barmode="stack", height=380, margin=dict(l=10, r=10, t=30, b=10),
                       yaxis=dict(title="share of refusal probes (%)", tickformat=".0%", range=[0, 1.05]),
                       legend=dict(orientation="h", y=1.12))
