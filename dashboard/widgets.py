@@ -304,6 +304,19 @@ def csv_bytes(df: pd.DataFrame) -> bytes:
     return spreadsheet_safe(df).to_csv(index=False, lineterminator="\r\n").encode()
 
 
+def model_domain_grid(cells: pd.DataFrame, n_models: int, domain: str = "domain") -> pd.DataFrame:
+    """A frame of (model, ``domain``, cell) as a table of cells with the longer list down the
+    side: models as rows and domains as columns (the papers' tables) unless the run has more
+    domains than its ``n_models`` models (an own task's 20 domains would otherwise scroll
+    sideways). ``n_models`` counts the run's models, not those picked, so that picking a few
+    does not turn the table. The side column is named ``model`` or ``domain``."""
+    across_domains = cells[domain].nunique() <= n_models
+    rows, columns = ("model", domain) if across_domains else (domain, "model")
+    wide = cells.pivot(index=rows, columns=columns, values="cell")
+    wide.columns.name = None
+    return wide.reset_index().rename(columns={domain: "domain"})
+
+
 def table(df: pd.DataFrame, name: str, caption: str | None = None, **kwargs) -> None:
     """A table (``data_table``) with a CSV download of exactly what is shown (``csv_bytes``).
     ``caption`` is Markdown: data text in it must already be ``md_text``."""

@@ -12,7 +12,8 @@ import streamlit as st
 
 from dashboard import data_access as da
 from dashboard.routing import page_entry
-from dashboard.widgets import audit_page_start, chart, csv_bytes, finding, md_text, pick_run, shown_frame, table
+from dashboard.widgets import (audit_page_start, chart, csv_bytes, finding, md_text, model_domain_grid, pick_run,
+                               shown_frame, table)
 from qlb.present import names
 from qlb.present.figures import recovery_figure
 from qlb.present.robustness import (ALL_COLUMN, SUBSET_COLUMN, both_correct_sentence, both_correct_table,
@@ -207,7 +208,7 @@ def render() -> None:
     chart(recovery_chart(pooled), shown_frame(pooled)[0], "recovery_by_view",
           f"Paper Figure 4: test recovery per model and release view ({worlds}), with 95% intervals; dashed line: "
           f"50%, guessing. Run {md_text(run_id)}.")
-    one_view_tables(path, run_id, rec, worlds)
+    one_view_tables(path, run_id, rec, worlds, len(models))
     differences_table(diff[diff["model"].isin(chosen)], run_id)
     selections_table(path, run_id, chosen or models)
     predictions_browser(path, run_id, chosen or models)
@@ -231,9 +232,10 @@ POOLED_COLUMNS = {
 }
 
 
-def one_view_tables(path: str, run_id: str, rec: pd.DataFrame, worlds: str) -> None:
+def one_view_tables(path: str, run_id: str, rec: pd.DataFrame, worlds: str, n_models: int) -> None:
     """Paper Tables 22 and 24 for one picked release view: per model, the test recovery (all domains and the domain
-    average), the attacker's log loss and the coarse accuracy; then the recovery per domain."""
+    average), the attacker's log loss and the coarse accuracy; then the recovery per domain (a row per model, or per
+    domain when the run's ``n_models`` are fewer than its domains)."""
     st.subheader("One release view, model by model")
     view = view_picker("recovery_view")
     here = rec[rec["view"] == view]
@@ -253,9 +255,8 @@ def one_view_tables(path: str, run_id: str, rec: pd.DataFrame, worlds: str) -> N
           f"guessing) and the coarse accuracy (the released choice is the true class; an unavailable response counts "
           f"as wrong). {worlds.capitalize()}; run {md_text(run_id)}.", column_config=POOLED_COLUMNS)
     domains = here[~here["scope"].isin(["pooled", "macro"])]
-    wide = domains.assign(cell=recovery_cells(domains)).pivot(index="model", columns="scope", values="cell")
-    wide.columns.name = None
-    table(wide.reset_index(), "recovery_by_domain",
+    wide = model_domain_grid(domains.assign(cell=recovery_cells(domains)), n_models, domain="scope")
+    table(wide, "recovery_by_domain",
           f"Paper Table 24 for the {view_name} view: test recovery per domain with its 95% interval. "
           f"Run {md_text(run_id)}.")
 

@@ -10,7 +10,8 @@ import streamlit as st
 
 from dashboard import data_access as da
 from dashboard.routing import page_entry
-from dashboard.widgets import audit_page_start, chart, data_table, finding, md_text, shown_frame, table
+from dashboard.widgets import (audit_page_start, chart, data_table, finding, md_text, model_domain_grid,
+                               shown_frame, table)
 from qlb.present import names
 from qlb.present.figures import plot_text, plot_texts, routes_figure
 from qlb.present.report import refusal_sentence
@@ -190,7 +191,7 @@ def render() -> None:
           f"domain's mechanisms ({reference:.2%}). {where}")
     per_model_table(scope, where)
     outcome_tables(scope, where)
-    per_domain_table(view, run_id)
+    per_domain_table(view, run_id, len(models))
     drill_down(path, dataset, run_id, chosen or models, domain)
 
 
@@ -234,8 +235,9 @@ def outcome_tables(scope: pd.DataFrame, where: str) -> None:
           f"score. {where}")
 
 
-def per_domain_table(view: pd.DataFrame, run_id: str) -> None:
-    """Paper Table 18 as a pivot: one rate (picked) per model and domain, with its Wilson 95% interval."""
+def per_domain_table(view: pd.DataFrame, run_id: str, n_models: int) -> None:
+    """Paper Table 18 as a pivot: one rate (picked) per model and domain, with its Wilson 95% interval
+    (a row per model, or per domain when the run's ``n_models`` are fewer than its domains)."""
     st.subheader("Per domain")
     rates = ["overall_recovery", "conditional_residual_recovery", "withhold_rate"]
     rate = st.segmented_control("Rate", rates, default=rates[0], key="refusal_domain_rate",
@@ -243,8 +245,7 @@ def per_domain_table(view: pd.DataFrame, run_id: str) -> None:
                                 help="Which rate the table shows for each model and domain.") or rates[0]
     per_domain = view[view["domain"] != "all"]
     cells = per_domain[["model", "domain"]].assign(cell=interval_cells(per_domain, [rate]).iloc[:, 0])
-    wide = cells.pivot(index="model", columns="domain", values="cell").reset_index()
-    wide.columns.name = None
+    wide = model_domain_grid(cells, n_models)
     sizes = per_domain["n"].unique()
     cases = f"{int(sizes[0]):,} cases per model and domain" if len(sizes) == 1 else \
         f"{int(sizes.min()):,} to {int(sizes.max()):,} cases per model and domain"

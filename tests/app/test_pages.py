@@ -221,6 +221,22 @@ def test_refusal_page(app):
     assert not any("residual_tied" in m.value for m in at.markdown)
 
 
+def test_per_domain_tables_put_the_longer_list_down_the_side():
+    import pandas as pd
+    from dashboard.widgets import model_domain_grid
+    few = pd.DataFrame([(m, d, f"{m}/{d}") for m in ("a", "b", "c") for d in ("x", "y")],
+                       columns=["model", "scope", "cell"])
+    paper = model_domain_grid(few, 3, domain="scope")            # the papers' layout: a row per model
+    assert list(paper.columns) == ["model", "x", "y"] and paper.loc[paper["model"] == "b", "y"].item() == "b/y"
+    many = pd.DataFrame([(m, f"d{i:02}", f"{m}/{i}") for m in ("a", "b") for i in range(20)],
+                        columns=["model", "domain", "cell"])
+    own = model_domain_grid(many, 2)                               # 20 domains, 2 models: a row per domain
+    assert list(own.columns) == ["domain", "a", "b"] and len(own) == 20
+    assert own.loc[own["domain"] == "d07", "b"].item() == "b/7"
+    picked = model_domain_grid(few[few["model"] != "c"], 3, domain="scope")   # 2 of the run's 3 models picked
+    assert list(picked.columns) == ["model", "x", "y"]                           # the table does not turn
+
+
 def test_quasileak_page(app):
     at = app.run()
     at.switch_page("pages/quasileak.py").run()
