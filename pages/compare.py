@@ -173,7 +173,7 @@ def rates(both: dict[str, pd.DataFrame]) -> pd.DataFrame:
 def _went(row: pd.Series) -> str:
     """``<subject> went from <A [CI]> in run A to <B [CI]> in run B (<change> points)``."""
     return (f"{row['subject']} went from {pct_interval(row['a'], row['a_lo'], row['a_hi'])} in run A to "
-            f"{pct_interval(row['b'], row['b_lo'], row['b_hi'])} in run B ({100 * row['change']:+.1f} points)")
+            f"{pct_interval(row['b'], row['b_lo'], row['b_hi'])} in run B ({100 * row['change']:+z.1f} points)")
 
 
 def _capital(text: str) -> str:
@@ -223,7 +223,7 @@ def cost_change(cost: pd.DataFrame) -> str:
     what = (f"mean cost per case of {top['model']} ({name('view', top['view'])}, {name('task', top['task'])}, "
             "authored costs)")
     went = (f"{what} went from {cost_interval(top['a'], top['a_lo'], top['a_hi'])} in run A to "
-            f"{cost_interval(top['b'], top['b_lo'], top['b_hi'])} in run B ({top['change']:+.3f} cost units)")
+            f"{cost_interval(top['b'], top['b_lo'], top['b_hi'])} in run B ({top['change']:+z.3f} cost units)")
     if abs(top["change"]) < MOVED_COST:
         return f"No mean cost moved by 0.01 cost units or more; the largest change of the {n}: {went}."
     return f"The {went}, the largest change of the {n} mean costs both runs hold."

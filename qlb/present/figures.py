@@ -196,7 +196,7 @@ def cost_difference_heatmap(diff: pd.DataFrame, task: str, view: str) -> go.Figu
     lo = np.array([[grid.loc[(m, p), "ci_low"] for p in profiles] for m in models])
     hi = np.array([[grid.loc[(m, p), "ci_high"] for p in profiles] for m in models])
     ni = np.array([[bool(grid.loc[(m, p), "noninferior"]) for p in profiles] for m in models])
-    text = [[f"{z[i, j]:+.3f}{' ✓' if ni[i, j] else ''}" for j in range(len(profiles))] for i in range(len(models))]
+    text = [[f"{z[i, j]:+z.3f}{' ✓' if ni[i, j] else ''}" for j in range(len(profiles))] for i in range(len(models))]
     explained = np.array([[plot_text(PROFILE_HELP.get(p, "")) for p in profiles] for _ in models], dtype=object)
     columns = [plot_text(PROFILE_NAMES.get(p, p)) for p in profiles]
     bound = float(np.nanmax(np.abs(z))) if z.size else 1.0

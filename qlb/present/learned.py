@@ -135,8 +135,8 @@ def learned_sentence(points: pd.DataFrame, info: pd.DataFrame) -> str:
     if {"paired", "no pair"} <= set(both.columns):
         gap = (both["paired"] - both["no pair"]).dropna()
         if len(gap):
-            text += (f" The pair loss changes recovery by {100 * gap.mean():+.1f} points on average "
-                     f"({100 * gap.min():+.1f} to {100 * gap.max():+.1f} over {len(gap)} model–budget pairs).")
+            text += (f" The pair loss changes recovery by {100 * gap.mean():+z.1f} points on average "
+                     f"({100 * gap.min():+z.1f} to {100 * gap.max():+z.1f} over {len(gap)} model–budget pairs).")
     for budget in sorted({learned["budget"].min(), learned["budget"].max()}):
         rise = learned.loc[learned["budget"] == budget, "cost_change"].dropna()
         if rise.empty:

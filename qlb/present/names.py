@@ -275,8 +275,8 @@ def points_interval(d: float | None, lo: float | None = None, hi: float | None =
     if d is None or pd.isna(d):
         return "N/A"
     if lo is None or hi is None or pd.isna(lo) or pd.isna(hi):
-        return f"{100 * d:+.{digits}f}"
-    return f"{100 * d:+.{digits}f} [{100 * lo:+.{digits}f}, {100 * hi:+.{digits}f}]"
+        return f"{100 * d:+z.{digits}f}"
+    return f"{100 * d:+z.{digits}f} [{100 * lo:+z.{digits}f}, {100 * hi:+z.{digits}f}]"
 
 
 def cost_interval(v: float | None, lo: float | None = None, hi: float | None = None, digits: int = 3,
@@ -284,7 +284,7 @@ def cost_interval(v: float | None, lo: float | None = None, hi: float | None = N
     """A cost (or a cost difference when ``signed``) with its interval: ``1.616 [1.271, 2.001]``."""
     if v is None or pd.isna(v):
         return "N/A"
-    f = f"{{:{'+' if signed else ''}.{digits}f}}"
+    f = f"{{:{'+z' if signed else ''}.{digits}f}}"
     if lo is None or hi is None or pd.isna(lo) or pd.isna(hi):
         return f.format(v)
     return f"{f.format(v)} [{f.format(lo)}, {f.format(hi)}]"

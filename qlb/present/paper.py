@@ -38,7 +38,7 @@ def _pct(v: float) -> str:
 
 
 def _pts(v: float) -> str:
-    return f"{100 * v:+.1f}"
+    return f"{100 * v:+z.1f}"
 
 
 def _span(values: pd.Series, fmt: Callable[[float], str] = _pct) -> str:
@@ -238,7 +238,7 @@ def learned_checks(d: RunData) -> list[Check]:
     if zero.empty or top.empty:
         out.append(_check("learned_cost", "needs budgets 0 and 0.5", None))
     else:
-        out.append(_check("learned_cost", f"budget 0: up to {zero.max():+.3f} a case; budget 0.5: up to {top.max():+.3f}",
+        out.append(_check("learned_cost", f"budget 0: up to {zero.max():+z.3f} a case; budget 0.5: up to {top.max():+z.3f}",
                           bool(zero.max() <= 1e-12 and top.max() >= 0.01)))
     both = learned.pivot_table(index=["model", "budget"], columns="kind", values="accuracy")
     gap = (both["paired"] - both["no pair"]).dropna() if {"paired", "no pair"} <= set(both.columns) \

@@ -127,7 +127,7 @@ def headline(d: RunData) -> list[tuple[str, str]]:
             out.append(("recovery", "Against a 50% guessing baseline, " + "; ".join(parts) + "."))
         diff = d.recovery_diff[(d.recovery_diff["view_a"] == "full_native") & (d.recovery_diff["view_b"] == "choice")]
         if not diff.empty:
-            gain = text_range(f"{100 * diff['difference'].min():+.1f}", f"{100 * diff['difference'].max():+.1f}")
+            gain = text_range(f"{100 * diff['difference'].min():+z.1f}", f"{100 * diff['difference'].max():+z.1f}")
             out.append(("recovery", f"Releasing the probabilities and confidence on top of the choice adds {gain} "
                                     f"points of recovery{', model by model' if len(diff) > 1 else ''}."))
     ud = d.utility_diff
@@ -135,7 +135,7 @@ def headline(d: RunData) -> list[tuple[str, str]]:
         everywhere = choice_vs_native(d)
         auth = everywhere[everywhere["profile"] == "authored"]
         if not auth.empty:
-            gap = text_range(f"{auth['difference'].min():+.3f}", f"{auth['difference'].max():+.3f}")
+            gap = text_range(f"{auth['difference'].min():+z.3f}", f"{auth['difference'].max():+z.3f}")
             n_all, all_cheaper = len(everywhere), int((everywhere["difference"] > 0).sum())
             out.append(("utility", f"The legitimate recipient pays less with the full native output than with the "
                                    f"choice alone in {int((auth['difference'] > 0).sum())} of {len(auth)} model-task "
@@ -171,7 +171,7 @@ def headline(d: RunData) -> list[tuple[str, str]]:
             lowers = (w["diff_vs_native"] < 0).all()
             diff = 100 * w["diff_vs_native"]
             change = (f"lowers recovery by {text_range(f'{-diff.max():.1f}', f'{-diff.min():.1f}')} points" if lowers
-                      else f"changes recovery by {text_range(f'{diff.min():+.1f}', f'{diff.max():+.1f}')} points")
+                      else f"changes recovery by {text_range(f'{diff.min():+z.1f}', f'{diff.max():+z.1f}')} points")
             out.append(("defenses", f"The workflow-constrained quantizer {change} on {_models(len(w))} (coverage "
                                     f"{text_range(_pct(w['coverage'].min()), _pct(w['coverage'].max()))}) while "
                                     + ("every one of the 18 frozen recipient policies keeps its exact plan and cost "
@@ -179,9 +179,11 @@ def headline(d: RunData) -> list[tuple[str, str]]:
                                        else "NOT preserving every recipient plan (see the verification table).")))
         q = d.defenses[d.defenses["defense"] == "noise"]
         if not q.empty:
-            change = text_range(f"{100 * q['diff_vs_native'].min():+.1f}", f"{100 * q['diff_vs_native'].max():+.1f}")
-            out.append(("defenses", f"Gaussian noise (three seeds) changes recovery by {change} "
-                                    f"points{'' if len(q) == 1 else ', model by model'}."))
+            change = text_range(f"{100 * q['diff_vs_native'].min():+z.1f}", f"{100 * q['diff_vs_native'].max():+z.1f}")
+            each = "" if len(q) == 1 else ", model by model"
+            out.append(("defenses", "Gaussian noise (three seeds) leaves recovery unchanged (within 0.05 points"
+                                    f"{each})." if change == "+0.0" else
+                                    f"Gaussian noise (three seeds) changes recovery by {change} points{each}."))
     if not d.ql.empty:
         allm = d.ql[(d.ql["slice_kind"] == "all") & (d.ql["metric"] == "complete_f1")]
         if not allm.empty:

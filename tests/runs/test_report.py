@@ -96,6 +96,25 @@ def test_report_run_selection_and_errors(decoded_warehouse, tmp_path, capsys):
     assert runs[0][0] in html and "Privacy–utility fronts" not in html
 
 
+def test_a_change_that_rounds_to_zero_reads_as_none():
+    """Noise that moves recovery by less than the digits shown is said to leave it unchanged, and a
+    tiny negative change is never written "-0.0" (a run on a 96-world task said "-0.0 to +0.0")."""
+    from qlb.present.names import points_interval
+
+    def with_noise(diffs):
+        base = _run_data((5184, 5184))
+        noise = pd.DataFrame({"model": ["a", "b"][:len(diffs)], "defense": "noise", "diff_vs_native": diffs})
+        return RunData(base.run, base.dataset, base.refusal, base.recovery, base.recovery_diff, base.utility,
+                       base.utility_diff, base.fronts, pd.concat([base.defenses, noise]), base.defense_costs,
+                       base.ql, base.models)
+    assert findings(with_noise([-0.0001, 0.0002]))[-1] == (
+        "Gaussian noise (three seeds) leaves recovery unchanged (within 0.05 points, model by model).")
+    assert findings(with_noise([-0.0001]))[-1] == "Gaussian noise (three seeds) leaves recovery unchanged (within 0.05 points)."
+    assert findings(with_noise([-0.0731, -0.0004]))[-1] == (
+        "Gaussian noise (three seeds) changes recovery by -7.3 to +0.0 points, model by model.")
+    assert points_interval(-0.0001, -0.0004, 0.0003) == "+0.0 [+0.0, +0.0]"
+
+
 def test_report_escapes_text_from_data():
     cell = _table(pd.DataFrame({"model": ["<script>alert(1)</script>"], "x": [0.5]}))
     assert "<script>" not in cell and "&lt;script&gt;" in cell
