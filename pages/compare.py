@@ -13,8 +13,8 @@ from dashboard import data_access as da
 from dashboard.routing import page_entry
 from dashboard.widgets import audit_page_start, chart, finding, md_text, table
 from qlb.present.figures import plot_text, plot_texts
-from qlb.present.names import (PROFILE_HELP, QL_METRIC_HELP, QL_METRIC_NAMES, TASK_NAMES, cost_interval, name,
-                              pct_interval)
+from qlb.present.names import (PROFILE_HELP, QL_METRIC_HELP, QL_METRIC_NAMES, TASK_NAMES, as_shown, cost_interval,
+                              name, pct_interval)
 from qlb.tuple.release_views import VIEWS
 
 INTRO = (
@@ -245,7 +245,7 @@ def change_figure(figs: pd.DataFrame) -> go.Figure:
     zero line did not move."""
     fig = go.Figure()
     for audit, d in figs.groupby("audit", sort=False):
-        fig.add_box(y=100 * d["change"], name=plot_text(audit), boxpoints="all", jitter=0.5, pointpos=0,
+        fig.add_box(y=as_shown(100 * d["change"], 1), name=plot_text(audit), boxpoints="all", jitter=0.5, pointpos=0,
                     fillcolor="rgba(0,0,0,0)", line_color="rgba(0,0,0,0)", marker=dict(color="#0072B2", size=7),
                     hoveron="points", text=plot_texts(d["subject"]), hovertemplate="%{text}<br>%{y:+.1f} points"
                                                                                  "<extra></extra>")
@@ -281,7 +281,7 @@ def shown(pairs: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     for s, run in (("a", "A"), ("b", "B")):
         out[f"run {run} [95% CI]"] = [pct_interval(v, lo, hi) for v, lo, hi
                                       in zip(pairs[s], pairs[f"{s}_lo"], pairs[f"{s}_hi"])]
-    out[CHANGE] = 100 * pairs["change"]
+    out[CHANGE] = as_shown(100 * pairs["change"], 1)
     return out
 
 
@@ -318,7 +318,7 @@ def cost_section(pairs: pd.DataFrame) -> None:
     for s, run in (("a", "A"), ("b", "B")):
         out[f"run {run} [95% CI]"] = [cost_interval(v, lo, hi) for v, lo, hi
                                       in zip(rows[s], rows[f"{s}_lo"], rows[f"{s}_hi"])]
-    out[COST_CHANGE] = rows["change"]
+    out[COST_CHANGE] = as_shown(rows["change"], 3)
     table(out, "compare_utility",
           f"Pooled test mean cost per case of the selected recipient policy in {name('task', task)} under the "
           f"{name('view', view)} view; B − A in cost units, largest change first. Authored costs: "

@@ -13,7 +13,7 @@ from dashboard import data_access as da
 from dashboard.routing import page_entry
 from dashboard.widgets import audit_page_start, chart, data_table, finding, md_text, pick_run, table
 from qlb.present.figures import cost_difference_heatmap
-from qlb.present.names import PROFILE_HELP, TASK_HELP, VIEW_HELP, cost_interval, name, pct
+from qlb.present.names import PROFILE_HELP, TASK_HELP, VIEW_HELP, as_shown, cost_interval, name, pct
 from qlb.tuple.costs import authored, domain_costs, profile_order
 from qlb.tuple.release_views import VIEWS
 from qlb.tuple.utility import DELTA, whatif
@@ -300,7 +300,7 @@ def whatif_tables(new: pd.DataFrame, new_diff: pd.DataFrame, res: pd.DataFrame, 
         old[["model", "view", "mean_cost"]], on=["model", "view"], suffixes=(" (what-if)", " (authored)"))
     both = both.rename(columns={"mean_cost (what-if)": "mean cost (what-if)",
                                 "mean_cost (authored)": "mean cost (authored)"})
-    both["change"] = both["mean cost (what-if)"] - both["mean cost (authored)"]
+    both["change"] = as_shown(both["mean cost (what-if)"] - both["mean cost (authored)"], 3)
     costs = {c: st.column_config.NumberColumn(c, format="%+.3f" if c == "change" else "%.3f")
              for c in ("mean cost (what-if)", "mean cost (authored)", "change")}
     table(both, f"whatif_costs_{task}", f"Pooled test mean cost per case ({md_text(name('task', task))}) under the "

@@ -15,7 +15,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from qlb.tuple.costs import profile_order
-from qlb.present.names import DEFENSE_NAMES, OUTCOME_NAMES, PROFILE_HELP, PROFILE_NAMES, VIEW_NAMES
+from qlb.present.names import DEFENSE_NAMES, as_shown, OUTCOME_NAMES, PROFILE_HELP, PROFILE_NAMES, VIEW_NAMES
 from qlb.present.palette import DIVERGING, VIEW_COLOURS, VIEW_SYMBOLS
 from qlb.tuple.refusal import UNIFORM_REFERENCE
 from qlb.tuple.release_views import VIEWS
@@ -192,9 +192,9 @@ def cost_difference_heatmap(diff: pd.DataFrame, task: str, view: str) -> go.Figu
     models = sorted(d["model"].unique())
     profiles = profile_order(d["profile"])
     grid = d.set_index(["model", "profile"])
-    z = np.array([[grid.loc[(m, p), "difference"] for p in profiles] for m in models])
-    lo = np.array([[grid.loc[(m, p), "ci_low"] for p in profiles] for m in models])
-    hi = np.array([[grid.loc[(m, p), "ci_high"] for p in profiles] for m in models])
+    z = as_shown(np.array([[grid.loc[(m, p), "difference"] for p in profiles] for m in models]), 3)
+    lo = as_shown(np.array([[grid.loc[(m, p), "ci_low"] for p in profiles] for m in models]), 3)
+    hi = as_shown(np.array([[grid.loc[(m, p), "ci_high"] for p in profiles] for m in models]), 3)
     ni = np.array([[bool(grid.loc[(m, p), "noninferior"]) for p in profiles] for m in models])
     text = [[f"{z[i, j]:+z.3f}{' ✓' if ni[i, j] else ''}" for j in range(len(profiles))] for i in range(len(models))]
     explained = np.array([[plot_text(PROFILE_HELP.get(p, "")) for p in profiles] for _ in models], dtype=object)
@@ -227,7 +227,7 @@ def defense_figure(res: pd.DataFrame, colours: dict[str, str]) -> go.Figure:
             mode="markers", marker=dict(color=colours[model], size=11, line=dict(color="#444444", width=0.75)),
             error_y=dict(type="data", symmetric=False, array=d["ci_high"] - d["accuracy"],
                          arrayminus=d["accuracy"] - d["ci_low"]),
-            customdata=np.column_stack([d["ci_low"], d["ci_high"], d["diff_vs_native"].fillna(0)]),
+            customdata=np.column_stack([d["ci_low"], d["ci_high"], as_shown(d["diff_vs_native"].fillna(0), 3)]),
             hovertemplate="%{fullData.name} · %{x}<br>recovery %{y:.1%} [%{customdata[0]:.1%}, %{customdata[1]:.1%}]"
                                   "<br>vs native %{customdata[2]:+.1%}<extra></extra>"))
     fig.add_hline(y=0.5, line_dash="dash", line_color="#555555", annotation_text="50%: guessing",

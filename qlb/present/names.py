@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
 from qlb.tuple.learned_wcpq import LEARNED_ENDPOINTS, variant
@@ -268,6 +269,12 @@ def pct_interval(v: float | None, lo: float | None = None, hi: float | None = No
     if lo is None or hi is None or pd.isna(lo) or pd.isna(hi):
         return pct(v, digits)
     return f"{100 * v:.{digits}f}% [{100 * lo:.{digits}f}, {100 * hi:.{digits}f}]"
+
+
+def as_shown(values, digits: int):
+    """``values`` rounded to the ``digits`` a signed format shows, with -0.0 as 0.0: Streamlit's
+    ``%+.1f`` and Plotly's ``+.1f`` print a small negative number (or -0.0) as "-0.0"."""
+    return np.round(values, digits) + 0.0
 
 
 def points_interval(d: float | None, lo: float | None = None, hi: float | None = None, digits: int = 1) -> str:

@@ -103,6 +103,18 @@ def refusal_sentence(recovery: pd.Series, uniform: float) -> str:
             f"{int(leaking.sum())} models stay above {LEAK_FACTOR:g} times a uniform guess.")
 
 
+def recovery_change(points: pd.Series, say_lowers: bool = True) -> str:
+    """What a defense does to recovery, from its differences against native in points: "leaves
+    recovery unchanged (within 0.05 points)" when every one reads +0.0, "lowers recovery by a to b
+    points" when every one is below zero (and ``say_lowers``), else "changes recovery by a to b points"."""
+    lo, hi = f"{points.min():+z.1f}", f"{points.max():+z.1f}"
+    if lo == hi == "+0.0":
+        return "leaves recovery unchanged (within 0.05 points)"
+    if say_lowers and hi.startswith("-"):
+        return f"lowers recovery by {text_range(f'{-points.max():.1f}', f'{-points.min():.1f}')} points"
+    return f"changes recovery by {text_range(lo, hi)} points"
+
+
 def _models(n: int) -> str:
     return f"{n} model{'' if n == 1 else 's'}"
 
@@ -168,10 +180,7 @@ def headline(d: RunData) -> list[tuple[str, str]]:
         w = d.defenses[d.defenses["defense"] == "wcpq"]
         if not w.empty:
             agree = (w["plan_agreement"] == w["plan_comparisons"]).all() and (w["max_abs_cost_diff"] == 0).all()
-            lowers = (w["diff_vs_native"] < 0).all()
-            diff = 100 * w["diff_vs_native"]
-            change = (f"lowers recovery by {text_range(f'{-diff.max():.1f}', f'{-diff.min():.1f}')} points" if lowers
-                      else f"changes recovery by {text_range(f'{diff.min():+z.1f}', f'{diff.max():+z.1f}')} points")
+            change = recovery_change(100 * w["diff_vs_native"])
             out.append(("defenses", f"The workflow-constrained quantizer {change} on {_models(len(w))} (coverage "
                                     f"{text_range(_pct(w['coverage'].min()), _pct(w['coverage'].max()))}) while "
                                     + ("every one of the 18 frozen recipient policies keeps its exact plan and cost "
@@ -179,11 +188,8 @@ def headline(d: RunData) -> list[tuple[str, str]]:
                                        else "NOT preserving every recipient plan (see the verification table).")))
         q = d.defenses[d.defenses["defense"] == "noise"]
         if not q.empty:
-            change = text_range(f"{100 * q['diff_vs_native'].min():+z.1f}", f"{100 * q['diff_vs_native'].max():+z.1f}")
-            each = "" if len(q) == 1 else ", model by model"
-            out.append(("defenses", "Gaussian noise (three seeds) leaves recovery unchanged (within 0.05 points"
-                                    f"{each})." if change == "+0.0" else
-                                    f"Gaussian noise (three seeds) changes recovery by {change} points{each}."))
+            out.append(("defenses", f"Gaussian noise (three seeds) {recovery_change(100 * q['diff_vs_native'], False)}"
+                                    f"{'' if len(q) == 1 else ', model by model'}."))
     if not d.ql.empty:
         allm = d.ql[(d.ql["slice_kind"] == "all") & (d.ql["metric"] == "complete_f1")]
         if not allm.empty:

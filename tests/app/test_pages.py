@@ -235,6 +235,11 @@ def test_per_domain_tables_put_the_longer_list_down_the_side():
     assert own.loc[own["domain"] == "d07", "b"].item() == "b/7"
     picked = model_domain_grid(few[few["model"] != "c"], 3, domain="scope")   # 2 of the run's 3 models picked
     assert list(picked.columns) == ["model", "x", "y"]                           # the table does not turn
+    odd = pd.DataFrame([("domain", "scope", "1"), ("domain", "model", "2"), ("b", "scope", "3")],
+                       columns=["model", "scope", "cell"])                  # names that are the side's own label
+    grid = model_domain_grid(odd, 1, domain="scope")
+    assert list(grid.columns) == ["domain name", "b", "domain"]               # a model is called "domain"
+    assert grid.set_index("domain name").loc["model", "b"] == "—"              # a pair without a cell
 
 
 def test_quasileak_page(app):

@@ -99,7 +99,8 @@ def test_report_run_selection_and_errors(decoded_warehouse, tmp_path, capsys):
 def test_a_change_that_rounds_to_zero_reads_as_none():
     """Noise that moves recovery by less than the digits shown is said to leave it unchanged, and a
     tiny negative change is never written "-0.0" (a run on a 96-world task said "-0.0 to +0.0")."""
-    from qlb.present.names import points_interval
+    from qlb.present.names import as_shown, points_interval
+    from qlb.present.report import recovery_change
 
     def with_noise(diffs):
         base = _run_data((5184, 5184))
@@ -108,11 +109,15 @@ def test_a_change_that_rounds_to_zero_reads_as_none():
                        base.utility_diff, base.fronts, pd.concat([base.defenses, noise]), base.defense_costs,
                        base.ql, base.models)
     assert findings(with_noise([-0.0001, 0.0002]))[-1] == (
-        "Gaussian noise (three seeds) leaves recovery unchanged (within 0.05 points, model by model).")
+        "Gaussian noise (three seeds) leaves recovery unchanged (within 0.05 points), model by model.")
     assert findings(with_noise([-0.0001]))[-1] == "Gaussian noise (three seeds) leaves recovery unchanged (within 0.05 points)."
     assert findings(with_noise([-0.0731, -0.0004]))[-1] == (
         "Gaussian noise (three seeds) changes recovery by -7.3 to +0.0 points, model by model.")
     assert points_interval(-0.0001, -0.0004, 0.0003) == "+0.0 [+0.0, +0.0]"
+    assert recovery_change(pd.Series([-12.04, -2.96])) == "lowers recovery by 3.0 to 12.0 points"
+    assert recovery_change(pd.Series([-12.04, -2.96]), say_lowers=False) == "changes recovery by -12.0 to -3.0 points"
+    assert recovery_change(pd.Series([-0.04, 0.01])) == "leaves recovery unchanged (within 0.05 points)"
+    assert as_shown(pd.Series([-0.04, -0.0, 0.26]), 1).map("{:+.1f}".format).tolist() == ["+0.0", "+0.0", "+0.3"]
 
 
 def test_report_escapes_text_from_data():
