@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pandas as pd
 
-from qlb.present.names import name, pct, pct_interval
+from qlb.present.names import name, pct, pct_interval, text_range
 from qlb.tuple.learned_wcpq import LEARNED_PREFIX, variant
 
 STRICT = "wcpq"
@@ -135,8 +135,15 @@ def learned_sentence(points: pd.DataFrame, info: pd.DataFrame) -> str:
     if {"paired", "no pair"} <= set(both.columns):
         gap = (both["paired"] - both["no pair"]).dropna()
         if len(gap):
-            text += (f" The pair loss changes recovery by {100 * gap.mean():+z.1f} points on average "
-                     f"({100 * gap.min():+z.1f} to {100 * gap.max():+z.1f} over {len(gap)} model–budget pairs).")
+            pairs = f"{len(gap)} model–budget pair{'s' * (len(gap) > 1)}"
+            spread = text_range(f"{100 * gap.min():+z.1f}", f"{100 * gap.max():+z.1f}")
+            if spread == "+0.0":
+                text += f" The pair loss leaves recovery unchanged (within 0.05 points) over {pairs}."
+            elif len(gap) == 1:
+                text += f" The pair loss changes recovery by {spread} points ({pairs})."
+            else:
+                text += (f" The pair loss changes recovery by {100 * gap.mean():+z.1f} points on average "
+                         f"({spread} over {pairs}).")
     for budget in sorted({learned["budget"].min(), learned["budget"].max()}):
         rise = learned.loc[learned["budget"] == budget, "cost_change"].dropna()
         if rise.empty:

@@ -73,3 +73,14 @@ def test_figure_11_one_trace_per_model_and_mapper_with_escaped_names():
     assert [t.marker.symbol for t in fig.data] == ["diamond", "circle", "square"]
     assert list(fig.data[2].y) == [0.51] and list(fig.data[2].text) == ["0.5"]
     assert all(t.mode == "markers+text" for t in fig.data)
+
+
+def test_the_sentence_says_when_the_pair_loss_changes_nothing():
+    def with_pair(paired: float, no_pair: float) -> str:
+        res = _res([("m", "native", 0.70, 0.65, 0.75, None, None, None, None),
+                    ("m", "wcpq learned 0.2 no pair", no_pair, 0.5, 0.6, -0.1, -0.2, -0.05, 0.95),
+                    ("m", "wcpq learned 0.2 paired", paired, 0.5, 0.6, -0.1, -0.2, -0.05, 0.95)])
+        return learned_sentence(learned_points(res, COSTS.iloc[:0]), INFO.iloc[:0])
+    assert "The pair loss leaves recovery unchanged (within 0.05 points) over 1 model–budget pair." in with_pair(
+        0.55, 0.5501)
+    assert "The pair loss changes recovery by -2.0 points (1 model–budget pair)." in with_pair(0.53, 0.55)
