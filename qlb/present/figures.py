@@ -15,7 +15,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from qlb.tuple.costs import profile_order
-from qlb.present.names import DEFENSE_NAMES, as_shown, OUTCOME_NAMES, PROFILE_HELP, PROFILE_NAMES, VIEW_NAMES
+from qlb.present.names import DEFENSE_NAMES, OUTCOME_NAMES, PROFILE_HELP, PROFILE_NAMES, VIEW_NAMES, as_shown
 from qlb.present.palette import DIVERGING, VIEW_COLOURS, VIEW_SYMBOLS
 from qlb.tuple.refusal import UNIFORM_REFERENCE
 from qlb.tuple.release_views import VIEWS

@@ -139,7 +139,7 @@ def learned_sentence(points: pd.DataFrame, info: pd.DataFrame) -> str:
             spread = text_range(f"{100 * gap.min():+z.1f}", f"{100 * gap.max():+z.1f}")
             if spread == "+0.0":
                 text += f" The pair loss leaves recovery unchanged (within 0.05 points) over {pairs}."
-            elif len(gap) == 1:
+            elif " to " not in spread:          # one pair, or the same change in each
                 text += f" The pair loss changes recovery by {spread} points ({pairs})."
             else:
                 text += (f" The pair loss changes recovery by {100 * gap.mean():+z.1f} points on average "

@@ -272,9 +272,15 @@ def pct_interval(v: float | None, lo: float | None = None, hi: float | None = No
 
 
 def as_shown(values, digits: int):
-    """``values`` rounded to the ``digits`` a signed format shows, with -0.0 as 0.0: Streamlit's
-    ``%+.1f`` and Plotly's ``+.1f`` print a small negative number (or -0.0) as "-0.0"."""
-    return np.round(values, digits) + 0.0
+    """``values`` (a Series or an array) with every value a signed format of ``digits`` decimals
+    would print as -0.0 (a small negative number, or -0.0 itself) set to 0.0, so that it prints
+    +0.0; Streamlit's ``%+.1f`` and Plotly's ``+.1f`` print "-0.0". Every other value, and NaN,
+    stays as it is (full precision in the CSV downloads)."""
+    tiny = 0.5 * 10.0 ** -digits
+    if isinstance(values, pd.Series):
+        return values.mask(values.abs() < tiny, 0.0)
+    v = np.asarray(values, dtype=float)
+    return np.where(np.abs(v) < tiny, 0.0, v)
 
 
 def points_interval(d: float | None, lo: float | None = None, hi: float | None = None, digits: int = 1) -> str:

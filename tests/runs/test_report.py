@@ -4,6 +4,7 @@ from __future__ import annotations
 import re
 
 import duckdb
+import numpy as np
 import pandas as pd
 
 from qlb.cli import main
@@ -117,7 +118,10 @@ def test_a_change_that_rounds_to_zero_reads_as_none():
     assert recovery_change(pd.Series([-12.04, -2.96])) == "lowers recovery by 3.0 to 12.0 points"
     assert recovery_change(pd.Series([-12.04, -2.96]), say_lowers=False) == "changes recovery by -12.0 to -3.0 points"
     assert recovery_change(pd.Series([-0.04, 0.01])) == "leaves recovery unchanged (within 0.05 points)"
-    assert as_shown(pd.Series([-0.04, -0.0, 0.26]), 1).map("{:+.1f}".format).tolist() == ["+0.0", "+0.0", "+0.3"]
+    shown = as_shown(pd.Series([-0.04, -0.0, 0.26, -0.06, float("nan")]), 1)
+    assert shown.map("{:+.1f}".format).tolist() == ["+0.0", "+0.0", "+0.3", "-0.1", "+nan"]
+    assert shown[2] == 0.26 and shown[3] == -0.06                   # only what would read -0.0 changes
+    assert as_shown(np.array([-0.0004, 0.0125]), 3).tolist() == [0.0, 0.0125]
 
 
 def test_report_escapes_text_from_data():
