@@ -199,7 +199,7 @@ def cost_difference_heatmap(diff: pd.DataFrame, task: str, view: str) -> go.Figu
     text = [[f"{z[i, j]:+z.3f}{' ✓' if ni[i, j] else ''}" for j in range(len(profiles))] for i in range(len(models))]
     explained = np.array([[plot_text(PROFILE_HELP.get(p, "")) for p in profiles] for _ in models], dtype=object)
     columns = [plot_text(PROFILE_NAMES.get(p, p)) for p in profiles]
-    bound = float(np.nanmax(np.abs(z))) if z.size else 1.0
+    bound = max(float(np.nanmax(np.abs(z))), 1e-3) if z.size else 1.0      # all zero: a scale, not Plotly's auto
     fig = go.Figure(go.Heatmap(
         z=z, x=columns, y=plot_texts(models), text=text, texttemplate="%{text}",
         meta=plot_text(VIEW_NAMES.get(view, view)), colorscale=DIVERGING, zmid=0, zmin=-bound, zmax=bound,

@@ -278,6 +278,7 @@ def as_shown(values, digits: int):
     stays as it is (full precision in the CSV downloads)."""
     tiny = 0.5 * 10.0 ** -digits
     if isinstance(values, pd.Series):
+        values = pd.to_numeric(values, errors="coerce")      # an object column (None for a missing value) too
         return values.mask(values.abs() < tiny, 0.0)
     v = np.asarray(values, dtype=float)
     return np.where(np.abs(v) < tiny, 0.0, v)

@@ -1,6 +1,7 @@
 """The figures the fronts, sensitivity and defenses pages (and the HTML report) share."""
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from qlb.present.figures import cost_difference_heatmap, defense_figure, front_figure, front_labels
@@ -75,3 +76,15 @@ def test_the_uniform_guess_label_stays_legible_over_the_bars():
     (label,) = fig.layout.annotations
     assert label.text == "uniform guess 10.54%" and label.y == 0.1054
     assert label.bgcolor is not None                      # drawn over the last bar: boxed, not see-through
+
+
+def test_heatmap_of_changes_that_read_zero_keeps_a_scale_and_no_minus_zero():
+    from qlb.present.figures import cost_difference_heatmap
+    rows = [{"model": m, "view_a": "choice", "view_b": "full_native", "task": "selective", "profile": "authored",
+             "difference": d, "ci_low": d - 0.0002, "ci_high": d + 0.0002, "noninferior": True, "n": 10}
+            for m, d in (("a", -0.0003), ("b", 0.0))]
+    fig = cost_difference_heatmap(pd.DataFrame(rows), "selective", "choice")
+    heat = fig.data[0]
+    assert heat.zmin == -1e-3 and heat.zmax == 1e-3                 # Plotly's auto scale would take over at 0
+    assert [t[0] for t in heat.text] == ["+0.000 ✓", "+0.000 ✓"]
+    assert not np.signbit(np.asarray(heat.z, dtype=float)).any()    # a hover's %{z:+.3f} never reads -0.000

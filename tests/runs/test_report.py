@@ -122,6 +122,7 @@ def test_a_change_that_rounds_to_zero_reads_as_none():
     assert shown.map("{:+.1f}".format).tolist() == ["+0.0", "+0.0", "+0.3", "-0.1", "+nan"]
     assert shown[2] == 0.26 and shown[3] == -0.06                   # only what would read -0.0 changes
     assert as_shown(np.array([-0.0004, 0.0125]), 3).tolist() == [0.0, 0.0125]
+    assert as_shown(pd.Series([-0.01, None, 2.5], dtype=object), 1).tolist()[::2] == [0.0, 2.5]
 
 
 def test_report_escapes_text_from_data():
