@@ -719,14 +719,14 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     with _audit_workers(args) as jobs:
         bar = _progress("audit", None)
         bar.unit = "task"
-        said: list[tuple[str, int]] = []
+        said: dict[str, int] = {}          # stage -> the quarter last written for it
 
         def progress(label: str, done: int, total: int) -> None:
-            if bar.disable:         # no bar (stderr is a log, or TQDM_DISABLE): a line per stage and quarter, as qlb demo
+            if bar.disable:     # no bar (stderr is a log, or TQDM_DISABLE): a line per stage and quarter, as qlb demo
                 quarter = 4 * done // max(total, 1)
-                if not said or said[-1] != (label, quarter):
+                if said.get(label) != quarter:
                     print(f"qlb audit: {label} {done}/{total} tasks", file=sys.stderr, flush=True)
-                    said.append((label, quarter))
+                    said[label] = quarter
                 return
             bar.set_description(label)
             bar.total, bar.n = total, done

@@ -188,8 +188,9 @@ def headline(d: RunData) -> list[tuple[str, str]]:
                                        else "NOT preserving every recipient plan (see the verification table).")))
         q = d.defenses[d.defenses["defense"] == "noise"]
         if not q.empty:
-            out.append(("defenses", f"Gaussian noise (three seeds) {recovery_change(100 * q['diff_vs_native'], False)}"
-                                    f"{'' if len(q) == 1 else ', model by model'}."))
+            change = recovery_change(100 * q["diff_vs_native"], say_lowers=False)
+            each = "" if len(q) == 1 else ", model by model"
+            out.append(("defenses", f"Gaussian noise (three seeds) {change}{each}."))
     if not d.ql.empty:
         allm = d.ql[(d.ql["slice_kind"] == "all") & (d.ql["metric"] == "complete_f1")]
         if not allm.empty:

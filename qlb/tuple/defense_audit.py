@@ -534,9 +534,13 @@ def _recovery_rows(model: str, sub: pd.DataFrame, domains: list[DefenseDomain], 
 NAMED = 3       # how many task/profile pairs, and domains of each, a skip reason names
 
 
-def _first(names: list[str]) -> str:
-    """The first ``NAMED`` names and how many more."""
-    return ", ".join(names[:NAMED]) + (f" and {len(names) - NAMED} more" if len(names) > NAMED else "")
+def _first(items: list[str], sep: str = ", ", last: str = " and ", noun: str = "") -> str:
+    """The first ``NAMED`` items joined by ``sep`` and how many more (``a, b, c and 3 more``;
+    with ``noun``: ``...; and 1 more task/profile pair``)."""
+    more = len(items) - NAMED
+    if more <= 0:
+        return sep.join(items)
+    return f"{sep.join(items[:NAMED])}{last}{more} more" + (f" {noun}{'s' * (more > 1)}" if noun else "")
 
 
 def pooled_costs(model: str, domains: list[DefenseDomain], skipped: dict[str, str] | None = None
@@ -564,11 +568,9 @@ def pooled_costs(model: str, domains: list[DefenseDomain], skipped: dict[str, st
         log.info("defense costs of %s on %s (%s recipients): no pooled cost for %s: %s",
                  model, endpoint, recipient, "; ".join(every), cause)
         if skipped is not None:             # the first few, so that 20 domains do not make a page of text
-            shown = [f"{task_profile} (in {_first(where)})" for task_profile, where in list(policies.items())[:NAMED]]
-            n = len(policies) - NAMED
-            more = f"; and {n} more task/profile pair{'s' * (n > 1)}" if n > 0 else ""
+            shown = [f"{task_profile} (in {_first(where)})" for task_profile, where in policies.items()]
             skipped[f"defense costs {model}/{endpoint}/{recipient}"] = (
-                f"no pooled cost for {'; '.join(shown)}{more}: {cause}")
+                f"no pooled cost for {_first(shown, '; ', '; and ', 'task/profile pair')}: {cause}")
     return out
 
 
