@@ -255,17 +255,22 @@ def _connect_waiting(path: Path, read_only: bool, wait: float) -> duckdb.DuckDBP
 
 
 def check_file(con: duckdb.DuckDBPyConnection, path: Path) -> None:
-    """Refuse a file shorter than the blocks its header declares (truncated or half-copied):
-    DuckDB would otherwise accept writes into it and fail later with 'Corrupt database file'."""
-    row = con.execute("SELECT block_size, total_blocks FROM pragma_database_size()").fetchone()
+    """Refuse a file cut short (truncated or half-copied): DuckDB would otherwise accept writes into
+    it and fail later with 'Corrupt database file'. A sound file holds whole blocks after its
+    headers, at least as many as are in use. Its header's total may count more: DuckDB cuts free
+    blocks off the end of the file at a checkpoint and still counts them as free."""
+    row = con.execute("SELECT block_size, used_blocks FROM pragma_database_size()").fetchone()
     if row is None:
         return
-    expected = HEADER_BYTES + int(row[0]) * int(row[1])
+    block, used = int(row[0]), int(row[1])
     actual = path.stat().st_size
-    if actual < expected:
-        raise WarehouseError(f"{path}: the warehouse file is damaged (truncated: {actual:,} bytes, its header "
-                             f"declares {expected:,}); nothing was written. Restore it from a copy, or move it "
-                             "away and rebuild")
+    if block <= 0:
+        return
+    needed = HEADER_BYTES + block * used
+    if actual < needed or (actual - HEADER_BYTES) % block:
+        raise WarehouseError(f"{path}: the warehouse file is damaged (truncated: {actual:,} bytes, not whole "
+                             f"blocks of {block:,} bytes after its headers, or fewer than the {used:,} blocks "
+                             "in use); nothing was written. Restore it from a copy, or move it away and rebuild")
 
 
 def open_writer(path: str | Path | None = None, wait: float | None = None) -> duckdb.DuckDBPyConnection:

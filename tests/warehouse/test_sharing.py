@@ -16,7 +16,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.conftest import ROOT
-from warehouse.db import WarehouseBusy, WarehouseError, open_reader, open_writer, transaction, writer
+from warehouse.db import HEADER_BYTES, WarehouseBusy, WarehouseError, open_reader, open_writer, transaction, writer
 
 HOLD = """
 import sys, time
@@ -211,3 +211,23 @@ def test_a_file_shorter_than_its_header_declares_is_refused(small):
     os.truncate(small, small.stat().st_size - block // 2)
     with pytest.raises(WarehouseError, match="the warehouse file is damaged"):
         open_writer(small)
+
+
+def test_a_file_duckdb_shortened_itself_is_accepted(tmp_path):
+    """DuckDB cuts free blocks off the end at a checkpoint but its header still counts them: such a
+    file (left by an ordinary `qlb collect` run) was refused as damaged by every later write."""
+    path = tmp_path / "wh.duckdb"
+    with writer(path) as con:
+        con.execute("CHECKPOINT")                   # the schema's blocks first, the big table's after them
+        con.execute("CREATE TABLE big AS SELECT range AS i, random() AS r FROM range(2000000)")
+        con.execute("CHECKPOINT")
+        con.execute("DROP TABLE big")
+        con.execute("CHECKPOINT")
+    con = duckdb.connect(str(path), read_only=True)
+    total, free, block = con.execute("SELECT total_blocks, free_blocks, block_size FROM pragma_database_size()").fetchone()
+    con.close()
+    assert path.stat().st_size < HEADER_BYTES + total * block and free > 0      # the state that was refused
+    with writer(path) as con:
+        con.execute("CREATE TABLE t AS SELECT 1 AS x")
+    with open_reader(path) as con:
+        assert con.execute("SELECT x FROM t").fetchone() == (1,)
