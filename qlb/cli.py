@@ -664,7 +664,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
     if args.out.suffix.lower() not in (".html", ".htm"):
         raise _UsageError(f"--out {args.out}: the report is HTML; name the file *.html")
     with reader(path) as con:
-        text = build_report(con, args.run, args.dataset)
+        text = build_report(con, args.run, args.dataset and _resolve_dataset(con, args.dataset))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(text, encoding="utf-8")
     print(f"report written to {args.out} ({len(text.encode()) / 1e6:.1f} MB)")
@@ -697,20 +697,21 @@ def _resolve_dataset(con, name: str | None) -> str:
     ids = queries.fetch_df(con, "datasets")["dataset_id"].tolist()
     if name:
         if name not in ids:
-            raise _UserError(f"no dataset {name!r} in the warehouse (have: {', '.join(ids) or 'none'})")
+            raise _UsageError(f"no dataset {name!r} in the warehouse (have: {', '.join(ids) or 'none'})")
         return name
     if len(ids) == 1:
         return ids[0]
     if DEMO_DATASET in ids:
         return DEMO_DATASET
-    raise _UserError(f"several datasets; pick one with --dataset ({', '.join(ids) or 'none'})")
+    raise _UsageError(f"several datasets; pick one with --dataset ({', '.join(ids) or 'none'})")
 
 
 def _cmd_audit(args: argparse.Namespace) -> int:
     from qlb.tuple import refusal
     from qlb.tuple.learned_wcpq import LEARNED_VARIANTS
-    from qlb.runs.audit import AuditOptions, run_audits
+    from qlb.runs.audit import AuditOptions, audit_inputs, run_audits, unknown_models
     from warehouse.db import default_path, writer
+    from warehouse.ontologies import dataset_ontology
 
     path = args.warehouse or default_path()
     if not Path(path).exists():
@@ -735,6 +736,10 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         try:
             with writer(path) as con:
                 dataset = _resolve_dataset(con, args.dataset)
+                problem = unknown_models(args.models, audit_inputs(con, dataset)[0], dataset)
+                if problem:
+                    raise _UsageError(problem)
+                ontology = dataset_ontology(con, dataset)
                 options = AuditOptions(models=args.models, force=args.force, decode=not args.no_decoding,
                                        views=args.views or VIEWS, jobs=jobs, utility=not args.no_utility,
                                        defenses=not args.no_defenses, defense_models=args.defense_models,
@@ -757,7 +762,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     print(f"run {run.run_id} for dataset {dataset!r}: {state}")
     if run.refusal_summary is not None:
         print("\nRefusal audit (all domains):")
-        print(refusal.format_table(run.refusal_summary))
+        print(refusal.format_table(run.refusal_summary, ontology))
     if run.recovery is not None:
         pooled = run.recovery[run.recovery["scope"] == "pooled"].pivot(index="model", columns="view", values="accuracy")
         print("\nSecret recovery on the test split (pooled accuracy):")

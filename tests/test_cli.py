@@ -131,6 +131,26 @@ def test_audit_on_a_tiny_dataset_says_what_it_skipped(tmp_path, worlds_file, cap
     assert "recovery" not in doc
 
 
+def test_audit_and_report_refuse_what_is_not_there(tmp_path, worlds_file, capsys):
+    """An audit with nothing to audit, an unknown model or an unknown dataset stores nothing and
+    says so in one line: exit 2 for a name that is not there, 1 for an empty dataset."""
+    wh = str(tmp_path / "w.duckdb")
+    assert main(["ingest", "worlds", str(worlds_file), "--dataset", "tiny", "--warehouse", wh]) == 0
+    capsys.readouterr()
+    assert main(["audit", "--dataset", "tiny", "--warehouse", wh]) == 1
+    assert "nothing to audit in dataset 'tiny'" in capsys.readouterr().err
+    resp = write_lines(tmp_path / "r.jsonl", [native("m", w) for w in ("w1", "w2", "w3", "w4")])
+    assert main(["ingest", "responses", str(resp), "--dataset", "tiny", "--warehouse", wh]) == 0
+    capsys.readouterr()
+    assert main(["audit", "--dataset", "tiny", "--models", "mm", "--warehouse", wh]) == 2
+    assert "no responses of model 'mm' in dataset 'tiny' (models with responses: m)" in capsys.readouterr().err
+    for command in (["audit"], ["report", "--out", str(tmp_path / "r.html")]):
+        assert main([*command, "--dataset", "tyni", "--warehouse", wh]) == 2
+        assert "no dataset 'tyni' in the warehouse (have: tiny)" in capsys.readouterr().err
+    with duckdb.connect(wh, read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM runs").fetchone() == (0,)
+
+
 def test_defend_rewrites_a_response_file(tmp_path, worlds_file):
     from tests.conftest import native, write_lines
     resp = write_lines(tmp_path / "r.jsonl", [

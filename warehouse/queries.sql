@@ -537,3 +537,10 @@ FROM _block WHERE shaped;
 -- The (model, world_id) keys of a dataset's stored native responses: the bulk ingest's KeyLedger
 -- starts from them. Parameters: dataset_id.
 SELECT model, world_id FROM responses WHERE dataset_id = ?
+
+-- name: audit_inputs
+-- What a dataset holds for the audits: the models with native or refusal responses, and its
+-- QuasiLeak predictions.
+SELECT (SELECT coalesce(list(DISTINCT model ORDER BY model), []::VARCHAR[]) FROM (SELECT model FROM responses WHERE dataset_id = ?
+                                                       UNION SELECT model FROM refusal_responses WHERE dataset_id = ?)) AS models,
+       (SELECT count(*) FROM ql_predictions WHERE dataset_id = ?) AS predictions;

@@ -241,9 +241,32 @@ def _later_stages(frames: dict[str, pd.DataFrame], run: AuditRun, opts: AuditOpt
     yield "defenses", _defense_audit(frames, selected, run, opts, progress, ontology)
 
 
+def audit_inputs(con: duckdb.DuckDBPyConnection, dataset_id: str) -> tuple[list[str], int]:
+    """(the dataset's models with native or refusal responses, its number of detector predictions)."""
+    inputs = queries.fetch_df(con, "audit_inputs", [dataset_id] * 3)
+    return list(inputs["models"][0]), int(inputs["predictions"][0])
+
+
+def unknown_models(models: Sequence[str] | None, have: Sequence[str], dataset_id: str) -> str | None:
+    """Why ``models`` cannot be audited (a model without responses), or None."""
+    missing = [m for m in models or () if m not in have]
+    if not missing:
+        return None
+    return (f"no responses of model {', '.join(map(repr, missing))} in dataset {dataset_id!r} "
+            f"(models with responses: {', '.join(have) or 'none'})")
+
+
 def _check(con: duckdb.DuckDBPyConnection, dataset_id: str, opts: AuditOptions) -> None:
     if queries.fetch_df(con, "dataset_by_id", [dataset_id]).empty:
         raise ValueError(f"no dataset {dataset_id!r} in the warehouse")
+    models, predictions = audit_inputs(con, dataset_id)
+    if not models and not predictions:
+        raise ValueError(f"nothing to audit in dataset {dataset_id!r}: it holds no model responses and no detector "
+                         "predictions yet (collect them with `qlb collect native|refusal`, or load them with "
+                         "`qlb ingest responses|refusal|predictions`)")
+    problem = unknown_models(opts.models, models, dataset_id)
+    if problem:
+        raise ValueError(problem)
     unknown = [v for v in opts.views if v not in VIEWS]
     if unknown:
         raise ValueError(f"unknown view(s) {', '.join(unknown)}; expected {', '.join(VIEWS)}")
