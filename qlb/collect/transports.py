@@ -18,6 +18,7 @@ import importlib
 import json
 import os
 import socket
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -228,7 +229,9 @@ class OpenAITransport(_HTTPTransport):
 
 class PythonTransport:
     """``python``: ``module:function`` called with the body (a dict); it returns the same answer
-    object as a typed endpoint. An exception it raises stops the collection like a server error."""
+    object as a typed endpoint, or ``{"status": "unavailable", "reason": ...}`` to decline a world
+    (stored as unavailable, as an HTTP 4xx would be). An exception it raises (``SystemExit``
+    included) stops the collection like a server error."""
 
     def __init__(self, target: str) -> None:
         self.description = f"python {target}"
@@ -239,7 +242,7 @@ class PythonTransport:
         start = time.perf_counter()
         try:
             result = self.function(json.loads(json.dumps(body)))     # a fresh copy: the target may mutate it
-        except Exception as exc:    # the target is user code: any exception is its failure, reported
+        except (Exception, SystemExit) as exc:    # the target is user code: any exception is its failure, reported
             return Reply("stop", None, (time.perf_counter() - start) * 1000, "",
                          reason=f"the target raised {type(exc).__name__}: {exc}")
         latency = (time.perf_counter() - start) * 1000
@@ -247,6 +250,10 @@ class PythonTransport:
             raw = json.dumps(result, allow_nan=True, default=str)
         except (TypeError, ValueError):
             raw = repr(result)
+        if isinstance(result, dict) and result.get("status") == "unavailable":
+            why = result.get("reason")
+            return Reply("unavailable", None, latency, truncate(raw),
+                         reason=f"the target declined: {why}" if why else "the target declined (status unavailable)")
         try:
             return Reply("answer", None, latency, truncate(raw), typed_answer(result, QUESTION_KEYS[probe], probe))
         except AnswerError as exc:
@@ -261,10 +268,14 @@ def load_target(target: str) -> Callable[[dict[str, Any]], Any]:
     module_name, sep, attr = target.partition(":")
     if not sep or not module_name or not attr:
         raise ValueError(f"--target {target!r}: expected module:function")
+    here = os.getcwd()
+    if here not in sys.path:        # a module in the current folder is found, as `python -m` finds it
+        sys.path.append(here)
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
-        raise ValueError(f"--target {target!r}: cannot import {module_name!r}: {exc}") from None
+        raise ValueError(f"--target {target!r}: cannot import {module_name!r}: {exc} (looked in the current "
+                         f"folder {here} and on the Python path; add the module's folder to PYTHONPATH)") from None
     function = getattr(module, attr, None)
     if not callable(function):
         raise ValueError(f"--target {target!r}: {module_name} has no function {attr!r}")

@@ -11,3 +11,15 @@ def answer(body: dict) -> dict:
 def broken(body: dict) -> dict:
     """A target that fails."""
     raise RuntimeError("model weights not loaded")
+
+
+def declines_some(body: dict) -> dict:
+    """Declines every world whose public fields mention an even-numbered case (about half), answers the rest."""
+    if len(str(body["state"])) % 2 == 0:
+        return {"status": "unavailable", "reason": "outside my remit"}
+    return answer(body)
+
+
+def exits(body: dict) -> dict:
+    """A target that calls sys.exit (as a script's main might)."""
+    raise SystemExit("bye")

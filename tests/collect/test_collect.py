@@ -338,6 +338,32 @@ def test_python_target_end_to_end_and_a_raising_target_stops(wh, capsys):
     assert "the target raised RuntimeError" in capsys.readouterr().err
 
 
+def test_a_python_target_declines_a_world_and_exiting_stops(wh, capsys):
+    """{"status": "unavailable", "reason": ...} stores that world unavailable with the reason and
+    goes on; a target calling sys.exit stops the collection with its cause named."""
+    assert collect(wh, "native", "--model", "m1", "--transport", "python",
+                   "--target", "tests.collect.targets:declines_some") == 0
+    answers = stored(wh)
+    declined = {w: v for w, v in answers.items() if v[0] == "unavailable"}
+    assert len(answers) == len(world_ids()) and 0 < len(declined) < len(answers)
+    reasons = rows(wh, "SELECT DISTINCT reason FROM collection_calls WHERE outcome = 'unavailable'")
+    assert reasons == [("the target declined: outside my remit",)]
+    assert collect(wh, "refusal", "--model", "m1", "--transport", "python", "--target", "tests.collect.targets:exits") == 4
+    assert "the target raised SystemExit: bye" in capsys.readouterr().err
+
+
+def test_a_python_target_in_the_current_folder_is_found(wh, tmp_path, monkeypatch, capsys):
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / "my_walk_model.py").write_text("from tests.collect.targets import answer as decide\n")
+    monkeypatch.chdir(folder)
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", str(folder))] + [str(ROOT)])
+    assert collect(wh, "native", "--model", "m1", "--transport", "python", "--target", "my_walk_model:decide") == 0
+    assert len(stored(wh)) == len(world_ids())
+    assert collect(wh, "native", "--model", "m2", "--transport", "python", "--target", "not_here_model:decide") == 2
+    assert "looked in the current folder" in capsys.readouterr().err
+
+
 def test_worlds_left_unasked_are_a_stop_not_a_finish(wh, capsys, monkeypatch):
     """If the dispatch ends before every world was asked (its processes died), the collection
     says so and exits 4 with the resume line instead of reporting a finished collection."""
