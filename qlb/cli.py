@@ -37,6 +37,7 @@ def _warehouse_arg(p: argparse.ArgumentParser) -> None:
 def build_parser() -> argparse.ArgumentParser:
     """The `qlb` argument parser: every command with its options and help text."""
     from qlb.simulate import DEFAULT_SEED
+    from qlb.records.ontology import SPLITS
     from qlb.tuple.learned_wcpq import LEARNED_VARIANTS
     from qlb.tuple.release_views import DECODER_FAMILIES
     from warehouse.ingest import KINDS
@@ -195,7 +196,7 @@ def build_parser() -> argparse.ArgumentParser:
                                      "FILE:LINE: reason and skipped (exit 3).")
     qs.add_argument("--corpus", required=True, type=Path, metavar="FILE")
     qs.add_argument("--predictions", required=True, type=Path, metavar="FILE")
-    qs.add_argument("--split", default=None, help="score one split only (default: every document)")
+    qs.add_argument("--split", default=None, choices=SPLITS, help="score one split only (default: every document)")
     qs.add_argument("--json", action="store_true", help="print the CONTRACT.md JSON on stdout (else a table)")
     qv = qsub.add_parser("verify", help="the construction check: is each group weak cue by cue and revealing "
                                         "as a whole?",
@@ -218,7 +219,8 @@ def build_parser() -> argparse.ArgumentParser:
                                      "score every detector into a new audit run.")
     qr.add_argument("--detector", required=True, metavar="NAME",
                     help="pattern-pii, lexicon-cues, sim-det-strong, sim-det-local, sim-det-binder, or chat")
-    qr.add_argument("--split", default="test", help="corpus split to run on (default test; 'all' for every document)")
+    qr.add_argument("--split", default="test", choices=(*SPLITS, "all"),
+                    help="corpus split to run on (default test; 'all' for every document)")
     qr.add_argument("--dataset", metavar="NAME")
     qr.add_argument("--base-url", help="chat endpoint base URL, e.g. http://127.0.0.1:8080/v1")
     qr.add_argument("--endpoint-model", help="model name the endpoint serves")
@@ -230,6 +232,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _collect_parser(sub) -> None:
+    from qlb.records.ontology import SPLITS
     col = sub.add_parser(
         "collect", help="ask a real model about every world of a dataset and store its answers",
         description="Ask a model (a typed-decision endpoint, an OpenAI-compatible chat server, or a local Python "
@@ -265,7 +268,8 @@ def _collect_parser(sub) -> None:
     col.add_argument("--no-schema", action="store_true", help="openai --answer json: do not send a JSON schema")
     col.add_argument("--target", nargs="+", metavar="MODULE:FUNCTION",
                      help="python: the function called with each request body; one for all or one per --model")
-    col.add_argument("--split", nargs="+", metavar="S", help="only these splits (default: every world)")
+    col.add_argument("--split", nargs="+", metavar="S", choices=SPLITS,
+                     help=f"only these splits, of {', '.join(SPLITS)} (default: every world)")
     col.add_argument("--limit", type=int, metavar="N", help="ask at most N worlds this time")
     col.add_argument("--interval", type=float, default=0.0, metavar="S",
                      help="seconds between dispatches (default 0)")
@@ -709,6 +713,7 @@ def _resolve_dataset(con, name: str | None) -> str:
 def _cmd_audit(args: argparse.Namespace) -> int:
     from qlb.tuple import refusal
     from qlb.tuple.learned_wcpq import LEARNED_VARIANTS
+    from qlb.present.names import cost_interval, pct_interval
     from qlb.runs.audit import AuditOptions, audit_inputs, run_audits, unknown_models
     from warehouse.db import default_path, writer
     from warehouse.ontologies import dataset_ontology
@@ -764,21 +769,32 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         print("\nRefusal audit (all domains):")
         print(refusal.format_table(run.refusal_summary, ontology))
     if run.recovery is not None:
-        pooled = run.recovery[run.recovery["scope"] == "pooled"].pivot(index="model", columns="view", values="accuracy")
-        print("\nSecret recovery on the test split (pooled accuracy):")
-        print(pooled.map(lambda v: f"{100 * v:.1f}%").to_string())
+        pooled = run.recovery[run.recovery["scope"] == "pooled"]
+        print("\nSecret recovery on the test split (all domains, with 95% intervals):")
+        print(_text_table(pooled, "view", lambda r: pct_interval(r.accuracy, r.ci_low, r.ci_high)))
     if run.utility is not None:
         u = run.utility[(run.utility["scope"] == "pooled") & (run.utility["profile"] == "authored")]
-        table = u.pivot_table(index=["model", "view"], columns="task", values="mean_cost")
-        print("\nDownstream mean cost on the test split (authored profile):")
-        print(table.map(lambda v: f"{v:.3f}").to_string())
+        print("\nDownstream mean cost per case on the test split (authored costs, with 95% intervals):")
+        print(_text_table(u, "task", lambda r: cost_interval(r.mean_cost, r.ci_low, r.ci_high), rows=["model", "view"]))
     if run.defenses is not None:
         d = run.defenses[~run.defenses["defense"].str.startswith("noise seed")]
-        print("\nDefense-aware secret recovery on the test split:")
-        print(d.pivot(index="model", columns="defense", values="accuracy").map(lambda v: f"{100 * v:.1f}%").to_string())
+        print("\nDefense-aware secret recovery on the test split (with 95% intervals):")
+        print(_text_table(d, "defense", lambda r: pct_interval(r.accuracy, r.ci_low, r.ci_high)))
     for name, why in run.skipped.items():
         print(f"skipped {name}: {why}")
     return EXIT_OK
+
+
+def _text_table(frame, columns: str, cell, rows: Sequence[str] = ("model",)) -> str:
+    """A terminal table of ``frame``: a row per ``rows``, a column per value of ``columns`` (display
+    names, in the frame's order), each cell ``cell(row)``."""
+    from qlb.present.names import name
+
+    shown = frame.assign(_cell=[cell(r) for r in frame.itertuples(index=False)],
+                         **{c: frame[c].map(lambda v, c=c: name(c, v)) for c in (*rows, columns) if c != "model"})
+    table = shown.pivot_table(index=list(rows), columns=columns, values="_cell", aggfunc="first", sort=False)
+    table.columns.name = None
+    return table.fillna("N/A").to_string()
 
 
 def _staged_status(con, path: str, dataset: str, options) -> Any:
