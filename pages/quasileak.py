@@ -240,11 +240,11 @@ def construction_check(text: str, gold: list[tuple[str, list[tuple[int, int]]]])
         labels = [f"group {i + 1}: {a} ({len(c)} cues)" for i, (a, c) in enumerate(gold)]
         g = st.selectbox("Gold group", range(len(gold)), format_func=lambda i: labels[i], key="ql_check_group")
         attribute, cues = gold[g]
-        n_values = st.number_input(f"Number of values of {attribute}", min_value=2, value=2, step=1,
+        n_values = st.number_input(f"Number of values of {md_text(attribute)}", min_value=2, value=2, step=1,
                                    key="ql_check_values", help="At the granularity the verifier recovers it.")
         cols = st.columns(len(cues) + 1)
         singles = [cols[i].number_input(f"cue {i + 1} alone", 0.0, 1.0, value=None, step=0.05,
-                                        key=f"ql_check_cue_{g}_{i}", help=text[s_:e_][:200])
+                                        key=f"ql_check_cue_{g}_{i}", help=md_text(text[s_:e_][:200]))
                    for i, (s_, e_) in enumerate(cues)]
         whole = cols[-1].number_input("whole group", 0.0, 1.0, value=None, step=0.05, key=f"ql_check_whole_{g}")
         if whole is None or any(v is None for v in singles):

@@ -18,7 +18,7 @@ PURE_MAY_USE = {
     "records": set(),
     "stats": set(),
     "tuple": {"records", "stats"},
-    "quasileak": {"records", "stats", "simulate"},   # the built-in lexicon detector's default cue list
+    "quasileak": {"records", "stats", "simulate", "collect"},   # the lexicon detector's cue list; the chat detector's URL redaction
     "simulate": {"records"},
     "present": {"records", "tuple", "quasileak", "stats"},
     "collect": {"records"},                      # talking to models: HTTP and Python targets, no database

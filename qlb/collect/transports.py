@@ -29,6 +29,7 @@ import httpx
 from qlb.collect.answers import (
     AnswerError, answer_fields, chat_content, letters, letters_answer, parse_json_text, score_key, typed_answer,
 )
+from qlb.collect.redact import redact
 from qlb.collect.requests import QUESTION_KEYS
 
 RAW_LIMIT = 64 * 1024        # bytes of the raw answer kept in the call archive
@@ -125,7 +126,7 @@ class _HTTPTransport:
                          reason=f"timeout after {self._timeout}s ({type(exc).__name__})")
         except httpx.HTTPError as exc:
             return Reply("stop", None, (time.perf_counter() - start) * 1000, "",
-                         reason=f"connection error: {type(exc).__name__}: {exc}")
+                         reason=redact(f"connection error: {type(exc).__name__}: {exc}"))
         latency = (time.perf_counter() - start) * 1000
         text = response.text
         status = response.status_code

@@ -22,6 +22,7 @@ from typing import Mapping, Protocol, Sequence
 import httpx
 import numpy as np
 
+from qlb.collect.redact import redact
 from qlb.quasileak.scoring import Group
 from qlb.records.schemas import ATTRIBUTES
 
@@ -170,7 +171,7 @@ class ChatEndpointDetector:
                 content = self._request(text, profile, policy)
                 break
             except (httpx.HTTPError, httpx.InvalidURL, OSError, ValueError, KeyError, IndexError, TypeError) as exc:
-                last = f"request failed: {type(exc).__name__}: {exc}"
+                last = redact(f"request failed: {type(exc).__name__}: {exc}")     # httpx names the full URL
                 if attempt < self.retries:
                     time.sleep(self.backoff * (2 ** attempt))
         else:

@@ -247,7 +247,10 @@ def _read_json(text: str, source: str) -> tuple[Any, list[tuple[tuple, str]]]:
     except RecursionError:
         raise OntologyError([f"{source}: not valid JSON: nested too deeply"]) from None
     found: list[tuple[tuple, str]] = []
-    return _strip_duplicates(raw, (), found), found
+    try:
+        return _strip_duplicates(raw, (), found), found
+    except RecursionError:      # json.loads may accept a depth the walk cannot take
+        raise OntologyError([f"{source}: not valid JSON: nested too deeply"]) from None
 
 
 def ontology_sha256(text: str) -> str:

@@ -29,6 +29,7 @@ from typing import Any, Callable, Iterator, Sequence
 import duckdb
 
 from qlb.collect.dispatch import DispatchPlan, dispatch
+from qlb.collect.redact import redact
 from qlb.collect.requests import INSTRUCTION_VERSION, PROBES, body_sha256, request_body
 from qlb.collect.transports import Reply, Transport, TransportSpec
 from warehouse import queries
@@ -88,7 +89,7 @@ class CollectOptions(TransportSpec):
         if self.transport == "python":
             return str(self.target)
         suffix = "/chat/completions" if self.transport == "openai" else self.path
-        return str(self.base_url).rstrip("/") + suffix
+        return redact(str(self.base_url).rstrip("/") + suffix)      # never a key given inside the URL
 
     def transport_spec(self) -> TransportSpec:
         """The transport's settings alone (picklable, small: what a worker process needs)."""

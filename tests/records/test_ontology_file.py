@@ -398,3 +398,10 @@ def test_ontologies_and_domains_pickle(make):
         assert pickle.loads(pickle.dumps(dom)) == dom
         assert back.domain(name).mechanisms == dom.mechanisms
     assert copy.deepcopy(onto) == onto
+
+
+@pytest.mark.parametrize("depth", [500, 700, 5000])
+def test_a_deeply_nested_file_is_one_problem_not_a_crash(depth):
+    """A 1 KB upload nested 500 deep passed json.loads but crashed the duplicate-key walk (a
+    traceback on the Data page)."""
+    assert problems_of('{"domains":' + "[" * depth + "]" * depth + "}") == [f"{SRC}: not valid JSON: nested too deeply"]

@@ -1,0 +1,21 @@
+"""Credentials in URLs are masked before anything is stored or shown."""
+from __future__ import annotations
+
+from qlb.collect.redact import redact
+from qlb.runs.collect import CollectOptions
+
+
+def test_userinfo_and_key_parameters_are_masked_and_the_rest_kept():
+    text = ("Client error '401 Unauthorized' for url "
+            "'https://user:sk-SECRET@api.example/v1/chat/completions?key=sk-Q&api-key=AB&model=x&x_token=T'")
+    out = redact(text)
+    assert "SECRET" not in out and "sk-Q" not in out and "=AB" not in out and "=T'" not in out
+    assert out == ("Client error '401 Unauthorized' for url "
+                   "'https://***@api.example/v1/chat/completions?key=***&api-key=***&model=x&x_token=***'")
+    assert redact("http://127.0.0.1:8080/v1?page=2") == "http://127.0.0.1:8080/v1?page=2"
+
+
+def test_the_stored_endpoint_carries_no_key():
+    opts = CollectOptions(dataset_id="d", model="m", probe="native", transport="openai",
+                          base_url="https://u:sk-SECRET@api.example/v1?key=sk-SECRET2", endpoint_model="e")
+    assert opts.endpoint == "https://***@api.example/v1?key=***"        # the masked value runs to the end
