@@ -88,3 +88,21 @@ def test_heatmap_of_changes_that_read_zero_keeps_a_scale_and_no_minus_zero():
     assert heat.zmin == -1e-3 and heat.zmax == 1e-3                 # Plotly's auto scale would take over at 0
     assert [t[0] for t in heat.text] == ["+0.000 ✓", "+0.000 ✓"]
     assert not np.signbit(np.asarray(heat.z, dtype=float)).any()    # a hover's %{z:+.3f} never reads -0.000
+
+
+def test_the_provenance_names_what_ran_and_who_was_defended():
+    """Audits asked for but skipped (no input) are not listed; without a restriction the defended
+    models are those with defense results, not a dash."""
+    from datetime import datetime
+
+    from qlb.present.report import provenance_table
+    from qlb.present.rundata import RunData
+
+    empty = pd.DataFrame()
+    run = pd.Series({"run_id": "r", "dataset_fingerprint": "f" * 20, "code_version": "1", "test_used_for_selection": False,
+                     "started_at": datetime(2026, 12, 4), "finished_at": datetime(2026, 12, 4)})
+    d = RunData(run, pd.Series({"dataset_id": "d", "simulated": False}), pd.DataFrame({"model": ["b"]}), empty, empty,
+                empty, empty, empty, pd.DataFrame({"model": ["b", "a", "b"]}), empty, empty, models=["a", "b"])
+    facts = dict(provenance_table(d, {"audits": ["refusal", "quasileak", "decoding", "defenses"]}).values)
+    assert facts["Audits"] == "refusal, defenses" and facts["Defended models"] == "a, b"
+    assert dict(provenance_table(d, {"defense_models": ["b"]}).values)["Defended models"] == "b"
