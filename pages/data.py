@@ -45,14 +45,19 @@ KIND_NAMES = {"worlds": "worlds", "responses": "native responses", "refusal": "r
               "corpus": "QuasiLeak documents", "predictions": "detector predictions", "all": "all kinds"}
 
 
+@st.cache_resource
+def _upload_folder() -> Path:
+    """This server's own upload folder: created fresh and private (mode 0700, this user's), never a
+    shared fixed path another user could have made first and write into."""
+    return Path(tempfile.mkdtemp(prefix="qlb_uploads_"))
+
+
 def _save_upload(upload) -> tuple[str, str]:
     """Write the upload to a private temporary file; return (path, sha256)."""
     data = upload.getvalue()
     digest = hashlib.sha256(data).hexdigest()
     suffix = Path(upload.name).suffix.lower()
-    folder = Path(tempfile.gettempdir()) / "qlb_uploads"
-    folder.mkdir(mode=0o700, exist_ok=True)
-    target = folder / f"{digest}{suffix}"
+    target = _upload_folder() / f"{digest}{suffix}"
     if not target.exists():
         target.write_bytes(data)
     return str(target), digest

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import shlex
 import sys
 from contextlib import contextmanager
@@ -1017,6 +1018,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"qlb {args.command}: interrupted", file=sys.stderr)
         return EXIT_FAILURE
+    except BrokenPipeError:     # the reader went away (`qlb ... | head`): not an error of ours, nothing more to say
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())     # no second error as Python flushes at exit
+        return EXIT_OK
     except Exception as exc:  # last resort: one line, no traceback (use -v for details)
         logging.getLogger(__name__).debug("unexpected failure", exc_info=True)
         print(f"qlb {args.command}: error: {type(exc).__name__}: {exc}", file=sys.stderr)

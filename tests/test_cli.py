@@ -274,3 +274,12 @@ def test_demo_progress_off_a_terminal_and_its_summary(tmp_path, monkeypatch, cap
     monkeypatch.setattr(qlb.demo, "build_demo", _fake_build({"decoding": "not requested (decode=False)"}))
     assert main(["demo", "--warehouse", str(tmp_path / "w.duckdb")]) == 0
     assert capsys.readouterr().out.splitlines()[-1] == "skipped decoding: not requested (decode=False)"
+
+
+def test_a_reader_that_goes_away_is_not_an_error():
+    """`qlb ... | head`: a closed pipe ends the command quietly (exit 0), without a BrokenPipeError line."""
+    code = ("import sys, qlb.cli as c\n"
+            "def gone(args):\n    raise BrokenPipeError(32, 'Broken pipe')\n"
+            "c._cmd_migrate = gone\nsys.exit(c.main(['migrate']))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert (out.returncode, out.stderr) == (0, "")
