@@ -27,6 +27,7 @@ from qlb.present.palette import model_colours
 from qlb.present.robustness import (FAMILY_TRACKS, MAIN_TRACKS, both_correct_sentence, both_correct_table,
                                     tracks_sentence, tracks_table)
 from qlb.present.rundata import RunData
+from qlb.records.ontology import Ontology
 from qlb.tuple.refusal import rate_intervals
 from qlb.tuple.release_views import VIEWS
 from qlb.tuple.tracks import RobustnessChecks
@@ -339,6 +340,30 @@ def provenance_table(d: RunData, params: dict) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["", "value"])
 
 
+def task_section(ontology: Ontology) -> str:
+    """What was audited, for a reader who has not seen the ontology: per domain who receives the
+    decision, what they may and must not learn, and each decision class with the protected
+    mechanisms behind it (described where the ontology describes them). All text escaped."""
+    esc = html.escape
+
+    def named(domain, item: str) -> str:
+        about = domain.descriptions.get(item)
+        return f"<code>{esc(item)}</code>" + (f" ({esc(about)})" if about else "")
+
+    out = ["<h2>What was audited: the decision task</h2>",
+           "<p>Each case is decided into one class; the recipient sees the release, never the protected mechanism "
+           "behind the class. The audit asks how often the recipient can tell that mechanism anyway.</p>"]
+    for domain in ontology.domains.values():
+        rows = "".join(f"<tr><td>{named(domain, c)}</td><td>"
+                       + ", ".join(named(domain, m) for m in domain.mechanisms_by_class[c]) + "</td></tr>"
+                       for c in domain.classes)
+        out.append(f"<h3>{esc(domain.title)}</h3><p>Recipient: {esc(domain.recipient_role)}; may receive "
+                   f"{esc(domain.may_receive or '—')}; must not receive {esc(domain.must_not_receive or '—')}.</p>"
+                   "<div class='wide'><table><thead><tr><th>decision class</th><th>protected mechanisms behind it"
+                   f"</th></tr></thead><tbody>{rows}</tbody></table></div>")
+    return "".join(out)
+
+
 def render_report(d: RunData) -> str:
     """The self-contained HTML report of one loaded run."""
     esc = html.escape
@@ -354,6 +379,8 @@ def render_report(d: RunData) -> str:
                      "produced these responses; the numbers illustrate the method, not any product.</p>")
     parts.append("<h2>Headline findings</h2><ul class='findings'>"
                  + "".join(f"<li>{esc(s)}</li>" for s in findings(d)) + "</ul>")
+    if d.ontology is not None:
+        parts.append(task_section(d.ontology))
     first = [True]
 
     def fig(f: go.Figure, caption: str) -> None:

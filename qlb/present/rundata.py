@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 if TYPE_CHECKING:
+    from qlb.records.ontology import Ontology
     from qlb.tuple.tracks import RobustnessChecks
 
 
@@ -30,3 +31,4 @@ class RunData:
     coarse: pd.DataFrame = field(default_factory=pd.DataFrame)    # test coarse accuracy (Tables 22, 24)
     robustness: RobustnessChecks | None = None                    # Tables 29, 30 (the report computes them)
     learned: pd.DataFrame = field(default_factory=pd.DataFrame)   # learned WCPQ variants (``learned_wcpq``, H.2)
+    ontology: Ontology | None = None                              # the decision task the run audited

@@ -34,7 +34,8 @@ def load_run(con: duckdb.DuckDBPyConnection, run_id: str | None = None, dataset:
     return RunData(run, ds, get("refusal_results"), get("recovery_results"), get("recovery_differences"),
                    get("utility_results"), get("utility_differences"), get("front_points"), get("defense_results"),
                    get("defense_costs"), get("ql_scores"), models, uniform_reference(ontology),
-                   ontology.sha256 == load_ontology().sha256, get("coarse_accuracy"), learned=get("learned_wcpq"))
+                   ontology.sha256 == load_ontology().sha256, get("coarse_accuracy"), learned=get("learned_wcpq"),
+                   ontology=ontology)
 
 
 def build_report(con: duckdb.DuckDBPyConnection, run_id: str | None = None, dataset: str | None = None) -> str:

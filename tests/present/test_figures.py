@@ -106,3 +106,22 @@ def test_the_provenance_names_what_ran_and_who_was_defended():
     facts = dict(provenance_table(d, {"audits": ["refusal", "quasileak", "decoding", "defenses"]}).values)
     assert facts["Audits"] == "refusal, defenses" and facts["Defended models"] == "a, b"
     assert dict(provenance_table(d, {"defense_models": ["b"]}).values)["Defended models"] == "b"
+
+
+def test_the_report_says_what_task_was_audited_and_escapes_its_text():
+    """The report's task section names every class and protected mechanism of every domain, with
+    the ontology's descriptions, and never passes the ontology's text through as markup."""
+    from qlb.present.report import task_section
+    from qlb.records.ontology import load_ontology, parse_ontology
+    from tests.records.ontologies import as_text, make_domain, make_ontology
+
+    tuple_task = load_ontology()
+    text = task_section(tuple_task)
+    for domain in tuple_task.domains.values():
+        assert domain.title in text and all(f"<code>{m}</code>" in text for m in domain.mechanisms)
+    doc = make_ontology({"d": {"A": ["m1", "m2"], "B": ["m3", "m4"]}})
+    doc["domains"]["d"] = make_domain({"A": ["m1", "m2"], "B": ["m3", "m4"]}, title="<img src=x onerror=alert(1)>")
+    doc["domains"]["d"]["descriptions"]["m1"] = "it's <b>bold</b> & Zürich"
+    text = task_section(parse_ontology(as_text(doc), "o.json"))
+    assert "<img" not in text and "<b>" not in text
+    assert "&lt;img src=x onerror=alert(1)&gt;" in text and "it&#x27;s &lt;b&gt;bold&lt;/b&gt; &amp; Zürich" in text
