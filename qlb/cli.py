@@ -419,6 +419,28 @@ def _cmd_ingest_ontology(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+NEEDS_FIRST = {"responses": "worlds", "refusal": "worlds", "predictions": "corpus"}    # kind -> what it refers to
+
+
+def _check_dataset_exists(path: str, dataset: str, kind: str) -> None:
+    """Responses and predictions refer to a dataset's worlds or documents: into a dataset that is not
+    there (a typo, most often) every line would be quarantined, so say it in one line instead."""
+    from warehouse import queries
+    from warehouse.db import open_reader
+
+    ids: list[str] = []
+    if Path(path).exists():
+        con = open_reader(path)
+        try:
+            ids = queries.fetch_df(con, "datasets")["dataset_id"].tolist()
+        finally:
+            con.close()
+    if dataset not in ids:
+        raise _UsageError(f"no dataset {dataset!r} in the warehouse (have: {', '.join(ids) or 'none'}); "
+                          f"{kind} refer to its {NEEDS_FIRST[kind]}: ingest those first "
+                          f"(`qlb ingest {NEEDS_FIRST[kind]} FILE --dataset {dataset}`)")
+
+
 def _cmd_ingest(args: argparse.Namespace) -> int:
     if args.kind == "ontology":
         return _cmd_ingest_ontology(args)
@@ -429,6 +451,8 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
     path = args.warehouse or default_path()
     if not args.file.is_file():
         raise _UserError(f"{args.file}: no such file")
+    if args.kind in NEEDS_FIRST:
+        _check_dataset_exists(path, args.dataset, args.kind)
     bar = _progress(args.file.name, count_lines(args.file))
 
     def progress(n: int) -> None:

@@ -283,3 +283,19 @@ def test_a_reader_that_goes_away_is_not_an_error():
             "c._cmd_migrate = gone\nsys.exit(c.main(['migrate']))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert (out.returncode, out.stderr) == (0, "")
+
+
+def test_responses_into_a_dataset_that_is_not_there_is_one_line(tmp_path, worlds_file, capsys):
+    """A typo in --dataset used to create that dataset and quarantine every line as unknown world_id."""
+    wh = str(tmp_path / "w.duckdb")
+    assert main(["ingest", "worlds", str(worlds_file), "--dataset", "tiny", "--warehouse", wh]) == 0
+    resp = write_lines(tmp_path / "r.jsonl", [native("m", w) for w in ("w1", "w2")])
+    capsys.readouterr()
+    for extra in ([], ["--dry-run"]):
+        assert main(["ingest", "responses", str(resp), "--dataset", "tinny", "--warehouse", wh, *extra]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "no dataset 'tinny' in the warehouse (have: tiny)" in err
+        assert "qlb ingest worlds FILE --dataset tinny" in err
+    with duckdb.connect(wh, read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM datasets").fetchone() == (1,)
+        assert con.execute("SELECT count(*) FROM rejects").fetchone() == (0,)
