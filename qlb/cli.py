@@ -425,20 +425,14 @@ NEEDS_FIRST = {"responses": "worlds", "refusal": "worlds", "predictions": "corpu
 def _check_dataset_exists(path: str, dataset: str, kind: str) -> None:
     """Responses and predictions refer to a dataset's worlds or documents: into a dataset that is not
     there (a typo, most often) every line would be quarantined, so say it in one line instead."""
-    from warehouse import queries
-    from warehouse.db import open_reader
+    from warehouse.db import reader
 
-    ids: list[str] = []
-    if Path(path).exists():
-        con = open_reader(path)
-        try:
-            ids = queries.fetch_df(con, "datasets")["dataset_id"].tolist()
-        finally:
-            con.close()
-    if dataset not in ids:
-        raise _UsageError(f"no dataset {dataset!r} in the warehouse (have: {', '.join(ids) or 'none'}); "
-                          f"{kind} refer to its {NEEDS_FIRST[kind]}: ingest those first "
-                          f"(`qlb ingest {NEEDS_FIRST[kind]} FILE --dataset {dataset}`)")
+    hint = (f"; {kind} refer to its {NEEDS_FIRST[kind]}: ingest those first "
+            f"(`qlb ingest {NEEDS_FIRST[kind]} FILE --dataset {dataset}`)")
+    if not Path(path).exists():
+        raise _UsageError(f"no dataset {dataset!r}: {path} holds no warehouse yet" + hint)
+    with reader(path) as con:
+        _resolve_dataset(con, dataset, hint)
 
 
 def _cmd_ingest(args: argparse.Namespace) -> int:
@@ -720,13 +714,15 @@ def _frozen_policies(args: argparse.Namespace) -> dict:
         return {m: frozen_policies(con, run_id, m) for m in models}
 
 
-def _resolve_dataset(con, name: str | None) -> str:
+def _resolve_dataset(con, name: str | None, hint: str = "") -> str:
+    """The dataset ``name`` (or the one to use when none is named); bad usage, with ``hint`` after
+    the message, when it is not there."""
     from qlb.demo import DEMO_DATASET
     from warehouse import queries
     ids = queries.fetch_df(con, "datasets")["dataset_id"].tolist()
     if name:
         if name not in ids:
-            raise _UsageError(f"no dataset {name!r} in the warehouse (have: {', '.join(ids) or 'none'})")
+            raise _UsageError(f"no dataset {name!r} in the warehouse (have: {', '.join(ids) or 'none'})" + hint)
         return name
     if len(ids) == 1:
         return ids[0]

@@ -260,12 +260,10 @@ def check_file(con: duckdb.DuckDBPyConnection, path: Path) -> None:
     headers, at least as many as are in use. Its header's total may count more: DuckDB cuts free
     blocks off the end of the file at a checkpoint and still counts them as free."""
     row = con.execute("SELECT block_size, used_blocks FROM pragma_database_size()").fetchone()
-    if row is None:
+    if row is None or int(row[0]) <= 0:
         return
     block, used = int(row[0]), int(row[1])
     actual = path.stat().st_size
-    if block <= 0:
-        return
     needed = HEADER_BYTES + block * used
     if actual < needed or (actual - HEADER_BYTES) % block:
         raise WarehouseError(f"{path}: the warehouse file is damaged (truncated: {actual:,} bytes, not whole "

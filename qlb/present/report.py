@@ -311,10 +311,11 @@ def quasileak_table(ql: pd.DataFrame) -> pd.DataFrame:
         for det in order])
 
 
-def _table_of(d: RunData, audit: str) -> pd.DataFrame:
-    """The run's results of one audit (empty when it was skipped: no input for it)."""
-    return {"refusal": d.refusal, "quasileak": d.ql, "decoding": d.recovery, "utility": d.utility,
-            "defenses": d.defenses}.get(audit, pd.DataFrame({"stored": [True]}))
+def _ran(d: RunData, audit: str) -> bool:
+    """Whether the run holds results of ``audit`` (one asked for can be skipped for lack of input)."""
+    results = {"refusal": d.refusal, "quasileak": d.ql, "decoding": d.recovery, "utility": d.utility,
+               "defenses": d.defenses}.get(audit)
+    return results is None or not results.empty
 
 
 def provenance_table(d: RunData, params: dict) -> pd.DataFrame:
@@ -326,11 +327,11 @@ def provenance_table(d: RunData, params: dict) -> pd.DataFrame:
         ("Data fingerprint", str(d.run["dataset_fingerprint"])[:16]),
         ("qlb version", str(d.run["code_version"])),
         ("Started / finished", f"{_when(d.run['started_at'])} / {_when(d.run['finished_at'])}"),
-        ("Audits", ", ".join(a for a in params.get("audits") or [] if not _table_of(d, a).empty) or "—"),
+        ("Audits", ", ".join(a for a in params.get("audits") or [] if _ran(d, a)) or "—"),
         ("Models", ", ".join(params["models"]) if params.get("models") else f"all {len(d.models)}"),
         ("Release views", ", ".join(VIEW_NAMES.get(v, v) for v in views) or "—"),
-        ("Defended models", ", ".join(params.get("defense_models") or [])
-         or ", ".join(sorted(set(d.defenses["model"]))) if not d.defenses.empty else "—"),
+        ("Defended models", "—" if d.defenses.empty else
+         ", ".join(params.get("defense_models") or sorted(set(d.defenses["model"])))),
         ("Defense attackers", ", ".join(params.get("defense_families") or []) or "every family"),
         ("Intervals", f"95%, {params.get('n_boot', '—'):,} bootstrap resamples, seed {params.get('seed', '—')}"
          if isinstance(params.get("n_boot"), int) else "95%"),
