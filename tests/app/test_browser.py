@@ -424,6 +424,8 @@ def test_a_page_url_as_the_first_request_of_a_fresh_server(demo_warehouse, brows
         page = browser.new_page(viewport={"width": 1400, "height": 1800})
         page.goto(f"{url}/refusal?dataset=simulated-reference")
         page.get_by_role("heading", name="Refusal audit").first.wait_for(timeout=30000)
+        page.get_by_text("SIMULATED").first.wait_for(timeout=30000)   # the banner follows the heading
+        _settled(page)
         _no_exception(page)
         nav = page.locator('[data-testid="stSidebarNav"] a')
         labels = [nav.nth(i).inner_text().strip().split("\n")[-1] for i in range(nav.count())]   # after the icon
