@@ -4,7 +4,7 @@ The TUPLE ontology (``qlb/data/ontology.json``, a verbatim copy of ``shared/spec
 so the engine works without the spec folder beside it) is the default. An auditor's own task
 comes in a file of the same format (``shared/spec/OWN_TASK.md``), validated here by
 ``parse_ontology``: every rule is checked, every problem is reported (one line each, as
-``FILE: dotted.path: message``) and a file that breaks any rule is rejected whole
+``FILE: dotted.path: message (line N)``) and a file that breaks any rule is rejected whole
 (``OntologyError``). The packaged TUPLE file goes through the same parser.
 
 A file's version is the sha256 of its canonical JSON (``ontology_sha256``): sorted keys, no
@@ -622,9 +622,50 @@ def _format_loc(loc: tuple) -> str:
     return out
 
 
-def _line(source: str, loc: tuple, message: str) -> str:
+_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\]:,]|[^\s{}\[\]:,"]+')
+
+
+def _value_lines(text: str) -> dict[tuple, int]:
+    """Where each value of a valid JSON text starts: its path (object keys and list indexes, as in
+    pydantic's ``loc``) -> 1-based line number. A key given twice maps to its last occurrence."""
+    lines: dict[tuple, int] = {(): 1}
+    stack: list[list] = []                # [kind, path, key or index, expecting a key]
+    line, seen = 1, 0
+    for m in _TOKEN.finditer(text):
+        line += text.count("\n", seen, m.start())
+        seen = m.start()
+        tok = m.group()
+        top = stack[-1] if stack else None
+        if top is not None and top[0] == "{" and top[3] and tok.startswith('"'):
+            top[2], top[3] = json.loads(tok), False
+            lines[top[1] + (top[2],)] = line
+            continue
+        if tok in ("}", "]"):
+            stack.pop()
+        elif tok == ",":
+            if top[0] == "{":
+                top[3] = True
+            else:
+                top[2] += 1
+        elif tok != ":":
+            path = () if top is None else top[1] + (top[2],)
+            if top is not None and top[0] == "[":
+                lines[path] = line
+            if tok in ("{", "["):
+                stack.append([tok, path, 0 if tok == "[" else None, tok == "{"])
+    return lines
+
+
+def _line(source: str, loc: tuple, message: str, lines: Mapping[tuple, int] | None = None) -> str:
+    """``SOURCE: dotted.path: message``, with ``(line N)`` after it where the path (or, for a
+    missing key, the object that lacks it) starts in the file."""
     where = _format_loc(loc)
-    return f"{source}: {where}: {message}" if where else f"{source}: {message}"
+    text = f"{source}: {where}: {message}" if where else f"{source}: {message}"
+    if lines:
+        for end in range(len(loc), -1, -1):
+            if tuple(loc[:end]) in lines:
+                return f"{text} (line {lines[tuple(loc[:end])]})" if end else text
+    return text
 
 
 @lru_cache(maxsize=1)
@@ -656,15 +697,18 @@ def parse_ontology(text: str, source: str = "ontology") -> Ontology:
 
     OntologyError lists every problem, one line each (``SOURCE: dotted.path: message``)."""
     raw, duplicates = _read_json(text, source)
-    problems = [_line(source, loc, msg) for loc, msg in duplicates]
+    problems = [(loc, msg) for loc, msg in duplicates]
     if not isinstance(raw, dict):
-        raise OntologyError(problems + [f"{source}: the file must hold one JSON object (got {type(raw).__name__})"])
+        raise OntologyError([_line(source, loc, msg) for loc, msg in problems]
+                            + [f"{source}: the file must hold one JSON object (got {type(raw).__name__})"])
     try:
         OntologySpec.model_validate(raw)
     except ValidationError as exc:
-        problems += [_line(source, tuple(e["loc"]), _plain(e)) for e in exc.errors(include_url=False)]
+        problems += [(tuple(e["loc"]), _plain(e)) for e in exc.errors(include_url=False)]
     if problems:
-        raise OntologyError(list(dict.fromkeys(problems)))
+        text = text.removeprefix("\ufeff")
+        lines = _value_lines(text) if "\n" in text.strip() else None     # a one-line file: no line to name
+        raise OntologyError(list(dict.fromkeys(_line(source, loc, msg, lines) for loc, msg in problems)))
     body = canonical_json(raw)
     domains = {}
     for name, d in raw["domains"].items():

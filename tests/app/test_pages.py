@@ -703,8 +703,8 @@ def test_data_page_ontology_section_shows_validates_and_ingests(demo_warehouse, 
         assert not at.exception, [e.value for e in at.exception]
         assert any("is rejected: 4 problems" in e.value for e in at.error)
         report = next(c.value for c in at.code if "bad.json:" in c.value).splitlines()
-        assert "bad.json: domains.support.classes.BILLING: 1 mechanism, need at least 2" in report
-        assert "bad.json: domains.support.asymmetric_costs.OUTAGE.OUTAGE: the diagonal must be 0 (got 2.0)" in report
+        assert "bad.json: domains.support.classes.BILLING: 1 mechanism, need at least 2 (line 17)" in report
+        assert "bad.json: domains.support.asymmetric_costs.OUTAGE.OUTAGE: the diagonal must be 0 (got 2.0) (line 50)" in report
         assert not [b for b in at.button if b.key == "ontology_button"]
 
         # the example: valid, previewed, then ingested into a new dataset the sidebar switches to

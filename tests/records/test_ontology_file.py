@@ -259,7 +259,32 @@ def test_invalid_json_names_line_and_column():
 def test_not_an_object_and_duplicate_keys():
     assert problems_of("[1, 2]") == [f"{SRC}: the file must hold one JSON object (got list)"]
     text = as_text(three_by_three()).replace('"BILLING": [', '"OUTAGE": ["x1", "x2"], "BILLING": [', 1)
-    assert f"{SRC}: {D}.classes.OUTAGE: key given more than once in one object" in problems_of(text)
+    assert f"{SRC}: {D}.classes.OUTAGE: key given more than once in one object (line 22)" in problems_of(text)
+
+
+def test_problems_in_a_file_of_several_lines_name_the_line():
+    """Each problem names the line its value starts on; a missing key the line of the object that
+    lacks it; a one-line file names no line."""
+    doc = three_by_three()
+    d = _support(doc)
+    d["classes"]["BILLING"] = ["card_expired"]
+    del d["title"]
+    d["asymmetric_costs"]["ACCOUNT"]["ACCOUNT"] = 1.0
+    text = as_text(doc)
+    rows = text.splitlines()
+
+    def line_of(fragment: str, after: int = 0) -> int:
+        return next(i for i, row in enumerate(rows, 1) if i > after and fragment in row)
+
+    support = line_of('"support": {')
+    billing = line_of('"BILLING"')
+    diagonal = line_of('"ACCOUNT"', line_of('"ACCOUNT"', line_of('"asymmetric_costs"')))   # row ACCOUNT, column ACCOUNT
+    assert problems_of(text)[:3] == [          # then the descriptions of the mechanisms cut from BILLING
+        f"{SRC}: {D}.title: required key is missing (line {support})",
+        f"{SRC}: {D}.classes.BILLING: 1 mechanism, need at least 2 (line {billing})",
+        f"{SRC}: {D}.asymmetric_costs.ACCOUNT.ACCOUNT: the diagonal must be 0 (got 1.0) (line {diagonal})",
+    ]
+    assert all("(line" not in p for p in problems_of(json.dumps(doc)))
 
 
 def test_bytes_must_be_utf8():

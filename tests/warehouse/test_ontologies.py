@@ -160,10 +160,12 @@ def test_cli_rejects_a_broken_file_with_one_line_per_problem(tmp_path, capsys):
     out = capsys.readouterr()
     assert code == 3 and out.out == ""
     assert out.err.splitlines() == [
-        f"{bad}: domains.support.classes.BILLING: 1 mechanism, need at least 2",
-        f"{bad}: domains.support.checks: no check for class 'ACCOUNT' (need exactly one per class)",
-        f"{bad}: domains.support.asymmetric_costs.OUTAGE.OUTAGE: the diagonal must be 0 (got 1.0)",
+        f"{bad}: domains.support.classes.BILLING: 1 mechanism, need at least 2 (line 17)",
+        f"{bad}: domains.support.checks: no check for class 'ACCOUNT' (need exactly one per class) (line 31)",
+        f"{bad}: domains.support.asymmetric_costs.OUTAGE.OUTAGE: the diagonal must be 0 (got 1.0) (line 49)",
     ]
+    rows_of = bad.read_text().splitlines()          # the lines named are the ones that hold the fields
+    assert '"BILLING"' in rows_of[16] and '"checks"' in rows_of[30] and '"OUTAGE": 1.0' in rows_of[48]
     with writer(wh) as con:            # the writer was opened (schema created) but nothing stored
         assert rows(con, "datasets") == 0 and rows(con, "ontologies") == 0
 
