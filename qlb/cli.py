@@ -22,6 +22,15 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # one line, exit 2
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
 
+    def parse_known_args(self, args=None, namespace=None):
+        # an option the command does not have is its error ("qlb report: error: ..."), with its usage
+        # a line above, not the top-level parser's
+        namespace, extras = super().parse_known_args(args, namespace)
+        if extras:
+            self.print_usage(sys.stderr)
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return namespace, extras
+
 
 def _progress(desc: str, total: int | None):
     from tqdm import tqdm

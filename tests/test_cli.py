@@ -51,6 +51,18 @@ def test_bad_usage_exits_2_with_one_line():
     assert run_cli("frobnicate").returncode == 2
 
 
+@pytest.mark.parametrize("command", [("report", "--out", "r.html"), ("quasileak", "score", "--corpus", "c",
+                                                                     "--predictions", "p")])
+def test_an_option_the_command_lacks_is_that_commands_error(command, capsys):
+    """``qlb report --jsn`` is ``qlb report``'s mistake: its usage and its name, not the top level's."""
+    with pytest.raises(SystemExit) as exc:
+        main([*command, "--jsn"])
+    err = capsys.readouterr().err.splitlines()
+    name = "qlb " + " ".join(w for w in command if not w.startswith("-") and w not in ("r.html", "c", "p"))
+    assert exc.value.code == 2
+    assert err[0].startswith(f"usage: {name} ") and err[-1] == f"{name}: error: unrecognized arguments: --jsn"
+
+
 def test_missing_file_exits_1_without_traceback(tmp_path):
     p = run_cli("ingest", "worlds", str(tmp_path / "nope.jsonl"), "--dataset", "d",
                 "--warehouse", str(tmp_path / "w.duckdb"))
