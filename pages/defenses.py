@@ -84,7 +84,8 @@ def findings(main: pd.DataFrame, wcpq: pd.DataFrame, models: list[str], n_models
     """Three sentences: which models the run defended, which defenses lower recovery (and the largest drop, with its
     interval), and what WCPQ does to recovery and to the recipient."""
     if len(models) >= n_models:
-        scope = f"This run defended every one of the dataset's {n_models} models."
+        scope = ("This run defended the dataset's one model." if n_models == 1
+                 else f"This run defended every one of the dataset's {n_models} models.")
     else:
         these = "this model" if len(models) == 1 else "these models"
         scope = (f"This run defended {len(models)} of the dataset's {n_models} models ({', '.join(models)}); "

@@ -10,7 +10,8 @@ from dashboard import data_access as da
 from dashboard.routing import page_entry
 from dashboard.widgets import audit_page_start, chart, finding, md_text, pick_run, table
 from qlb.present.figures import front_figure, front_labels
-from qlb.present.names import PROFILE_HELP, TASK_HELP, cost_interval, name, pct, pct_interval
+from qlb.present.fronts import Front, front_of, stability_sentence, under, who_sentence
+from qlb.present.names import PROFILE_HELP, TASK_HELP, cost_interval, listing, name, pct, pct_interval
 from qlb.present.palette import model_colours
 from qlb.tuple.costs import profile_order
 from qlb.tuple.release_views import VIEWS
@@ -22,8 +23,8 @@ INTRO = (
     "pays per case when it acts on it (y, mean test cost in the profile's cost units, lower is more "
     "useful). A point is on the front when no other point is at least as good on both axes and "
     "better on one (unrounded means). The per-model points are each model's full native release; "
-    "the toggle adds every model × release view point. Membership is descriptive, not a "
-    "significance claim: look at the intervals."
+    "the toggle adds every model × release view point (with one model in the run, its release views are the "
+    "points). Membership is descriptive, not a significance claim: look at the intervals."
 )
 FRONT_ROWS = "front"     # the every-view table's default rows: the points on the front
 
@@ -48,19 +49,21 @@ def render() -> None:
     points = da.query(path, "front_points", (run_id,))
     tasks = [t for t in TASKS if t in set(points["task"])]
     profiles = profile_order(points["profile"])
-    findings(points, tasks, profiles)
+    front = front_of(points)
+    findings(front, points, tasks, profiles)
 
-    task, profile, every = controls(tasks, profiles)
+    task, profile, every = controls(tasks, profiles, front.key == "view")
     sel = points[(points["task"] == task) & (points["profile"] == profile)]
     member = "nondominated_all" if every else "nondominated_models"
     shown = sel if every else sel[sel["view"] == "full_native"]
     front_chart(shown, member, every, task, profile, run_id, model_colours(points["model"]))
     points_table(shown, member, every, task, profile, run_id)
-    members_by_task(points, tasks, profiles, profile, run_id)
+    members_by_task(front, tasks, profiles, profile, run_id)
 
 
-def controls(tasks: list[str], profiles: list[str]) -> tuple[str, str, bool]:
-    """The task, cost profile and every-view pickers (kept in the URL)."""
+def controls(tasks: list[str], profiles: list[str], one_model: bool) -> tuple[str, str, bool]:
+    """The task, cost profile and every-view pickers (kept in the URL); with one model in the run its release
+    views are always shown (one point alone is no front)."""
     task = st.segmented_control("Task", tasks, default=tasks[0], required=True, key="task",
                                 bind="query-params", format_func=lambda t: name("task", t),
                                 help="\n".join(f"- **{name('task', t)}**: {TASK_HELP.get(t, '')}" for t in tasks))
@@ -72,62 +75,23 @@ def controls(tasks: list[str], profiles: list[str]) -> tuple[str, str, bool]:
                                     + "\n".join(f"- **{md_text(name('profile', p))}**: {PROFILE_HELP.get(p, '')}"
                                                 for p in profiles))
     with c2:
+        if one_model:
+            st.caption("One model in this run: each point is one of its release views.")
+            return task, profile, True
         every = st.toggle("Show every model × view point", key="every_view", bind="query-params",
                           help="Off: one point per model (its full native release). On: every model × release "
                                "view, each view its own symbol (see the legend).")
     return task, profile, every
 
 
-def findings(points: pd.DataFrame, tasks: list[str], profiles: list[str]) -> None:
-    """Up to three sentences: who is on the per-model front under the reference costs and whether it changes with the
-    task, how often each model is on it over every task × profile, and what full privacy costs."""
+def findings(front: Front, points: pd.DataFrame, tasks: list[str], profiles: list[str]) -> None:
+    """Up to three sentences: who is on the front (of models, or of the one model's release views) under the reference
+    costs and whether it changes with the task, how often each is on it over every task × profile, and what full
+    privacy costs."""
     reference = "authored" if "authored" in profiles else profiles[0]
-    native = points[points["view"] == "full_native"]
-    members = {t: front_models(native, t, reference) for t in tasks}
-    on_any = sorted(set().union(*members.values()))
-    shown = with_recovery(native, on_any)
-    where = under(reference)
-    if len({frozenset(v) for v in members.values()}) == 1:
-        finding(f"{where}, the same {len(on_any)} of {native['model'].nunique()} models are on the front in every "
-                f"task: {shown}. Every other model's full native release is dominated: another model's leaks no "
-                "more and costs no more.", lead="Who is on the front.")
-    else:
-        per_task = "; ".join(f"{name('task', t)}: {', '.join(v) or 'none'}" for t, v in members.items())
-        finding(f"{where}, the front changes with the task ({per_task}). Their secret recovery: {shown}.",
-                lead="Who is on the front.")
-    finding(stability_sentence(native, tasks, profiles), lead="Across cost profiles.")
+    finding(who_sentence(front, tasks, reference), lead="Who is on the front.")
+    finding(stability_sentence(front, tasks, profiles), lead="Across cost profiles.")
     finding(price_of_privacy(points, tasks, reference), lead="What full privacy costs.")
-
-
-def with_recovery(native: pd.DataFrame, models: list[str]) -> str:
-    """``model (secret recovery 71.5% [66.3, 76.4])`` for each model's full native release, joined."""
-    rec = native.drop_duplicates("model").set_index("model")
-    cols = ["recovery", "recovery_ci_low", "recovery_ci_high"]
-    return ", ".join(f"{m} (secret recovery {pct_interval(*(rec.at[m, c] for c in cols))})" for m in models)
-
-
-def under(profile: str) -> str:
-    """``Under the authored costs`` or ``Under the cost profile “review at half cost”``: a sentence's opening."""
-    return ("Under the authored costs" if profile == "authored"
-            else f"Under the cost profile “{name('profile', profile)}”")
-
-
-def front_models(native: pd.DataFrame, task: str, profile: str) -> list[str]:
-    """The models whose full native release is non-dominated for ``task`` under ``profile``, sorted."""
-    d = native[(native["task"] == task) & (native["profile"] == profile) & native["nondominated_models"]]
-    return sorted(d["model"])
-
-
-def stability_sentence(native: pd.DataFrame, tasks: list[str], profiles: list[str]) -> str:
-    """How many of the task × profile settings each model's full native release is on the front in."""
-    settings = len(tasks) * len(profiles)
-    counts = native[native["nondominated_models"]].groupby("model").size().sort_values(ascending=False, kind="stable")
-    never = native["model"].nunique() - len(counts)
-    listed = ", ".join(f"{m} in {k}" for m, k in counts.items())
-    rest = {0: "; every model is in at least one", 1: "; the other model never is"}.get(
-        never, f"; the other {never} models never are")
-    return (f"Over all {settings} task × cost-profile settings, a model's full native release is on the front: "
-            f"{listed}{rest}.")
 
 
 def price_of_privacy(points: pd.DataFrame, tasks: list[str], profile: str) -> str:
@@ -143,7 +107,8 @@ def price_of_privacy(points: pd.DataFrame, tasks: list[str], profile: str) -> st
                     for i, (p, n) in enumerate(zip(private, names))])
     cheapest = listing([cost_interval(c["mean_cost"], c["cost_ci_low"], c["cost_ci_high"]) for c in cheap])
     guessing = ": guessing" if all(p["recovery"] == 0.5 for p in private) else ""
-    return (f"{under(profile)}, counting every model × view release, the most private end of each front "
+    every = "counting every release view" if points["model"].nunique() == 1 else "counting every model × view release"
+    return (f"{under(profile)}, {every}, the most private end of each front "
             f"({recoveries(private)}{guessing}) costs {dear}; the cheapest end costs {cheapest} "
             f"({recoveries(cheap)}).")
 
@@ -152,11 +117,6 @@ def recoveries(rows: list[pd.Series]) -> str:
     """``50.0% recovery``, or ``recovery 50.0%, 52.1% and 50.0%`` when the tasks differ."""
     values = [pct(r["recovery"]) for r in rows]
     return f"{values[0]} recovery" if len(set(values)) == 1 else f"recovery {listing(values)}"
-
-
-def listing(items: list[str]) -> str:
-    """``a, b and c``."""
-    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
 
 
 def corner(front: pd.DataFrame, first: str, then: str) -> pd.DataFrame:
@@ -216,29 +176,34 @@ def points_table(shown: pd.DataFrame, member: str, every: bool, task: str, profi
           f"{md_text(which)}. Run {md_text(run_id)}.")
 
 
-def members_by_task(points: pd.DataFrame, tasks: list[str], profiles: list[str], profile: str, run_id: str) -> None:
-    """A heading that says whether the per-model front is the same in every task under ``profile``; per model that is
-    ever on it and task, whether it is on it under ``profile`` and under how many of the profiles."""
-    native = points[points["view"] == "full_native"]
-    members = {t: front_models(native, t, profile) for t in tasks}
+def members_by_task(front: Front, tasks: list[str], profiles: list[str], profile: str, run_id: str) -> None:
+    """A heading that says whether the front is the same in every task under ``profile``; per model (or, with one
+    model, per release view) that is ever on it and task, whether it is on it under ``profile`` and under how many of
+    the profiles."""
+    members = {t: front.members(t, profile) for t in tasks}
     same = len({frozenset(v) for v in members.values()}) == 1
-    st.subheader(f"{md_text(under(profile))}, " + ("the same models are on the front in every task" if same
+    plural = f"{front.noun}s"
+    st.subheader(f"{md_text(under(profile))}, " + (f"the same {plural} are on the front in every task" if same
                                                   else "the front changes with the task"))
-    on = native[native["nondominated_models"]]
-    ever = sorted(on["model"].unique())
+    on = front.points[front.points[front.member]]
+    ever = front.order(on[front.key].unique())
     rows = []
-    for m in ever:
-        row = {"model": m}
+    for v in ever:
+        row = {front.noun: front.label(v)}
         for t in tasks:
-            k = int(((on["model"] == m) & (on["task"] == t)).sum())
-            row[name("task", t)] = f"{'yes' if m in members[t] else 'no'} ({k} of {len(profiles)} profiles)"
+            k = int(((on[front.key] == v) & (on["task"] == t)).sum())
+            row[name("task", t)] = f"{'yes' if v in members[t] else 'no'} ({k} of {len(profiles)} profiles)"
         rows.append(row)
-    never = native["model"].nunique() - len(ever)
-    tip = (f"Whether the model's full native release is on the front under the {name('profile', profile)}, and under "
-           f"how many of the {len(profiles)} cost profiles it is.")
+    never = front.points[front.key].nunique() - len(ever)
+    what = "the model's full native release" if front.key == "model" else "the release view"
+    tip = (f"Whether {what} is on the front under the {name('profile', profile)}, and under how many of the "
+           f"{len(profiles)} cost profiles it is.")
+    caption = ("Models whose full native release is on the front" if front.key == "model"
+               else f"Release views of {front.points['model'].iloc[0]} that are on the front")
     table(pd.DataFrame(rows), f"front_members_{profile}",
-          f"Models whose full native release is on the front for at least one task and profile (paper Appendix I.3)"
-          + (f"; the other {never} never are" if never else "") + f". Run {md_text(run_id)}.",
+          f"{md_text(caption)} for at least one task and profile (paper Appendix I.3)"
+          + (f"; the other {never} never are" if never > 1 else "; the other one never is" if never else "")
+          + f". Run {md_text(run_id)}.",
           column_config={name("task", t): st.column_config.TextColumn(name("task", t), help=tip) for t in tasks})
 
 

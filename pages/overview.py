@@ -101,7 +101,7 @@ def model_descriptions(models: pd.DataFrame, simulated: bool) -> None:
     described = models[models["description"].fillna("").astype(str).str.strip() != ""]
     if described.empty:
         return
-    with st.expander(f"What each of the {len(described)} models is"):
+    with st.expander("What the model is" if len(described) == 1 else f"What each of the {len(described)} models is"):
         st.markdown("\n".join(f"- **{md_text(m)}**: {md_text(d)}"
                                for m, d in zip(described["model"], described["description"])))
 

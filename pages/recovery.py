@@ -130,7 +130,7 @@ def choice_sentence(pooled: pd.DataFrame) -> str | None:
     return (f"Seeing only the released choice, the attacker recovers the secret mechanism in "
             f"{span(choice, 'accuracy', recovery_cell)} "
             f"of test worlds, against 50% for guessing; the 95% interval lies above 50% for "
-            f"{names.how_many(above, len(choice))} models.")
+            f"{names.how_many(above, len(choice))}.")
 
 
 def full_output_sentence(diff: pd.DataFrame) -> str | None:
@@ -141,8 +141,8 @@ def full_output_sentence(diff: pd.DataFrame) -> str | None:
     up, down = int((d["ci_low"] > 0).sum()), int((d["ci_high"] < 0).sum())
     text = (f"Releasing the {names.name('view', 'full_native')} output (choice, every class probability and the "
             f"confidence) instead of the choice alone changes recovery by {span(d, 'difference', points)} "
-            f"points on the same test worlds; the gain is clear (interval above 0) for {names.how_many(up, len(d))} models")
-    return text + (f", and recovery clearly drops for {names.how_many(down, len(d))} models." if down else ".")
+            f"points on the same test worlds; the gain is clear (interval above 0) for {names.how_many(up, len(d))}")
+    return text + (f", and recovery clearly drops for {names.how_many(down, len(d))}." if down else ".")
 
 
 def confidence_sentence(diff: pd.DataFrame) -> str | None:
@@ -153,11 +153,11 @@ def confidence_sentence(diff: pd.DataFrame) -> str | None:
     clear = d[d["ci_low"] > 0].sort_values(["difference", "model"], ascending=[False, True])
     head = "Adding the stated confidence to the choice raises recovery, with a paired 95% interval above 0,"
     if clear.empty:
-        return (f"{head} for none of the {len(d)} models (the differences run from "
+        return (f"{head} for {names.how_many(0, len(d))} (the differences run from "
                 f"{span(d, 'difference', points)} points).")
     listed = ", ".join(f"{r['model']} {points(r)}" for _, r in clear.head(3).iterrows())
     more = "" if len(clear) <= 3 else f" and {len(clear) - 3} more"
-    return f"{head} for {names.how_many(len(clear), len(d))} models: {listed}{more} points."
+    return f"{head} for {names.how_many(len(clear), len(d))}: {listed}{more} points."
 
 
 def findings(pooled: pd.DataFrame, diff: pd.DataFrame) -> None:

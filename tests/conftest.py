@@ -130,3 +130,23 @@ def decoded_warehouse(demo_warehouse, tmp_path_factory) -> Path:
     families), the utility audit and fronts, and the defense audit of one model."""
     return built_once(tmp_path_factory, "decoded", lambda path: _build_decoded(path, demo_warehouse))
 
+
+@pytest.fixture
+def one_model_warehouse(decoded_warehouse, tmp_path):
+    """The decoded warehouse's run cut to one model (sim-alder), its fronts recomputed by the engine: what an auditor
+    who audits their own single model stores."""
+    import shutil
+    from qlb.tuple.fronts import front_points
+    from warehouse.db import writer
+    from warehouse.ingest import insert_rows
+    wh = tmp_path / "qlb.duckdb"
+    shutil.copy(decoded_warehouse, wh)
+    with writer(wh) as con:
+        for table in ("recovery_results", "utility_results", "utility_differences", "front_points"):
+            con.execute(f"DELETE FROM {table} WHERE model <> 'sim-alder'")      # table: fixed names above
+        run, dataset = con.execute("SELECT DISTINCT run_id, dataset_id FROM front_points").fetchone()
+        rec = con.execute("SELECT * FROM recovery_results WHERE run_id = ?", [run]).df()
+        util = con.execute("SELECT * FROM utility_results WHERE run_id = ?", [run]).df()
+        con.execute("DELETE FROM front_points")
+        insert_rows(con, "front_points", front_points(rec, util).assign(run_id=run, dataset_id=dataset))
+    return wh

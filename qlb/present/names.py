@@ -310,6 +310,20 @@ def text_range(lo: str, hi: str) -> str:
     return lo if lo == hi else f"{lo} to {hi}"
 
 
-def how_many(k: int, n: int) -> str:
-    """``k`` of ``n`` in words, for a finding: none of the 9, all 9, 3 of 9."""
-    return f"none of the {n}" if k == 0 else f"all {n}" if k == n else f"{k} of {n}"
+def listing(items: list[str]) -> str:
+    """``a, b and c``."""
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
+
+
+def count_of(n: int, noun: str = "model") -> str:
+    """``n`` and its noun: "1 model", "9 models"."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def how_many(k: int, n: int, noun: str = "model") -> str:
+    """``k`` of ``n`` in words, for a finding: none of the 9 models, all 9 models, 3 of 9 models;
+    with one in all, the model or no model (an audit of one's own single model reads as such)."""
+    if n == 1:
+        return f"the {noun}" if k == 1 else f"no {noun}"
+    many = f"{noun}s"
+    return f"none of the {n} {many}" if k == 0 else f"all {n} {many}" if k == n else f"{k} of {n} {many}"

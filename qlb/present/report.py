@@ -19,9 +19,10 @@ import plotly.graph_objects as go
 import plotly.io as pio
 
 from qlb.present import figures
+from qlb.present.fronts import front_of, who_sentence
 from qlb.present.learned import learned_points, learned_sentence, table15
-from qlb.present.names import (QL_METRIC_NAMES, TASK_NAMES, VIEW_NAMES, pct, pct_interval, points_interval,
-                               readable, text_range)
+from qlb.present.names import (QL_METRIC_NAMES, TASK_NAMES, VIEW_NAMES, count_of, how_many, listing, pct, pct_interval,
+                               points_interval, readable, text_range)
 from qlb.present.paper import choice_vs_native, paper_checks
 from qlb.present.palette import model_colours
 from qlb.present.robustness import (FAMILY_TRACKS, MAIN_TRACKS, both_correct_sentence, both_correct_table,
@@ -97,11 +98,12 @@ def refusal_sentence(recovery: pd.Series, uniform: float) -> str:
            f"{_pct(uniform, 2)})")
     leaking = recovery > LEAK_FACTOR * uniform
     if leaking.all():
-        return f"Refusal does not stop the leak: across {_models(len(recovery))}, {how}."
+        return f"Refusal does not stop the leak: across {count_of(len(recovery))}, {how}."
     if not leaking.any():
-        return f"Refusal stops the leak: across {_models(len(recovery))}, {how}."
-    return (f"Refusal stops the leak for {int((~leaking).sum())} of {len(recovery)} models only: {how}; "
-            f"{int(leaking.sum())} models stay above {LEAK_FACTOR:g} times a uniform guess.")
+        return f"Refusal stops the leak: across {count_of(len(recovery))}, {how}."
+    return (f"Refusal stops the leak for {how_many(int((~leaking).sum()), len(recovery))} only: {how}; "
+            f"{count_of(int(leaking.sum()))} {'stays' if leaking.sum() == 1 else 'stay'} above {LEAK_FACTOR:g} times "
+            f"a uniform guess.")
 
 
 def recovery_change(points: pd.Series, say_lowers: bool = True) -> str:
@@ -114,10 +116,6 @@ def recovery_change(points: pd.Series, say_lowers: bool = True) -> str:
     if say_lowers and hi.startswith("-"):
         return f"lowers recovery by {text_range(f'{-points.max():.1f}', f'{-points.min():.1f}')} points"
     return f"changes recovery by {text_range(lo, hi)} points"
-
-
-def _models(n: int) -> str:
-    return f"{n} model{'' if n == 1 else 's'}"
 
 
 def headline(d: RunData) -> list[tuple[str, str]]:
@@ -156,12 +154,21 @@ def headline(d: RunData) -> list[tuple[str, str]]:
                                    f"case) and in {all_cheaper} of {n_all} across the "
                                    f"{everywhere['profile'].nunique()} cost profiles"
                                    + (": what leaks is also what the recipient uses." if all_cheaper == n_all else ".")))
-        counts = ", ".join(f"{int(auth[auth['task'] == t]['noninferior'].sum())} of "
-                           f"{int((auth['task'] == t).sum())} models in {t}"
-                           for t in TASKS if (auth["task"] == t).any())
+        per_task = [(TASK_NAMES.get(t, t), auth[auth["task"] == t]["noninferior"]) for t in TASKS
+                    if (auth["task"] == t).any()]
+        if auth["model"].nunique() == 1:       # one model: in which tasks
+            yes = [t for t, ok in per_task if ok.all()]
+            no = [t for t, ok in per_task if not ok.all()]
+            counts = (f"{auth['model'].iloc[0]} in " + (listing(yes) if yes else "no task")
+                      + (f" (not in {listing(no)})" if yes and no else ""))
+        else:
+            counts = ", ".join(f"{how_many(int(ok.sum()), len(ok))} in {t}" for t, ok in per_task)
         out.append(("utility", f"A choice-only release is non-inferior to full native for the legitimate recipient "
                                f"(paired 95% upper bound of the extra cost at most 0.1) for {counts}."))
-    if not d.fronts.empty:
+    if not d.fronts.empty and d.fronts["model"].nunique() == 1:       # one model: the front of its views
+        tasks = [t for t in TASKS if (d.fronts["task"] == t).any()]
+        out.append(("fronts", who_sentence(front_of(d.fronts), tasks, "authored")))
+    elif not d.fronts.empty:
         f = d.fronts[(d.fronts["profile"] == "authored") & (d.fronts["view"] == "full_native")
                      & d.fronts["nondominated_models"]]
         members = {t: sorted(f[f["task"] == t]["model"]) for t in TASKS if (f["task"] == t).any()}
@@ -174,7 +181,7 @@ def headline(d: RunData) -> list[tuple[str, str]]:
                                   f"less) in every task under the authored costs: "
                                   f"{', '.join(next(iter(distinct)))}."))
         else:
-            sets = "; ".join(f"{t}: {', '.join(m)}" for t, m in members.items())
+            sets = "; ".join(f"{TASK_NAMES.get(t, t)}: {', '.join(m)}" for t, m in members.items())
             out.append(("fronts", f"The non-dominated models (no other model both leaks less and costs less) "
                                   f"change with the task: {sets}."))
     if not d.defenses.empty:
@@ -182,7 +189,7 @@ def headline(d: RunData) -> list[tuple[str, str]]:
         if not w.empty:
             agree = (w["plan_agreement"] == w["plan_comparisons"]).all() and (w["max_abs_cost_diff"] == 0).all()
             change = recovery_change(100 * w["diff_vs_native"])
-            out.append(("defenses", f"The workflow-constrained quantizer {change} on {_models(len(w))} (coverage "
+            out.append(("defenses", f"The workflow-constrained quantizer {change} on {count_of(len(w))} (coverage "
                                     f"{text_range(_pct(w['coverage'].min()), _pct(w['coverage'].max()))}) while "
                                     + ("every one of the 18 frozen recipient policies keeps its exact plan and cost "
                                        "in every test world." if agree
@@ -433,16 +440,20 @@ def render_report(d: RunData) -> str:
         for task in TASKS:
             if ((d.utility_diff["task"] == task) & (d.utility_diff["view_a"] == "choice")).any():
                 fig(figures.cost_difference_heatmap(d.utility_diff, task, "choice"),
-                    f"{task}: choice minus full native mean cost over model × cost profile; ✓ non-inferior at 0.1.")
+                    f"{TASK_NAMES.get(task, task)}: choice minus full native mean cost over model × cost profile; "
+                    "✓ non-inferior at 0.1.")
     if not d.fronts.empty:
         parts.append("<h2>Privacy–utility fronts</h2>")
+        one = front_of(d.fronts).key == "view"
         for task in TASKS:
-            pts = d.fronts[(d.fronts["task"] == task) & (d.fronts["profile"] == "authored")
-                           & (d.fronts["view"] == "full_native")]
+            pts = d.fronts[(d.fronts["task"] == task) & (d.fronts["profile"] == "authored")]
+            pts = pts if one else pts[pts["view"] == "full_native"]
             if not pts.empty:
-                fig(figures.front_figure(pts, "nondominated_models", colours, False),
-                    f"{task}: test recovery against mean cost (authored profile) of each model's full native "
-                    f"release; outlined points are non-dominated.")
+                what = (f"each release view of {pts['model'].iloc[0]}, the one model audited" if one
+                        else "each model's full native release")
+                fig(figures.front_figure(pts, "nondominated_all" if one else "nondominated_models", colours, one),
+                    f"{TASK_NAMES.get(task, task)}: test recovery against mean cost (authored profile) of {what}; "
+                    f"outlined points are non-dominated.")
     if not d.defenses.empty:
         parts.append("<h2>Output defenses and WCPQ</h2>")
         main = d.defenses[d.defenses["defense"].isin(figures.DEFENSE_ORDER)]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from qlb.present.names import TRACK_NAMES, how_many, pct, pct_interval
+from qlb.present.names import TRACK_NAMES, how_many, pct, pct_interval, text_range
 from qlb.tuple.release_views import DECODER_FAMILIES
 from qlb.tuple.tracks import TRACKS
 
@@ -39,8 +39,8 @@ def both_correct_sentence(both: pd.DataFrame, overall: pd.DataFrame | None = Non
             f"{int(both['pairs_total'].max()):,} pairs per model), the frozen full-native attacker recovers the "
             f"secret mechanism in {span}")
     if overall is not None and not overall.empty:
-        text += f", against {pct(overall['accuracy'].min())} to {pct(overall['accuracy'].max())} on all test worlds"
-    text += f"; the 95% interval lies above 50% for {how_many(above, len(rows))} models"
+        text += f", against {text_range(pct(overall['accuracy'].min()), pct(overall['accuracy'].max()))} on all test worlds"
+    text += f"; the 95% interval lies above 50% for {how_many(above, len(rows))}"
     if above == len(rows):
         return text + ", so coarse errors alone do not explain the recovery."
     return text + "."
@@ -59,7 +59,7 @@ def tracks_sentence(tracks: pd.DataFrame) -> str | None:
     low = main.sort_values(["accuracy", "model"]).iloc[0]
     names = ", ".join(TRACK_NAMES[t] for t in MAIN_TRACKS if t in set(main["track"]))
     text = (f"On the same test worlds, every saved full-native attack track ({names}) recovers more than 50% for "
-            f"{how_many(every, n)} models; the lowest is {_cell(low)} ({TRACK_NAMES[low['track']]}, {low['model']}).")
+            f"{how_many(every, n)}; the lowest is {_cell(low)} ({TRACK_NAMES[low['track']]}, {low['model']}).")
     families = tracks[tracks["track"].isin(DECODER_FAMILIES) & (tracks["track"] != "prior")]
     if not families.empty:
         mean = families.groupby("track")["accuracy"].mean().sort_values()

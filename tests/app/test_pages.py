@@ -445,6 +445,25 @@ def test_fronts_page(decoded_warehouse, monkeypatch):
         assert 1 <= len(shown) <= 2 * 5 and all(" · " in r for r in shown["release"])
 
 
+def test_fronts_page_with_one_model_compares_its_release_views(one_model_warehouse, monkeypatch):
+    """One model alone is no front: the page shows its release views (no toggle), says which of them are on the
+    front, and its table lists views, not models."""
+    from qlb.present.names import name
+    with opened(one_model_warehouse, "pages/fronts.py", monkeypatch, 120) as at:
+        assert not at.exception, [e.value for e in at.exception]
+        assert not [t for t in at.toggle if t.key == "every_view"]
+        said = texts(at)
+        assert "sim-alder" in said and "the front compares its release views." in said
+        assert "a release view is on the front" in said and "for all 1" not in said and "1 models" not in said
+        traces = plotly_traces(at.get("plotly_chart")[0])
+        assert len([t for t in traces if t.get("mode") == "markers" and "hovertemplate" in t]) == 5
+        members = next(f for f in frames(at) if "asymmetric-cost routing" in f.columns)
+        assert members.columns[0] == "release view"
+        assert set(members["release view"]) <= {name("view", v) for v in
+                                                ("no_output", "choice", "choice_confidence", "full_probabilities",
+                                                 "full_native")}
+
+
 def test_a_link_reopens_the_same_view(demo_warehouse, monkeypatch):
     """Task, profile and model are bound to the URL's query string (?task=...&profile=...)."""
     query = {"task": "asymmetric-cost routing", "profile": "errors at double cost", "model": "sim-cedar"}

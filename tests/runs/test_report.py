@@ -159,8 +159,24 @@ def test_the_fronts_finding_says_whether_the_set_changes():
         "The same models are non-dominated (no other model both leaks less and costs less) in every task under the "
         "authored costs: a, b."]
     same.fronts = fronts({"selective": {"a"}, "clarification": {"a", "c"}, "asymmetric": {"a"}})
-    assert any(s.endswith("change with the task: selective: a; clarification: a, c; asymmetric: a.")
-               for s in findings(same))
+    assert any(s.endswith("change with the task: selective routing: a; one-step clarification: a, c; "
+                          "asymmetric-cost routing: a.") for s in findings(same))
+
+
+def test_report_of_a_one_model_run_draws_the_front_of_its_release_views(one_model_warehouse):
+    """An auditor's own single model: the fronts section plots its release views per task (one point alone is no
+    front), the headline says which views are on it, and no sentence counts "1 models"."""
+    import re
+    con = duckdb.connect(str(one_model_warehouse), read_only=True)
+    try:
+        html = build_report(con, None, "simulated-reference")
+    finally:
+        con.close()
+    fronts = html[html.index("<h2>Privacy–utility fronts</h2>"):html.index("<h2>Output defenses")]
+    assert fronts.count("each release view of sim-alder, the one model audited") == 3
+    assert "With one model audited (sim-alder), the front compares its release views." in html
+    assert "sim-alder in " in html                       # the non-inferiority finding names the tasks
+    assert not re.search(r"\b1 models\b|all 1 models|1 of 1 models", html)
 
 
 def test_report_tables_print_counts_as_counts_and_scroll_inside_the_page():
