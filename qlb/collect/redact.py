@@ -1,7 +1,9 @@
 """Credentials out of URLs before anything is stored, shown or printed.
 
 A key can ride in an endpoint URL (``https://user:KEY@host/...`` or ``?key=KEY``), and httpx puts
-the full URL into its error messages. ``redact`` masks both in any text."""
+the full URL into its error messages. ``redact`` masks both in any text. A provider's error body
+may echo the key it was sent, whole or in part ("Incorrect API key provided: sk-ab***wxyz");
+``without_key`` masks such echoes before a body is archived."""
 from __future__ import annotations
 
 import re
@@ -18,3 +20,22 @@ def redact(text: str) -> str:
     replaced by ``***``."""
     text = _USERINFO.sub(lambda m: m.group("scheme") + MASK + "@", text)
     return _SECRET_PARAM.sub(lambda m: m.group("name") + MASK, text)
+
+
+_WORD = re.compile(r"[A-Za-z0-9_\-*.~+/=]{6,}")
+
+
+def without_key(text: str, key: str | None) -> str:
+    """``text`` with every word that holds the key, or starts with its first 6 characters, or ends with
+    its last 4 (a provider's partial echo of a key of 16 or more characters), replaced by ``***``."""
+    if not key or len(key) < 8:
+        return text.replace(key, MASK) if key else text
+    head, tail = key[:6], key[-4:] if len(key) >= 16 else None
+
+    def mask(m: re.Match) -> str:
+        word = m.group()
+        if key in word or word.startswith(head) or (tail is not None and word.endswith(tail)):
+            return MASK
+        return word
+
+    return _WORD.sub(mask, text.replace(key, MASK))

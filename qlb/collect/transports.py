@@ -29,7 +29,7 @@ import httpx
 from qlb.collect.answers import (
     AnswerError, answer_fields, chat_content, letters, letters_answer, parse_json_text, score_key, typed_answer,
 )
-from qlb.collect.redact import redact
+from qlb.collect.redact import redact, without_key
 from qlb.collect.requests import QUESTION_KEYS
 
 RAW_LIMIT = 64 * 1024        # bytes of the raw answer kept in the call archive
@@ -85,6 +85,7 @@ class _HTTPTransport:
 
     def __init__(self, url: str, api_key: str | None, timeout: float) -> None:
         self.url = url
+        self._key = api_key
         self._headers = {"Content-Type": "application/json"}
         if api_key:
             self._headers["Authorization"] = f"Bearer {api_key}"
@@ -136,6 +137,7 @@ class _HTTPTransport:
             except AnswerError as exc:
                 return Reply("invalid", status, latency, truncate(text), reason=str(exc))
         why = f"HTTP {status} {response.reason_phrase}".strip()
+        text = without_key(text, self._key)         # an error body may echo the key: never archived
         if status in RETRYABLE or status >= 500:
             return Reply("stop", status, latency, truncate(text), reason=why, retry_after=_retry_after(response))
         if 400 <= status < 500:

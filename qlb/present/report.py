@@ -440,7 +440,7 @@ def render_report(d: RunData) -> str:
         for task in TASKS:
             if ((d.utility_diff["task"] == task) & (d.utility_diff["view_a"] == "choice")).any():
                 fig(figures.cost_difference_heatmap(d.utility_diff, task, "choice"),
-                    f"{TASK_NAMES.get(task, task)}: choice minus full native mean cost over model × cost profile; "
+                    f"{TASK_NAMES.get(task, task).capitalize()}: choice minus full native mean cost over model × cost profile; "
                     "✓ non-inferior at 0.1.")
     if not d.fronts.empty:
         parts.append("<h2>Privacy–utility fronts</h2>")
@@ -452,7 +452,7 @@ def render_report(d: RunData) -> str:
                 what = (f"each release view of {pts['model'].iloc[0]}, the one model audited" if one
                         else "each model's full native release")
                 fig(figures.front_figure(pts, "nondominated_all" if one else "nondominated_models", colours, one),
-                    f"{TASK_NAMES.get(task, task)}: test recovery against mean cost (authored profile) of {what}; "
+                    f"{TASK_NAMES.get(task, task).capitalize()}: test recovery against mean cost (authored profile) of {what}; "
                     f"outlined points are non-dominated.")
     if not d.defenses.empty:
         parts.append("<h2>Output defenses and WCPQ</h2>")

@@ -315,6 +315,28 @@ def test_no_request_ever_carries_evaluator_fields_and_the_key_stays_secret(wh, c
     assert secret.encode() not in Path(wh).read_bytes()
 
 
+def test_a_provider_that_echoes_the_key_in_an_error_body_never_gets_it_archived(wh, monkeypatch):
+    """A 401 body that repeats the key sent, whole and in the providers' partial form, is archived with both
+    masked (the rest of the message kept); the answers of 200s are archived as they came."""
+    secret = "sk-proj-4f1e0d9cA7b2Qx9ZLm3T8v"
+    monkeypatch.setenv("QLB_TEST_KEY", secret)
+
+    def respond(p, b, h, n):
+        if n <= 2:
+            return ok({"error": {"message": f"Incorrect API key provided: {h['authorization'][7:]}; partial "
+                                            f"{secret[:8]}****************{secret[-4:]}."}}, status=401)
+        return typed(b)
+    with StubServer(respond) as stub:
+        assert collect(wh, "native", "--model", "m1", "--transport", "typed", "--base-url", stub.url,
+                       "--api-key-env", "QLB_TEST_KEY") == 0
+    bodies = [r[0] for r in rows(wh, "SELECT raw_answer FROM collection_calls WHERE http_status = 401")]
+    assert len(bodies) == 2
+    for body in bodies:
+        assert secret not in body and secret[:8] not in body and secret[-4:] not in body
+        assert "Incorrect API key provided: ***; partial ***" in body
+    assert secret.encode() not in Path(wh).read_bytes()
+
+
 def test_show_request_prints_the_body_and_asks_nothing(wh, capsys):
     assert collect(wh, "native", "--model", "m1", "--transport", "typed", "--base-url", "http://127.0.0.1:9",
                    "--show-request") == 0

@@ -19,3 +19,12 @@ def test_the_stored_endpoint_carries_no_key():
     opts = CollectOptions(dataset_id="d", model="m", probe="native", transport="openai",
                           base_url="https://u:sk-SECRET@api.example/v1?key=sk-SECRET2", endpoint_model="e")
     assert opts.endpoint == "https://***@api.example/v1?key=***"        # the masked value runs to the end
+
+
+def test_an_echoed_key_is_masked_whole_or_in_part_and_other_words_kept():
+    from qlb.collect.redact import without_key
+    key = "sk-live-0123456789abcdefWXYZ"
+    body = f"bad key {key}, shown as sk-live-****WXYZ or ****WXYZ; see https://example.org/keys for 2024 help"
+    assert without_key(body, key) == "bad key ***, shown as *** or ***; see https://example.org/keys for 2024 help"
+    assert without_key(body, None) == body
+    assert without_key("short k3y here", "k3y") == "short *** here"       # a short key: the key itself only
