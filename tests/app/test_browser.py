@@ -318,6 +318,19 @@ def _settled(page) -> None:
         page.wait_for_timeout(250)
 
 
+def _whole_page_screenshot(page, path: Path) -> None:
+    """A screenshot of the whole page: Streamlit scrolls inside its main section, so the window is made as
+    tall as that section's content for the shot (at most 12,000 px), then put back."""
+    size = page.viewport_size
+    tall = page.evaluate("() => (document.querySelector('[data-testid=\"stMain\"]') "
+                         "|| document.scrollingElement).scrollHeight")
+    if tall > size["height"]:
+        page.set_viewport_size({"width": size["width"], "height": min(int(tall), 12000)})
+        page.wait_for_timeout(400)
+    page.screenshot(path=str(path), full_page=True)
+    page.set_viewport_size(size)
+
+
 def _layout_holds(page, width: int, name: str) -> None:
     """No horizontal scrollbar on the page and no table wider than its box (text cut off on the
     right) at ``width``; a full-page screenshot."""
@@ -328,7 +341,7 @@ def _layout_holds(page, width: int, name: str) -> None:
         if not (clipped or overflow):
             break
         page.wait_for_timeout(1000)
-    page.screenshot(path=str(ARTIFACTS / f"page_{name}_{width}.png"), full_page=True)
+    _whole_page_screenshot(page, ARTIFACTS / f"page_{name}_{width}.png")
     assert not overflow, (width, layout)
     assert not clipped, f"tables wider than their box at {width} px: {clipped}"
 
