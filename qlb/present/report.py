@@ -106,16 +106,30 @@ def refusal_sentence(recovery: pd.Series, uniform: float) -> str:
             f"a uniform guess.")
 
 
-def recovery_change(points: pd.Series, say_lowers: bool = True) -> str:
+def recovery_change(points: pd.Series, say_lowers: bool = True,
+                    interval: tuple[float, float] | None = None) -> str:
     """What a defense does to recovery, from its differences against native in points: "leaves
     recovery unchanged (within 0.05 points)" when every one reads +0.0, "lowers recovery by a to b
-    points" when every one is below zero (and ``say_lowers``), else "changes recovery by a to b points"."""
+    points" when every one is below zero (and ``say_lowers``), else "changes recovery by a to b points".
+    One difference with its paired 95% ``interval`` (points) says the interval after it."""
     lo, hi = f"{points.min():+z.1f}", f"{points.max():+z.1f}"
     if lo == hi == "+0.0":
         return "leaves recovery unchanged (within 0.05 points)"
-    if say_lowers and hi.startswith("-"):
-        return f"lowers recovery by {text_range(f'{-points.max():.1f}', f'{-points.min():.1f}')} points"
-    return f"changes recovery by {text_range(lo, hi)} points"
+    lowers = say_lowers and hi.startswith("-")
+    span = ""
+    if len(points) == 1 and interval is not None and not any(pd.isna(v) for v in interval):
+        a, b = (-interval[1], -interval[0]) if lowers else interval
+        span = f" (95% interval {a:.1f} to {b:.1f})" if lowers else f" (95% interval {a:+z.1f} to {b:+z.1f})"
+    if lowers:
+        return f"lowers recovery by {text_range(f'{-points.max():.1f}', f'{-points.min():.1f}')} points{span}"
+    return f"changes recovery by {text_range(lo, hi)} points{span}"
+
+
+def _one_interval(frame: pd.DataFrame, low: str, high: str, scale: float = 100.0) -> tuple[float, float] | None:
+    """The (low, high) of a one-row frame, scaled (to points); None for several rows or without the columns."""
+    if len(frame) != 1 or low not in frame or high not in frame:
+        return None
+    return scale * float(frame[low].iloc[0]), scale * float(frame[high].iloc[0])
 
 
 def headline(d: RunData) -> list[tuple[str, str]]:
@@ -129,16 +143,22 @@ def headline(d: RunData) -> list[tuple[str, str]]:
     pooled = d.recovery[d.recovery["scope"] == "pooled"] if not d.recovery.empty else d.recovery
     if not pooled.empty:
         by = pooled.pivot(index="model", columns="view", values="accuracy")
+        one = len(by) == 1          # one model: its figure with the 95% interval, not a range
         parts = []
         for view, words in (("choice", "the coarse choice alone"), ("full_native", "the full native output")):
             if view in by:
-                parts.append(f"{words} lets an attacker recover it in "
-                             f"{text_range(_pct(by[view].min()), _pct(by[view].max()))} of test worlds")
+                r = pooled[pooled["view"] == view]
+                shown = (pct_interval(r["accuracy"].iloc[0], r["ci_low"].iloc[0], r["ci_high"].iloc[0]) if one
+                         else text_range(_pct(by[view].min()), _pct(by[view].max())))
+                parts.append(f"{words} lets an attacker recover it in {shown} of test worlds")
         if parts:
-            out.append(("recovery", "Against a 50% guessing baseline, " + "; ".join(parts) + "."))
+            out.append(("recovery", "Against a 50% guessing baseline, " + "; ".join(parts)
+                        + (" (95% intervals in brackets)." if one else ".")))
         diff = d.recovery_diff[(d.recovery_diff["view_a"] == "full_native") & (d.recovery_diff["view_b"] == "choice")]
         if not diff.empty:
             gain = text_range(f"{100 * diff['difference'].min():+z.1f}", f"{100 * diff['difference'].max():+z.1f}")
+            ci = _one_interval(diff, "ci_low", "ci_high")
+            gain += f" [{ci[0]:+z.1f}, {ci[1]:+z.1f}]" if ci is not None and not any(pd.isna(v) for v in ci) else ""
             out.append(("recovery", f"Releasing the probabilities and confidence on top of the choice adds {gain} "
                                     f"points of recovery{', model by model' if len(diff) > 1 else ''}."))
     ud = d.utility_diff
@@ -188,7 +208,7 @@ def headline(d: RunData) -> list[tuple[str, str]]:
         w = d.defenses[d.defenses["defense"] == "wcpq"]
         if not w.empty:
             agree = (w["plan_agreement"] == w["plan_comparisons"]).all() and (w["max_abs_cost_diff"] == 0).all()
-            change = recovery_change(100 * w["diff_vs_native"])
+            change = recovery_change(100 * w["diff_vs_native"], interval=_one_interval(w, "diff_ci_low", "diff_ci_high"))
             out.append(("defenses", f"The workflow-constrained quantizer {change} on {count_of(len(w))} (coverage "
                                     f"{text_range(_pct(w['coverage'].min()), _pct(w['coverage'].max()))}) while "
                                     + ("every one of the 18 frozen recipient policies keeps its exact plan and cost "
@@ -196,7 +216,8 @@ def headline(d: RunData) -> list[tuple[str, str]]:
                                        else "NOT preserving every recipient plan (see the verification table).")))
         q = d.defenses[d.defenses["defense"] == "noise"]
         if not q.empty:
-            change = recovery_change(100 * q["diff_vs_native"], say_lowers=False)
+            change = recovery_change(100 * q["diff_vs_native"], say_lowers=False,
+                                     interval=_one_interval(q, "diff_ci_low", "diff_ci_high"))
             each = "" if len(q) == 1 else ", model by model"
             out.append(("defenses", f"Gaussian noise (three seeds) {change}{each}."))
     if not d.ql.empty:

@@ -38,10 +38,13 @@ def _run_data(wcpq_agreement: tuple[int, int]) -> RunData:
     and WCPQ verification (nothing else)."""
     none = pd.DataFrame()
     recovery = pd.DataFrame({"scope": "pooled", "model": ["a", "a", "b", "b"],
-                             "view": ["choice", "full_native"] * 2, "accuracy": [0.5104, 0.6281, 0.5764, 0.7538]})
-    diff = pd.DataFrame({"view_a": "full_native", "view_b": "choice", "difference": [0.1146, 0.2361]})
+                             "view": ["choice", "full_native"] * 2, "accuracy": [0.5104, 0.6281, 0.5764, 0.7538],
+                             "ci_low": [0.4802, 0.5913, 0.5431, 0.7212], "ci_high": [0.5399, 0.6622, 0.6088, 0.7841]})
+    diff = pd.DataFrame({"view_a": "full_native", "view_b": "choice", "difference": [0.1146, 0.2361],
+                         "ci_low": [0.0733, 0.1935], "ci_high": [0.1562, 0.2788]})
     agree, comparisons = wcpq_agreement
     defenses = pd.DataFrame({"model": ["a", "b"], "defense": "wcpq", "diff_vs_native": [-0.2462, -0.1007],
+                             "diff_ci_low": [-0.2891, -0.1377], "diff_ci_high": [-0.2049, -0.0651],
                              "plan_agreement": [5184, agree], "plan_comparisons": [5184, comparisons],
                              "max_abs_cost_diff": [0.0, 0.0], "coverage": [286 / 288, 1.0]})
     return RunData(pd.Series({"run_id": "run-x"}), pd.Series({"dataset_id": "d"}), none, recovery, diff, none, none,
@@ -72,11 +75,13 @@ def test_findings_of_a_one_model_run_read_as_one_model():
     one = RunData(d.run, d.dataset, d.refusal, d.recovery[d.recovery["model"] == "a"], d.recovery_diff.iloc[:1],
                   d.utility, d.utility_diff, d.fronts, d.defenses.iloc[:1], d.defense_costs, d.ql, ["a"])
     assert findings(one) == [
-        "Against a 50% guessing baseline, the coarse choice alone lets an attacker recover it in 51.0% of test worlds; "
-        "the full native output lets an attacker recover it in 62.8% of test worlds.",
-        "Releasing the probabilities and confidence on top of the choice adds +11.5 points of recovery.",
-        "The workflow-constrained quantizer lowers recovery by 24.6 points on 1 model (coverage 99.3%) while every "
-        "one of the 18 frozen recipient policies keeps its exact plan and cost in every test world.",
+        "Against a 50% guessing baseline, the coarse choice alone lets an attacker recover it in 51.0% [48.0, 54.0] of "
+        "test worlds; the full native output lets an attacker recover it in 62.8% [59.1, 66.2] of test worlds (95% "
+        "intervals in brackets).",
+        "Releasing the probabilities and confidence on top of the choice adds +11.5 [+7.3, +15.6] points of recovery.",
+        "The workflow-constrained quantizer lowers recovery by 24.6 points (95% interval 20.5 to 28.9) on 1 model "
+        "(coverage 99.3%) while every one of the 18 frozen recipient policies keeps its exact plan and cost in every "
+        "test world.",
     ]
     assert refusal_sentence(pd.Series([0.97]), 1 / 16).startswith(
         "Refusal does not stop the leak: across 1 model, the fine-grained mechanism is recovered from refusal-probe "
