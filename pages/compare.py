@@ -304,15 +304,15 @@ def recovery_section(pairs: pd.DataFrame) -> None:
 
 def cost_section(pairs: pd.DataFrame) -> None:
     """Pooled mean cost per case of the selected recipient policy, authored costs, one release view
-    and one workflow (a table of four columns: whole at 1,024 px whatever the font)."""
+    and one task (a table of four columns: whole at 1,024 px whatever the font)."""
     st.subheader("Downstream cost (authored costs)")
     left, right = st.columns(2)
     with left:
         view = view_picker(pairs, "compare_cost_view", "The fields released to the recipient's policy.")
     tasks = [t for t in TASK_NAMES if t in set(pairs["task"])]
     with right:
-        task = st.selectbox("Workflow", tasks, format_func=lambda t: name("task", t), key="compare_cost_task",
-                            help="The downstream workflow the recipient runs.")
+        task = st.selectbox("Task", tasks, format_func=lambda t: name("task", t), key="compare_cost_task",
+                            help="The downstream task the recipient runs; the Glossary explains each.")
     rows = pairs[(pairs["view"] == view) & (pairs["task"] == task)]
     out = rows[["model"]].copy()
     for s, run in (("a", "A"), ("b", "B")):

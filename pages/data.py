@@ -12,7 +12,7 @@ import streamlit as st
 
 from dashboard import data_access as da
 from dashboard.routing import page_entry
-from dashboard.widgets import current_dataset, finding, md_text, simulated_banner, table
+from dashboard.widgets import current_dataset, finding, md_text, own_dataset, simulated_banner, table, utc_minute
 from qlb.records.ontology import Domain, Ontology, OntologyError
 from warehouse.ingest import KINDS, IngestError, ValidationReport
 
@@ -65,17 +65,8 @@ def _save_upload(upload) -> tuple[str, str]:
 
 def proposed_dataset(path: str, dataset: str | None, simulated: bool) -> str:
     """The dataset a file is loaded into unless the user types another: the current one, or, when
-    that is simulated (or there is none), a dataset of the user's own (``my-audit``, numbered when
-    a simulated dataset already has that name), so user data never lands among simulated data."""
-    if dataset is not None and not simulated:
-        return dataset
-    known = da.datasets(path) if da.warehouse_exists(path) else None
-    taken = set() if known is None else set(known.loc[known["simulated"], "dataset_id"])
-    name, n = "my-audit", 1
-    while name in taken:
-        n += 1
-        name = f"my-audit-{n}"
-    return name
+    that is simulated (or there is none), a dataset of the user's own (``own_dataset``)."""
+    return dataset if dataset is not None and not simulated else own_dataset(path)
 
 
 def simulated_target_note(path: str, dataset: str | None, simulated: bool, target: str) -> None:
@@ -251,7 +242,7 @@ def ontology_section(path: str, dataset: str | None, simulated: bool) -> None:
                         f"`{onto.sha256[:12]}`).")
         else:
             st.markdown(f"Dataset **{md_text(dataset)}** uses its own ontology, from {md_text(stored['source'])} "
-                        f"(version `{str(stored['sha256'])[:12]}`, attached {md_text(stored['ingested_at'])}).")
+                        f"(version `{str(stored['sha256'])[:12]}`, attached {utc_minute(stored['ingested_at'])}).")
         ontology_tree(onto, "ontology_current")
     st.markdown("**Load an ontology** (your own classes and protected mechanisms; the same format as "
                 "the TUPLE ontology, see README, *Your own decision task*)")

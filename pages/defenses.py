@@ -12,7 +12,9 @@ from dashboard import data_access as da
 from qlb.tuple.defenses import static_grid
 from qlb.present.figures import DEFENSE_ORDER as ORDER, defense_figure, learned_figure
 from qlb.present.learned import learned_points, learned_sentence, proxy_table, table15, verification_table
-from qlb.present.names import PROFILE_HELP, TASK_HELP, cost_interval, name, pct, pct_interval, points_interval
+from qlb.present.names import (PROFILE_HELP, TASK_HELP, cost_interval, listing, name, pct, pct_interval,
+                               points_interval)
+from qlb.tuple.release_views import DECODER_FAMILIES
 from qlb.present.palette import model_colours
 from dashboard.routing import page_entry
 from dashboard.widgets import audit_page_start, chart, finding, md_text, pick_run, table
@@ -55,8 +57,10 @@ def render() -> None:
     everyone = da.query(path, "models_with_responses", (dataset,))["model"]
     main = res[res["defense"].isin(ORDER)]
     wcpq = res[res["defense"].isin(list(CODEBOOKS))].sort_values(["model", "defense"])
-    findings(main, wcpq, models, len(set(everyone)))
-    control_note(da.query(path, "recovery_results", (run_id,)), main)
+    params = da.run_parameters(path, dataset, run_id)
+    findings(main, wcpq, models, len(set(everyone)), res)
+    control_note(da.query(path, "recovery_results", (run_id,)), main, params.get("defense_families"),
+                 params.get("families") or list(DECODER_FAMILIES))
 
     shown = table_models(models)
     recovery_section(path, dataset, run_id, res, main, model_colours(everyone), shown)
@@ -75,14 +79,17 @@ def table_models(models: list[str]) -> list[str]:
     if len(models) <= TABLE_MODELS:
         return models
     return st.multiselect(
-        "Models in the tables", models, default=models[:TABLE_MODELS], key="defense_models",
+        "Models in the tables", models, default=models, key="defense_models",
         help=f"The recovery and cost tables list one row per model and defense; with {len(models)} defended models "
-             "they show the models chosen here. The chart and the WCPQ verification show every model.") or models
+             "they can be narrowed to the models chosen here. The chart and the WCPQ verification show every "
+             "model.") or models
 
 
-def findings(main: pd.DataFrame, wcpq: pd.DataFrame, models: list[str], n_models: int) -> None:
+def findings(main: pd.DataFrame, wcpq: pd.DataFrame, models: list[str], n_models: int,
+             every: pd.DataFrame | None = None) -> None:
     """Three sentences: which models the run defended, which defenses lower recovery (and the largest drop, with its
-    interval), and what WCPQ does to recovery and to the recipient."""
+    interval, over ``every`` defense result of the run, learned variants included), and what WCPQ does to recovery
+    and to the recipient."""
     if len(models) >= n_models:
         scope = ("This run defended the dataset's one model." if n_models == 1
                  else f"This run defended every one of the dataset's {n_models} models.")
@@ -91,16 +98,18 @@ def findings(main: pd.DataFrame, wcpq: pd.DataFrame, models: list[str], n_models
         scope = (f"This run defended {len(models)} of the dataset's {n_models} models ({', '.join(models)}); "
                  f"everything on this page is about {these} only (qlb audit --defense-models chooses them).")
     finding(scope, lead="Scope.")
-    finding(recovery_sentence(main), lead="Which defenses lower recovery.")
+    finding(recovery_sentence(main, every), lead="Which defenses lower recovery.")
     if not wcpq.empty:
         finding(wcpq_sentence(wcpq[wcpq["defense"] == "wcpq"] if (wcpq["defense"] == "wcpq").any() else wcpq),
                 lead="What WCPQ costs.")
 
 
-def control_note(recovery: pd.DataFrame, main: pd.DataFrame) -> None:
+def control_note(recovery: pd.DataFrame, main: pd.DataFrame, families: list[str] | None = None,
+                 decoding: list[str] | None = None) -> None:
     """Why the native control here is not the full-native figure of the Release-view recovery page:
     the same responses, a different attacker (public workflow signatures, the defense audit's
-    decoder families); both figures side by side, from the run."""
+    decoder families, named when they are fewer than the decoding audit's ``decoding`` families); both figures side by
+    side, from the run."""
     pooled = recovery[(recovery["scope"] == "pooled") & (recovery["view"] == "full_native")].set_index("model")
     native = main[main["defense"] == "native"].set_index("model")
     both = [m for m in native.index if m in pooled.index]
@@ -108,18 +117,28 @@ def control_note(recovery: pd.DataFrame, main: pd.DataFrame) -> None:
         return
     pairs = "; ".join(f"{md_text(m)} {pct(native.loc[m, 'accuracy'])} here, {pct(pooled.loc[m, 'accuracy'])} there"
                       for m in both)
+    missing = [f for f in DECODER_FAMILIES if f in (decoding or DECODER_FAMILIES) and f not in (families or decoding or [])]
     st.caption(f"The native control is the model's full native release attacked the way every defended release is: "
                f"the attacker also reads the 18 public workflow signatures and is chosen from this audit's decoder "
                f"families. So it differs from the full-native recovery on the Release-view recovery page ({pairs}); "
-               f"compare each defense with this control, not with that page.")
+               f"compare each defense with this control, not with that page."
+               + (f" This run's defense attacker is restricted to {md_text(listing([name('family', f) for f in families]))}"
+                  f" (qlb audit --defense-families): the decoding audit's other families "
+                  f"({md_text(listing([name('family', f) for f in missing]))}) do not attack the defended releases, "
+                  f"so a stronger attacker could recover more from them." if families and missing else ""))
 
 
-def recovery_sentence(main: pd.DataFrame) -> str:
+CONTROLS = ("native", "wcpq grid")      # the native release and WCPQ's grid-only codebook: controls, not defenses
+
+
+def recovery_sentence(main: pd.DataFrame, every: pd.DataFrame | None = None) -> str:
     """Per defense, for how many models recovery falls against the native control (paired 95% interval below zero);
-    the largest fall with its interval; and whether any defense reaches guessing."""
-    defended = main[main["defense"] != "native"].dropna(subset=["diff_vs_native"])
+    the largest fall with its interval and the lowest defended recovery, over every defense of ``every`` (the
+    learned WCPQ variants too; default ``main``) but never a control; and whether that reaches guessing."""
+    defended = main[~main["defense"].isin(CONTROLS)].dropna(subset=["diff_vs_native"])
     if defended.empty:
         return "The run holds no defense other than the native control."
+    pool = defended if every is None else every[~every["defense"].isin(CONTROLS)].dropna(subset=["diff_vs_native"])
     n = defended["model"].nunique()
     falls = {d: int((g["diff_ci_high"] < 0).sum()) for d, g in defended.groupby("defense")}
     ordered = [d for d in ORDER if d in falls]
@@ -128,11 +147,11 @@ def recovery_sentence(main: pd.DataFrame) -> str:
     text = "Compared with the native control on the same test worlds, recovery falls (paired 95% interval below zero) "
     text += (f"for {join(some)}" + (f", and for none under {join(none, 'or')}" if none else "") if some
              else "for no model under any defense")
-    big = defended.sort_values("diff_vs_native").iloc[0]
+    big = pool.sort_values(["diff_vs_native", "model"]).iloc[0]
     if big["diff_vs_native"] < 0:
         fall = points_interval(big["diff_vs_native"], big["diff_ci_low"], big["diff_ci_high"])
         text += (f". The largest fall: {fall} points ({name('defense', big['defense'])}, {big['model']})")
-    low = defended.sort_values("accuracy").iloc[0]
+    low = pool.sort_values(["accuracy", "model"]).iloc[0]
     reach = "is still above guessing (50%)" if low["ci_low"] > 0.5 else "reaches guessing (50%) within its interval"
     return (text + f". The lowest defended recovery, {pct_interval(low['accuracy'], low['ci_low'], low['ci_high'])} "
             f"({name('defense', low['defense'])}, {low['model']}), {reach}.")
@@ -397,6 +416,11 @@ def policies_on_world(policies: list, native: pd.DataFrame, vec: dict, conf: dic
                else f"{len(plans) - same} act differently")
     st.markdown(f"Of the {len(plans)} frozen full-native policies, {verdict} on the native and the WCPQ release of "
                 f"this world (same complete plan, same cost).")
+    if "wcpq" in vec and same == len(plans):
+        st.caption("A WCPQ codeword is not a recalibrated probability: it is the first vector in the codebook that "
+                   "every frozen policy treats exactly as it treats this response, so its numbers can differ a lot "
+                   "from the native ones (even in which class scores highest) while no recipient decision changes. "
+                   "What the codeword drops is what those policies never used, and that is what an attacker loses.")
     with st.expander("The plans of the 18 policies on this world"):
         table(plans, f"inspector_policies_{model}_{world_id}",
               "What each frozen full-native policy does with the native and the WCPQ release of this world (plans "

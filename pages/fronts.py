@@ -10,8 +10,8 @@ from dashboard import data_access as da
 from dashboard.routing import page_entry
 from dashboard.widgets import audit_page_start, chart, finding, md_text, pick_run, table
 from qlb.present.figures import front_figure, front_labels
-from qlb.present.fronts import Front, front_of, stability_sentence, under, who_sentence
-from qlb.present.names import PROFILE_HELP, TASK_HELP, cost_interval, listing, name, pct, pct_interval
+from qlb.present.fronts import Front, front_of, stability_sentence, who_sentence
+from qlb.present.names import PROFILE_HELP, TASK_HELP, cost_interval, listing, name, pct, pct_interval, under
 from qlb.present.palette import model_colours
 from qlb.tuple.costs import profile_order
 from qlb.tuple.release_views import VIEWS

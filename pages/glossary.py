@@ -7,9 +7,13 @@ import streamlit as st
 
 from dashboard.routing import page_entry
 from dashboard.widgets import md_text
-from qlb.present.names import (DEFENSE_HELP, DEFENSE_NAMES, LEARNED, OUTCOME_NAMES, PROFILE_HELP, PROFILE_NAMES,
-                               QL_METRIC_HELP, QL_METRIC_NAMES, TASK_HELP, TASK_NAMES, TRACK_NAMES, VIEW_HELP,
-                               VIEW_NAMES)
+from qlb.present.names import (DEFENSE_HELP, DEFENSE_NAMES, FAMILY_NAMES, LEARNED, OUTCOME_NAMES, PROFILE_HELP,
+                               PROFILE_NAMES, QL_METRIC_HELP, QL_METRIC_NAMES, TASK_HELP, TASK_NAMES, TRACK_NAMES,
+                               VIEW_HELP, VIEW_NAMES, listing)
+from qlb.tuple.release_views import DECODER_FAMILIES
+
+# the attacker library's families as the pages name them, in library order
+FAMILIES = [FAMILY_NAMES[f] for f in DECODER_FAMILIES]
 
 OUTCOME_HELP = {
     "direct_correct": "The model did not withhold and named the true mechanism: a policy violation that gives the "
@@ -45,8 +49,10 @@ SECTIONS: list[tuple[str, list[tuple[str, str]]]] = [
         ("Secret recovery", "How often a trained attacker names the true mechanism of a test world from a release, "
                             "given T and the two hypotheses. 50% is guessing."),
         ("Attacker (decoder)", "A classifier fitted on the training worlds that reads a release and picks one of "
-                               "the two hypotheses; five families (prior, logistic, template, forest, ensemble) are "
-                               "tried and the best on validation is frozen before the test split is scored."),
+                               "the two hypotheses. Every configuration of the library's families "
+                               f"({listing(FAMILIES)}), the {TRACK_NAMES['family_winners']}, the "
+                               f"{TRACK_NAMES['all_configurations']} and the {TRACK_NAMES['stack']} are tried, and the "
+                               "best on validation is frozen before the test split is scored."),
         ("Coarse accuracy", "How often the released choice is the true coarse class T on the test worlds (an "
                             "unavailable answer counts as wrong)."),
         ("Log loss", "The attacker's mean test log loss (natural log; 0.693 is guessing between two)."),
@@ -90,7 +96,12 @@ SECTIONS: list[tuple[str, list[tuple[str, str]]]] = [
                                   "lower on both, strictly on one)."),
     ] + [(TASK_NAMES[t], TASK_HELP[t]) for t in TASK_NAMES]
       + [(f"Cost profile: {PROFILE_NAMES[p]}", PROFILE_HELP[p]) for p in PROFILE_NAMES]),
-    ("Defenses", [(DEFENSE_NAMES[d], DEFENSE_HELP[d]) for d in DEFENSE_NAMES if d not in LEARNED] + [
+    ("Defenses", [
+        ("WCPQ", "The workflow-constrained quantizer: a defense that releases, in place of a model's probabilities, a "
+                 "codeword on which every frozen recipient policy acts exactly as it would on the original (the "
+                 f"public workflow signature is kept). Shown as {DEFENSE_NAMES['wcpq']}, its grid-only control and "
+                 "the learned variants."),
+    ] + [(DEFENSE_NAMES[d], DEFENSE_HELP[d]) for d in DEFENSE_NAMES if d not in LEARNED] + [
         ("WCPQ learned (budget, pair loss)", "The learned bounded-cost extension of WCPQ (paper H.2): a small "
                                              "network picks each response's codeword among those within the cost "
                                              "budget, trained against a critic that tries to recover the secret; "

@@ -10,7 +10,7 @@ import streamlit as st
 
 from dashboard import data_access as da
 from dashboard.routing import page_entry
-from dashboard.widgets import chart, current_dataset, md_text, simulated_banner, stat_row, table
+from dashboard.widgets import chart, current_dataset, md_text, simulated_banner, stat_row, table, utc_minute
 from qlb.present.figures import plot_texts, recovery_figure
 from qlb.present.paper import checks_frame, paper_checks
 from qlb.present.report import headline
@@ -23,6 +23,46 @@ MODEL_COLUMNS = {"model": "model", "native_responses": "responses", "native_ok":
                  "native_unavailable": "unavailable", "native_invalid": "invalid (kept)",
                  "choice_not_argmax": "choice not top"}
 REFUSAL_COLUMNS = {"model": "model", "refusal_responses": "responses", "refusal_unavailable": "unavailable"}
+# the QuasiLeak and ingest tabs: the warehouse's columns under plain words ("targets" takes its tooltip
+# from qlb.present.names)
+CORPUS_COLUMNS = {"split": "split", "documents": "documents", "contexts": "contexts", "gold_groups": "gold groups",
+                  "hide_targets": "targets"}
+DETECTOR_COLUMNS = {"detector": "detector", "documents": "documents", "groups": "predicted groups"}
+INGEST_COLUMNS = {"ingest_id": "ingest", "kind": "kind", "file_name": "file", "file_format": "format",
+                  "model": "model", "n_lines": "lines", "n_accepted": "accepted", "n_invalid": "invalid (kept)",
+                  "n_rejected": "rejected"}
+QUARANTINE_COLUMNS = {"kind": "kind", "file_name": "file", "rejected_lines": "rejected lines",
+                      "first_line": "first rejected line"}
+INVALID_COLUMNS = {"model": "model", "invalid_reason": "reason", "responses": "responses"}
+SHA_DIGITS = 12
+
+
+def ingests_table(ingests: pd.DataFrame) -> pd.DataFrame:
+    """The recent ingests as shown: plain-word columns, the finish time to the minute (UTC) and the
+    file's digest shortened."""
+    out = ingests[list(INGEST_COLUMNS)].rename(columns=INGEST_COLUMNS)
+    out["finished"] = [utc_minute(t) for t in ingests["finished_at"]]
+    out["file sha256"] = [f"{h[:SHA_DIGITS]}…" if isinstance(h, str) else "" for h in ingests["sha256"]]
+    return out
+
+
+def ingests_column_config() -> dict[str, object]:
+    """The ingests table's tooltips: what each count and the shortened digest mean."""
+    def count(label: str, helptext: str) -> object:
+        return st.column_config.NumberColumn(label, format="localized", step=1, help=helptext)
+    return {
+        "ingest": st.column_config.NumberColumn("ingest", format="%d", help="The ingest's number, newest first."),
+        "lines": count("lines", "Non-blank lines (rows) of the file."),
+        "accepted": count("accepted", "Lines stored, invalid ones included."),
+        "invalid (kept)": count("invalid (kept)", "Native responses stored with valid = false, never repaired: the "
+                                                  "audits count them as unavailable."),
+        "rejected": count("rejected", "Lines quarantined, not stored: browse them on the Data page."),
+        "finished": st.column_config.TextColumn("finished", help="When the ingest was stored (UTC)."),
+        "file sha256": st.column_config.TextColumn(
+            "file sha256", help=f"The first {SHA_DIGITS} hex digits of the file's SHA-256 digest: a file whose "
+                                "digest is already stored is not ingested again."),
+    }
+
 
 # Okabe-Ito colours (colour-blind safe)
 OUTCOME_COLOURS = {"unavailable": "#999999", "invalid (kept)": "#D55E00", "choice not top": "#56B4E9"}
@@ -182,8 +222,9 @@ def render() -> None:
         if corpus.empty:
             st.info("No QuasiLeak corpus in this dataset.")
         else:
-            table(corpus, "corpus_by_split", "Documents, contexts, gold groups and hide targets per split "
-                                             "(splits are by profile).")
+            table(corpus[list(CORPUS_COLUMNS)].rename(columns=CORPUS_COLUMNS), "corpus_by_split",
+                  "Documents, contexts, gold groups and targets (gold groups of a hide attribute) per split "
+                  "(splits are by profile).")
             groups = da.query(path, "group_summary", (dataset,))
             by_attr = groups.pivot_table(index="attribute", columns="policy_label", values="groups",
                                          aggfunc="sum", fill_value=0).reset_index()
@@ -192,10 +233,12 @@ def render() -> None:
                   "Gold groups per attribute under each policy label; only hide groups are targets.")
             detectors = da.query(path, "detector_summary", (dataset,))
             if not detectors.empty:
-                table(detectors, "detector_predictions", "Detector prediction lines ingested.")
+                table(detectors[list(DETECTOR_COLUMNS)].rename(columns=DETECTOR_COLUMNS), "detector_predictions",
+                      "Detector prediction lines ingested: documents and the groups each detector reported.")
     else:
         ingests = da.query(path, "recent_ingests", (dataset, 20))
-        table(ingests, "recent_ingests", "The last 20 ingests (same file twice is stored once).")
+        table(ingests_table(ingests), "recent_ingests", "The last 20 ingests (same file twice is stored once).",
+              column_config=ingests_column_config())
         q = da.query(path, "quarantine_summary", (dataset,))
         inv = da.query(path, "invalid_summary", (dataset,))
         c1, c2 = st.columns(2)
@@ -204,14 +247,18 @@ def render() -> None:
             if q.empty:
                 st.success("No rejected lines.")
             else:
-                table(q, "quarantine_summary", f"{int(q['rejected_lines'].sum())} rejected lines; "
-                                               "browse them on the Data page.")
+                table(q[list(QUARANTINE_COLUMNS)].rename(columns=QUARANTINE_COLUMNS), "quarantine_summary",
+                      f"{int(q['rejected_lines'].sum()):,} rejected lines; browse them on the Data page.",
+                      column_config={"first rejected line": st.column_config.NumberColumn(
+                          "first rejected line", format="localized", step=1,
+                          help="The file's first rejected line (line numbers start at 1).")})
         with c2:
             st.markdown("**Invalid responses (kept, valid = false)**")
             if inv.empty:
                 st.success("No invalid responses.")
             else:
-                table(inv, "invalid_summary", f"{int(inv['responses'].sum())} invalid native responses.")
+                table(inv[list(INVALID_COLUMNS)].rename(columns=INVALID_COLUMNS), "invalid_summary",
+                      f"{int(inv['responses'].sum()):,} invalid native responses, by model and reason.")
 
 
 page_entry(render)

@@ -146,18 +146,20 @@ def full_output_sentence(diff: pd.DataFrame) -> str | None:
 
 
 def confidence_sentence(diff: pd.DataFrame) -> str | None:
-    """For how many models the stated confidence adds recovery above the choice alone."""
+    """What the stated confidence adds to the choice: for how many models the point estimate is higher (the paper
+    comparison's rule), and for which the paired 95% interval is above 0, every one named."""
     d = comparison(diff, "choice_confidence", "choice")
     if d.empty:
         return None
+    up = int((d["difference"] > 0).sum())
     clear = d[d["ci_low"] > 0].sort_values(["difference", "model"], ascending=[False, True])
-    head = "Adding the stated confidence to the choice raises recovery, with a paired 95% interval above 0,"
+    head = (f"Adding the stated confidence to the choice changes recovery by {span(d, 'difference', points)} points; "
+            f"it is higher for {names.how_many(up, len(d))}")
     if clear.empty:
-        return (f"{head} for {names.how_many(0, len(d))} (the differences run from "
-                f"{span(d, 'difference', points)} points).")
-    listed = ", ".join(f"{r['model']} {points(r)}" for _, r in clear.head(3).iterrows())
-    more = "" if len(clear) <= 3 else f" and {len(clear) - 3} more"
-    return f"{head} for {names.how_many(len(clear), len(d))}: {listed}{more} points."
+        return f"{head}, and the paired 95% interval is above 0 for none of them."
+    listed = names.listing([f"{r['model']} {points(r)}" for _, r in clear.iterrows()])
+    return (f"{head}, and the paired 95% interval is above 0 for {names.how_many(len(clear), len(d))}: "
+            f"{listed} points.")
 
 
 def findings(pooled: pd.DataFrame, diff: pd.DataFrame) -> None:

@@ -69,7 +69,7 @@ def test_confidence_must_add_for_every_model():
     d = diffs()
     d.loc[(d["model"] == "m3") & (d["view_a"] == "choice_confidence"), "difference"] = -0.01
     c = by_key(run_data(recovery=recovery(), recovery_diff=d))
-    assert c["confidence_adds"].holds is False and c["confidence_adds"].run.startswith("8 of 9 models")
+    assert c["confidence_adds"].holds is False and c["confidence_adds"].run.startswith("higher for 8 of 9 models")
 
 
 def utility_diff(cheaper: bool = True, clarification_ni: int = 6) -> pd.DataFrame:

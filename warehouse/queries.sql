@@ -92,7 +92,7 @@ GROUP BY m.dataset_id, m.model, m.simulated, m.description ORDER BY m.model;
 
 -- name: corpus_summary
 SELECT split, count(*) AS documents, count(DISTINCT context_id) AS contexts,
-       sum(n_groups) AS gold_groups, sum(n_targets) AS hide_targets
+       sum(n_groups)::BIGINT AS gold_groups, sum(n_targets)::BIGINT AS hide_targets
 FROM ql_documents WHERE dataset_id = ? GROUP BY split ORDER BY split;
 
 -- name: group_summary
@@ -100,7 +100,7 @@ SELECT attribute, policy_label, arity, count(*) AS groups
 FROM ql_groups WHERE dataset_id = ? GROUP BY ALL ORDER BY ALL;
 
 -- name: detector_summary
-SELECT detector, count(*) AS documents, sum(n_groups) AS groups
+SELECT detector, count(*) AS documents, sum(n_groups)::BIGINT AS groups
 FROM ql_predictions WHERE dataset_id = ? GROUP BY detector ORDER BY detector;
 
 -- name: recent_ingests

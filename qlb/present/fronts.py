@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from qlb.present.names import count_of, name, pct_interval
+from qlb.present.names import count_of, name, pct_interval, under
 from qlb.tuple.release_views import VIEWS
 
 
@@ -57,12 +57,6 @@ def front_of(points: pd.DataFrame) -> Front:
     if points["model"].nunique() == 1:
         return Front("view", "nondominated_all", points)
     return Front("model", "nondominated_models", points[points["view"] == "full_native"])
-
-
-def under(profile: str) -> str:
-    """``Under the authored costs`` or ``Under the cost profile “review at half cost”``: a sentence's opening."""
-    return ("Under the authored costs" if profile == "authored"
-            else f"Under the cost profile “{name('profile', profile)}”")
 
 
 def who_sentence(front: Front, tasks: list[str], profile: str) -> str:

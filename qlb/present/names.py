@@ -310,6 +310,12 @@ def text_range(lo: str, hi: str) -> str:
     return lo if lo == hi else f"{lo} to {hi}"
 
 
+def under(profile: str) -> str:
+    """``Under the authored costs`` or ``Under the cost profile “review at half cost”``: a sentence's opening."""
+    return ("Under the authored costs" if profile == "authored"
+            else f"Under the cost profile “{name('profile', profile)}”")
+
+
 def listing(items: list[str]) -> str:
     """``a, b and c``."""
     return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"

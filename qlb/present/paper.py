@@ -157,8 +157,12 @@ def recovery_checks(d: RunData) -> list[Check]:
         if s.empty:
             out.append(_check(key, "no decoding audit", None))
         else:
-            run = (f"{int((s > 0).sum())} of {len(s)} models ({_span(s, _pts)} points)" if key == "confidence_adds"
-                   else f"{_span(s, _pts)} points")
+            run = f"{_span(s, _pts)} points"
+            if key == "confidence_adds":       # the point estimates, and how many the paired interval clears
+                rd = d.recovery_diff
+                low = rd[(rd["view_a"] == a) & (rd["view_b"] == b)]["ci_low"] if "ci_low" in rd else pd.Series()
+                run = (f"higher for {int((s > 0).sum())} of {len(s)} models ({run})"
+                       + (f"; paired 95% interval above 0 for {int((low > 0).sum())}" if len(low) else ""))
             out.append(_check(key, run, bool(ok(s))))
     return out
 

@@ -161,11 +161,11 @@ def test_overview_sections_and_chart(app):
     assert not at.exception
     assert len(at.get("plotly_chart")) == 1
     at.segmented_control(key="overview_section").set_value("QuasiLeak corpus").run()
-    corpus = next(f for f in frames(at) if "hide_targets" in f.columns)
+    corpus = next(f for f in frames(at) if "targets" in f.columns)
     assert corpus["documents"].sum() == 5000 and corpus.set_index("split")["documents"]["test"] == 750
     at.segmented_control(key="overview_section").set_value("Ingests and quarantine").run()
-    q = next(f for f in frames(at) if "rejected_lines" in f.columns)
-    assert q["rejected_lines"].sum() == 7
+    q = next(f for f in frames(at) if "rejected lines" in f.columns)
+    assert q["rejected lines"].sum() == 7
 
 
 def test_refusal_page(app):
@@ -538,6 +538,7 @@ def test_compare_runs_page(decoded_warehouse, monkeypatch):
         assert "Not compared: secret recovery" in shown
         views = at.selectbox(key="compare_cost_view").options
         tasks = at.selectbox(key="compare_cost_task").options
+        assert at.selectbox(key="compare_cost_task").label == "Task"          # as every other page calls it
         assert len(views) == 5 and tasks == ["selective routing", "one-step clarification",
                                                     "asymmetric-cost routing"]
         for key, choices in (("compare_cost_view", views), ("compare_cost_task", tasks)):
@@ -586,7 +587,10 @@ def test_compare_runs_page_names_the_largest_change(decoded_warehouse, tmp_path,
 
 
 def test_collection_page_without_collections_says_how_to_collect(app, demo_warehouse):
-    """The simulated demo holds no `qlb collect` run: the page gives the exact commands."""
+    """The simulated demo holds no `qlb collect` run: the page gives the exact commands, which load
+    the user's worlds into a dataset of their own and collect there (as the Data page says, user
+    data and simulated data never mix); collecting on the simulated worlds is offered apart, saying
+    how those answers are labelled."""
     import shlex
     from pathlib import Path
     at = app.run()
@@ -594,15 +598,24 @@ def test_collection_page_without_collections_says_how_to_collect(app, demo_wareh
     assert not at.exception, [e.value for e in at.exception]
     assert at.title[0].value == "Collection"
     assert any("No collection runs in this dataset yet" in i.value for i in at.info)
-    commands = "\n".join(c.value for c in at.code)
     where = shlex.quote(str(Path(demo_warehouse).resolve()))
+    aside = next(e for e in at.expander if e.label == "To try a real model on these simulated worlds instead")
+    aside_code = {c.value for c in aside.code}
+    own = "\n".join(c.value for c in at.code if c.value not in aside_code)
+    assert f"qlb ingest worlds my_worlds.jsonl --dataset my-audit --warehouse {where}" in own
     for transport in ("--transport typed --base-url http://127.0.0.1:8000",
                       "--transport openai --base-url http://127.0.0.1:8080/v1 --endpoint-model llama3",
                       "--transport python --target my_module:answer"):
-        assert (f"qlb collect native --dataset simulated-reference --model my-model --warehouse {where} "
-                f"{transport}") in commands
-    assert f"qlb audit --dataset simulated-reference --warehouse {where}" in commands
+        assert f"qlb collect native --dataset my-audit --model my-model --warehouse {where} {transport}" in own
+    assert f"qlb audit --dataset my-audit --warehouse {where}" in own
+    assert "simulated-reference" not in own
+    assert any("your data and simulated data never mix" in c.value for c in at.caption)
     assert "Collecting answers from your own model" in texts(at)
+    assert "You can still ask your own model about the simulated worlds" not in texts(at)
+    assert (f"qlb collect native --dataset simulated-reference --model triage-example --warehouse {where} "
+            "--transport python --target qlb.examples.triage_model:answer") in aside.code[0].value
+    note = aside.markdown[0].value
+    assert "SIMULATED badge" in note and "names each real model" in note and "not your data" in note
     assert not frames(at) and not at.get("plotly_chart")
 
 
@@ -738,6 +751,7 @@ def test_data_page_ontology_section_shows_validates_and_ingests(demo_warehouse, 
         assert any("uses lending\\_ontology\\.json" in s.value for s in at.success)
         assert at.session_state["dataset"] == "lending"
         assert any("uses its own ontology, from lending\\_ontology\\.json" in m.value for m in at.markdown)
+        assert any(re.search(r"attached 20\d\d-\d\d-\d\d \d\d:\d\d UTC\)", m.value) for m in at.markdown)
         assert any("medical\\_debt: The credit file shows unpaid medical bills\\." in m.value for m in at.markdown)
     con = open_reader(wh)
     try:
@@ -750,3 +764,68 @@ def test_data_page_ontology_section_shows_validates_and_ingests(demo_warehouse, 
 def parse_sha(path) -> str:
     from qlb.records.ontology import ontology_sha256
     return ontology_sha256(path.read_text("utf-8"))
+
+
+def column_formats(at: AppTest) -> dict[str, dict]:
+    """Each interactive grid column's configuration (label -> Streamlit's column config), all grids."""
+    return {label: config for df in at.dataframe for label, config in json.loads(df.proto.columns or "{}").items()}
+
+
+def test_overview_data_tabs_show_plain_headers_dates_and_counts(app):
+    """The corpus and ingest tabs: plain-word headers (no warehouse column names), whole counts
+    shown with thousands separators, the ingest's time to the minute in UTC and its digest short."""
+    at = app.run()
+    at.segmented_control(key="overview_section").set_value("QuasiLeak corpus").run()
+    assert not at.exception, [e.value for e in at.exception]
+    corpus = next(f for f in frames(at) if "targets" in f.columns)
+    assert list(corpus.columns) == ["split", "documents", "contexts", "gold groups", "targets"]
+    assert corpus["gold groups"].sum() > corpus["targets"].sum() > 0
+    detectors = next(f for f in frames(at) if "detector" in f.columns)
+    assert list(detectors.columns) == ["detector", "documents", "predicted groups"]
+    formats = column_formats(at)
+    for label in ("gold groups", "targets", "predicted groups", "documents"):
+        assert formats[label]["type_config"]["format"] == "localized", (label, formats[label])
+    assert "hide attribute" in formats["targets"]["help"]
+    shown = [c for f in frames(at) for c in f.columns]
+    assert not [c for c in shown if "_" in str(c)], shown
+
+    at.segmented_control(key="overview_section").set_value("Ingests and quarantine").run()
+    assert not at.exception, [e.value for e in at.exception]
+    ingests = next(f for f in frames(at) if "file sha256" in f.columns)
+    assert list(ingests.columns) == ["ingest", "kind", "file", "format", "model", "lines", "accepted",
+                                     "invalid (kept)", "rejected", "finished", "file sha256"]
+    assert ingests["finished"].str.fullmatch(r"20\d\d-\d\d-\d\d \d\d:\d\d UTC").all(), ingests["finished"].tolist()
+    assert ingests["file sha256"].str.fullmatch(r"[0-9a-f]{12}…").all()
+    native = ingests.set_index("file").loc["native_responses.jsonl"]
+    assert (native["lines"], native["accepted"], native["invalid (kept)"], native["rejected"]) == (12965, 12960, 9, 5)
+    formats = column_formats(at)
+    for label in ("lines", "accepted", "invalid (kept)", "rejected", "rejected lines"):
+        assert formats[label]["type_config"]["format"] == "localized", (label, formats[label])
+    assert "SHA-256" in formats["file sha256"]["help"]
+    quarantine = next(f for f in frames(at) if "rejected lines" in f.columns)
+    assert list(quarantine.columns) == ["kind", "file", "rejected lines", "first rejected line"]
+    invalid = next(f for f in frames(at) if "reason" in f.columns)
+    assert list(invalid.columns) == ["model", "reason", "responses"] and invalid["responses"].sum() == 9
+    shown = [c for f in frames(at) for c in f.columns]
+    assert not [c for c in shown if "_" in str(c)], shown
+
+
+def test_glossary_names_the_attacker_families_and_wcpq(demo_warehouse, monkeypatch):
+    """The Glossary lists the attacker library's families by their display names, from the
+    code's own list, names no family the library lacks, and spells out WCPQ."""
+    from dashboard.widgets import md_text
+    from qlb.present.names import FAMILY_NAMES, listing
+    from qlb.tuple.release_views import DECODER_FAMILIES
+    with opened(demo_warehouse, "pages/glossary.py", monkeypatch) as at:
+        assert not at.exception, [e.value for e in at.exception]
+        shown = texts(at)
+        attacker = next(line for line in shown.splitlines() if line.startswith("- **Attacker \\(decoder\\)**"))
+        families = listing([FAMILY_NAMES[f] for f in DECODER_FAMILIES])
+        assert families == ("base rate, logistic regression, random forest, shared mechanism scorer and "
+                            "Gaussian templates")
+        assert md_text(families) in attacker, attacker
+        assert "ensemble" not in attacker and "template," not in attacker
+        assert "- **WCPQ**: The workflow\\-constrained quantizer" in shown
+        at.text_input(key="glossary_find").set_value("workflow-constrained").run()
+        assert any(line.startswith("- **WCPQ**") for line in texts(at).splitlines())
+

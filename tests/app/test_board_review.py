@@ -1,0 +1,55 @@
+"""What a privacy-board reader of the pages found misleading (a review of every page and the report),
+each pinned: findings that agree with the tables under them and with each other, controls never
+reported as a defense, simulated detectors said to be simulated, the restricted defense attacker
+said plainly."""
+from __future__ import annotations
+
+import re
+
+import pandas as pd
+
+from qlb.present.report import quasileak_sentence
+from tests.app.test_pages import opened, texts
+
+
+def _finding(at, lead: str) -> str:
+    return next(m.value for m in at.markdown if "qlb-finding" in m.value and f"<b>{lead}</b>" in m.value)
+
+
+def test_defense_findings_never_name_a_control_and_say_the_attacker_is_restricted(decoded_warehouse, monkeypatch):
+    with opened(decoded_warehouse, "pages/defenses.py", monkeypatch, 120) as at:
+        assert not at.exception, [e.value for e in at.exception]
+        lower = _finding(at, "Which defenses lower recovery.")
+        assert "(control)" not in lower and "grid only" not in lower
+        assert "The largest fall:" in lower or "for no model under any defense" in lower
+        # the decoded warehouse: decoding with base rate, logistic regression and Gaussian templates; the defense
+        # attacker with base rate and Gaussian templates only
+        assert "restricted to base rate and Gaussian templates" in texts(at)
+        assert "the decoding audit's other families (logistic regression) do not attack" in texts(at)
+
+
+def test_the_confidence_finding_counts_point_estimates_and_names_every_clear_model(decoded_warehouse, monkeypatch):
+    with opened(decoded_warehouse, "pages/recovery.py", monkeypatch, 120) as at:
+        assert not at.exception, [e.value for e in at.exception]
+        said = _finding(at, "The stated confidence.")
+        assert "it is higher for" in said and "paired 95% interval is above 0 for" in said
+        assert not re.search(r"and \d+ more", said)
+
+
+def test_the_closest_call_is_the_comparison_nearest_the_margin(demo_warehouse, monkeypatch):
+    with opened(demo_warehouse, "pages/sensitivity.py", monkeypatch, 120) as at:
+        assert not at.exception, [e.value for e in at.exception]
+        said = _finding(at, "Closest call.")
+        assert "nearest the 0.1 margin" in said and ("just within the margin" in said or "just above" in said)
+
+
+def test_the_detector_finding_says_which_detectors_are_simulated():
+    scores = pd.DataFrame({"detector": ["sim-det-strong", "lexicon-cues", "pattern"],
+                           "value": [0.757, 0.301, 0.112], "ci_low": [0.71, 0.25, 0.08],
+                           "ci_high": [0.80, 0.35, 0.15], "simulated": [True, False, False]})
+    assert quasileak_sentence(scores) == (
+        "Among 3 privacy detectors on the QuasiLeak corpus, the best complete-group F1 is 75.7% [71.0, 80.0] "
+        "(sim-det-strong, simulated from the gold groups); the best real detector reaches 30.1% [25.0, 35.0] "
+        "(lexicon-cues) (95% intervals in brackets).")
+    real = scores.assign(simulated=False)
+    assert quasileak_sentence(real).endswith("is 75.7% [71.0, 80.0] (sim-det-strong) (95% intervals in brackets).")
