@@ -10,9 +10,9 @@ import streamlit as st
 
 from dashboard import data_access as da
 from dashboard.routing import page_entry
-from dashboard.widgets import chart, current_dataset, md_text, simulated_banner, stat_row, table, utc_minute
+from dashboard.widgets import chart, current_dataset, finding, md_text, simulated_banner, stat_row, table, utc_minute
 from qlb.present.figures import plot_texts, recovery_figure
-from qlb.present.paper import checks_frame, paper_checks
+from qlb.present.paper import checks_frame, comparison_sentence, paper_checks
 from qlb.present.report import headline
 from qlb.records.ontology import SPLITS
 
@@ -105,21 +105,25 @@ def headline_findings(path: str, dataset: str) -> None:
         left, right = st.columns([4, 1], vertical_alignment="center")     # "Details" whole at 1,024 px
         left.markdown(f"- {md_text(sentence)}")
         right.page_link(FINDING_PAGES[topic], label="Details", icon=":material/arrow_forward:")
+    checks = paper_checks(d) if d.tuple_task else []
+    against = comparison_sentence(checks)
+    if against:
+        finding(against, lead="Against the paper.")
     key_chart(d)
     st.caption(f"From audit run {md_text(str(d.run['run_id']))}; the report in the sidebar says the same with "
                "its charts and tables.")
-    if d.tuple_task:
-        checks = paper_checks(d)
+    if against:
         known = [c for c in checks if c.holds is not None]
-        if known:
-            held = sum(bool(c.holds) for c in known)
-            with st.expander(f"Compared with the TUPLE paper: {held} of {len(known)} of its findings hold on this run"):
-                st.caption("Each band is what a run must show to tell the paper's story: its direction and rough "
-                           "size, not its exact numbers.")
-                table(checks_frame(known).assign(holds=lambda f: f["holds"].map({True: "yes", False: "NO"}))
-                      [["finding", "paper", "band", "run", "holds"]].rename(columns={"run": "this run"}),
-                      "paper_comparison", "The paper's findings (TUPLE.md section 8, and its appendix H.2 for the learned "
-                      "WCPQ) against this run.")
+        held = sum(bool(c.holds) for c in known)
+        bad = len(known) - held
+        with st.expander(f"Compared with the TUPLE paper: {held} of {len(known)} of its findings hold on this run"
+                         + (f", {bad} do not" if bad > 1 else ", 1 does not" if bad else ""), expanded=bad > 0):
+            st.caption("Each band is what a run must show to tell the paper's story: its direction and rough "
+                       "size, not its exact numbers.")
+            table(checks_frame(known).assign(holds=lambda f: f["holds"].map({True: "yes", False: "NO"}))
+                  [["finding", "holds", "run", "band", "paper"]].rename(columns={"run": "this run"}),
+                  "paper_comparison", "The paper's findings (TUPLE.md section 8, and its appendix H.2 for the learned "
+                  "WCPQ) against this run.")
 
 
 SIMULATED_PREFIX = re.compile(r"^\s*SIMULATED\b[^:]*:\s*")

@@ -266,4 +266,20 @@ def failing(checks: list[Check]) -> list[Check]:
     return [c for c in checks if c.holds is False]
 
 
+def comparison_sentence(checks: list[Check]) -> str | None:
+    """How many of the paper's findings hold on the run and, by name, which do not (with what the run shows against
+    the band): said beside the headline findings, so a finding that praises a result the paper comparison fails is
+    never read alone. None when the run holds none of the audits the checks read."""
+    known = [c for c in checks if c.holds is not None]
+    if not known:
+        return None
+    bad = failing(known)
+    text = f"{len(known) - len(bad)} of {len(known)} of the TUPLE paper's findings hold on this run"
+    if not bad:
+        return text + "."
+    return (text + "; " + ("this one does not: " if len(bad) == 1 else f"these {len(bad)} do not: ")
+            + "; ".join(f"{c.finding.rstrip('.')} (this run: {c.run}; the paper's story needs {c.band})" for c in bad)
+            + ".")
+
+
 

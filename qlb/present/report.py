@@ -23,7 +23,7 @@ from qlb.present.fronts import front_of, who_sentence
 from qlb.present.learned import learned_points, learned_sentence, table15
 from qlb.present.names import (QL_METRIC_NAMES, TASK_NAMES, VIEW_NAMES, count_of, how_many, listing, pct, pct_interval,
                                points_interval, readable, text_range)
-from qlb.present.paper import choice_vs_native, paper_checks
+from qlb.present.paper import choice_vs_native, comparison_sentence, paper_checks
 from qlb.present.palette import model_colours
 from qlb.present.robustness import (FAMILY_TRACKS, MAIN_TRACKS, both_correct_sentence, both_correct_table,
                                     tracks_sentence, tracks_table)
@@ -423,6 +423,10 @@ def render_report(d: RunData) -> str:
                      "produced these responses; the numbers illustrate the method, not any product.</p>")
     parts.append("<h2>Headline findings</h2><ul class='findings'>"
                  + "".join(f"<li>{esc(s)}</li>" for s in findings(d)) + "</ul>")
+    against = comparison_sentence(paper_checks(d)) if d.tuple_task else None
+    if against:
+        parts.append(f"<p><b>Against the paper.</b> {esc(against)} The table at the end of the report has every "
+                     f"finding.</p>")
     if d.ontology is not None:
         parts.append(task_section(d.ontology))
     first = [True]
@@ -534,9 +538,9 @@ def render_report(d: RunData) -> str:
                          f"<p>{held} of {known} of the paper's findings hold on this run. Each band is what a run "
                          "must show to tell the paper's story (its direction and rough size, not its exact numbers)."
                          "</p>")
-            rows = pd.DataFrame([{"finding": c.finding, "paper": c.paper, "band": c.band, "this run": c.run,
-                                  "holds": "—" if c.holds is None else ("yes" if c.holds else "NO")}
-                                 for c in checks])
+            rows = pd.DataFrame([{"finding": c.finding,
+                                  "holds": "—" if c.holds is None else ("yes" if c.holds else "NO"),
+                                  "this run": c.run, "band": c.band, "paper": c.paper} for c in checks])
             parts.append(_table(rows, {c: "figure" for c in ("finding", "paper", "band", "this run")}))
     params = json.loads(d.run["parameters"]) if isinstance(d.run["parameters"], str) else {}
     prov = {"run_id": run_id, "dataset": str(d.dataset["dataset_id"]), "simulated": simulated,

@@ -53,3 +53,28 @@ def test_the_detector_finding_says_which_detectors_are_simulated():
         "(lexicon-cues) (95% intervals in brackets).")
     real = scores.assign(simulated=False)
     assert quasileak_sentence(real).endswith("is 75.7% [71.0, 80.0] (sim-det-strong) (95% intervals in brackets).")
+
+
+def test_the_findings_that_fail_the_paper_are_named_beside_the_headline():
+    from qlb.present.paper import Check, comparison_sentence
+    checks = [Check("a", "Refusal leaks.", "92-99%", ">90%", "95%", True),
+              Check("b", "WCPQ lowers recovery at no cost.", "10-25 points", "every model lower",
+                    "8 of 9 models lower", False),
+              Check("c", "Learned WCPQ.", "x", "y", "no audit", None)]
+    assert comparison_sentence(checks) == (
+        "1 of 2 of the TUPLE paper's findings hold on this run; this one does not: WCPQ lowers recovery at no cost "
+        "(this run: 8 of 9 models lower; the paper's story needs every model lower).")
+    assert comparison_sentence(checks[:1]) == "1 of 1 of the TUPLE paper's findings hold on this run."
+    assert comparison_sentence(checks[2:]) is None
+
+
+def test_the_overview_says_how_the_run_compares_with_the_paper_before_its_chart(decoded_warehouse, monkeypatch):
+    with opened(decoded_warehouse, "pages/overview.py", monkeypatch, 120) as at:
+        assert not at.exception, [e.value for e in at.exception]
+        said = _finding(at, "Against the paper.")
+        assert "of the TUPLE paper&#x27;s findings hold on this run" in said or "of the TUPLE paper's" in said
+        fold = next(e for e in at.expander if e.label.startswith("Compared with the TUPLE paper"))
+        table = next(f for f in (d.value for d in fold.dataframe))
+        assert list(table.columns[:2]) == ["finding", "holds"]          # the verdict beside the finding, never cut
+        bad = int((table["holds"] == "NO").sum())
+        assert (f"{bad} do not" in fold.label or "1 does not" in fold.label) if bad else "not" not in fold.label
