@@ -47,7 +47,7 @@ PAGES = [
     ("pages/recovery.py", "Release-view recovery", ":material/key:", "recovery"),
     ("pages/fronts.py", "Privacy-utility fronts", ":material/scatter_plot:", "fronts"),
     ("pages/sensitivity.py", "Cost-profile sensitivity", ":material/tune:", "sensitivity"),
-    ("pages/defenses.py", "Defenses and WCPQ", ":material/verified_user:", "defenses"),
+    ("pages/defenses.py", "Defenses and WCPQ verification", ":material/verified_user:", "defenses"),
     ("pages/quasileak.py", "QuasiLeak detectors", ":material/find_in_page:", "quasileak"),
     ("pages/compare.py", "Compare runs", ":material/compare_arrows:", "compare"),
     ("pages/glossary.py", "Glossary", ":material/menu_book:", "glossary"),

@@ -184,10 +184,12 @@ def wrapped(label: str, width: int = 14) -> str:
     return "<br>".join(textwrap.wrap(label, width, break_long_words=False, break_on_hyphens=False)) or label
 
 
-def cost_difference_heatmap(diff: pd.DataFrame, task: str, view: str) -> go.Figure:
+def cost_difference_heatmap(diff: pd.DataFrame, task: str, view: str, bound: float | None = None) -> go.Figure:
     """Mean test cost per case of ``view`` minus full native for ``task`` (cost units), per model (rows) and cost
     profile (columns, display names; the hover says what each profile changes), as a diverging heatmap: blue where
-    the lower-information release is cheaper, red where it costs more; ✓ marks non-inferiority."""
+    the lower-information release is cheaper, red where it costs more; ✓ marks non-inferiority. The colour scale runs
+    to ``bound`` either side of 0 (default: this task's largest difference), so heatmaps drawn side by side with one
+    bound share one scale."""
     d = diff[(diff["task"] == task) & (diff["view_a"] == view)]
     models = sorted(d["model"].unique())
     profiles = profile_order(d["profile"])
@@ -199,7 +201,8 @@ def cost_difference_heatmap(diff: pd.DataFrame, task: str, view: str) -> go.Figu
     text = [[f"{z[i, j]:+z.3f}{' ✓' if ni[i, j] else ''}" for j in range(len(profiles))] for i in range(len(models))]
     explained = np.array([[plot_text(PROFILE_HELP.get(p, "")) for p in profiles] for _ in models], dtype=object)
     columns = [plot_text(PROFILE_NAMES.get(p, p)) for p in profiles]
-    bound = max(float(np.nanmax(np.abs(z))), 1e-3) if z.size else 1.0      # all zero: a scale, not Plotly's auto
+    if bound is None:
+        bound = max(float(np.nanmax(np.abs(z))), 1e-3) if z.size else 1.0      # all zero: a scale, not Plotly's auto
     fig = go.Figure(go.Heatmap(
         z=z, x=columns, y=plot_texts(models), text=text, texttemplate="%{text}",
         meta=plot_text(VIEW_NAMES.get(view, view)), colorscale=DIVERGING, zmid=0, zmin=-bound, zmax=bound,

@@ -477,10 +477,13 @@ def render_report(d: RunData) -> str:
         parts.append("<p class='caption'>Mean test cost per case of the validation-selected recipient policy when it "
                      "receives only the choice or the full native response (authored costs, benchmark units; lower "
                      "is better). Every view and cost profile is on the Cost-profile sensitivity page.</p>")
+        choice = d.utility_diff[d.utility_diff["view_a"] == "choice"]["difference"].abs()
+        shared = max(float(round(choice.max(), 3)), 1e-3) if len(choice) else None    # one colour scale, 3 tasks
         for task in TASKS:
             if ((d.utility_diff["task"] == task) & (d.utility_diff["view_a"] == "choice")).any():
-                fig(figures.cost_difference_heatmap(d.utility_diff, task, "choice"),
-                    f"{TASK_NAMES.get(task, task).capitalize()}: choice minus full native mean cost over model × cost profile; "
+                fig(figures.cost_difference_heatmap(d.utility_diff, task, "choice", shared),
+                    f"{TASK_NAMES.get(task, task).capitalize()}: choice minus full native mean cost per case over "
+                    f"model × cost profile (cost units; the three tasks share one colour scale, ±{shared:.3f}); "
                     "✓ non-inferior at 0.1.")
     if not d.fronts.empty:
         parts.append("<h2>Privacy–utility fronts</h2>")
@@ -495,7 +498,7 @@ def render_report(d: RunData) -> str:
                     f"{TASK_NAMES.get(task, task).capitalize()}: test recovery against mean cost (authored profile) of {what}; "
                     f"outlined points are non-dominated.")
     if not d.defenses.empty:
-        parts.append("<h2>Output defenses and WCPQ</h2>")
+        parts.append("<h2>Defenses and WCPQ verification</h2>")
         main = d.defenses[d.defenses["defense"].isin(figures.DEFENSE_ORDER)]
         fig(figures.defense_figure(main, colours), "Defense-aware secret recovery per model and defense, 95% intervals.")
         main = main.assign(**{"secret recovery [95% CI]": [pct_interval(*r) for r in main[

@@ -56,6 +56,10 @@ def test_heatmap_shows_profile_display_names_and_marks_noninferiority():
     assert list(heat.x) == ["authored costs", "review at half cost"]
     assert heat.text[0][0].endswith("✓") and "✓" not in heat.text[1][0]
     assert "Trusted review and general inspection cost half" in heat.customdata[0][1][3]
+    own = max(abs(r["difference"]) for r in rows)
+    assert (heat.zmin, heat.zmax) == (-own, own)                          # its own scale by default
+    shared = cost_difference_heatmap(pd.DataFrame(rows), "selective", "choice", 1.5).data[0]
+    assert (shared.zmin, shared.zmid, shared.zmax) == (-1.5, 0, 1.5)     # a scale shared with other tasks
 
 
 def test_defense_figure_draws_markers_in_defense_order_without_lines():

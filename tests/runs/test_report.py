@@ -177,7 +177,7 @@ def test_report_of_a_one_model_run_draws_the_front_of_its_release_views(one_mode
         html = build_report(con, None, "simulated-reference")
     finally:
         con.close()
-    fronts = html[html.index("<h2>Privacy–utility fronts</h2>"):html.index("<h2>Output defenses")]
+    fronts = html[html.index("<h2>Privacy–utility fronts</h2>"):html.index("<h2>Defenses and WCPQ verification")]
     assert fronts.count("each release view of sim-alder, the one model audited") == 3
     assert "With one model audited (sim-alder), the front compares its release views." in html
     assert "sim-alder in " in html                       # the non-inferiority finding names the tasks
