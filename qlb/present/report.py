@@ -125,6 +125,21 @@ def recovery_change(points: pd.Series, say_lowers: bool = True,
     return f"changes recovery by {text_range(lo, hi)} points{span}"
 
 
+def ends(frame: pd.DataFrame, value: str, shown, low: str = "ci_low", high: str = "ci_high") -> str:
+    """The lowest and the highest ``value`` of ``frame``'s rows, each as ``shown(value, low, high)`` (its 95%
+    interval) with its model: ``50.7% [47.9, 53.5] (sim-a) to 55.2% [52.3, 58.1] (sim-b)``; one row, or ends that
+    read the same, give one figure. Empty for no rows."""
+    f = frame.dropna(subset=[value])
+    if f.empty:
+        return ""
+    f = f.sort_values([value, "model"] if "model" in f else [value])
+    cell = [shown(r[value], r.get(low), r.get(high)) for r in (f.iloc[0], f.iloc[-1])]
+    if len(f) == 1 or cell[0] == cell[1]:
+        return cell[0]
+    who = [f" ({r['model']})" if "model" in r else "" for r in (f.iloc[0], f.iloc[-1])]
+    return f"{cell[0]}{who[0]} to {cell[1]}{who[1]}"
+
+
 def _one_interval(frame: pd.DataFrame, low: str, high: str, scale: float = 100.0) -> tuple[float, float] | None:
     """The (low, high) of a one-row frame, scaled (to points); None for several rows or without the columns."""
     if len(frame) != 1 or low not in frame or high not in frame:
@@ -142,25 +157,19 @@ def headline(d: RunData) -> list[tuple[str, str]]:
         out.append(("refusal", refusal_sentence(rec, d.uniform_reference)))
     pooled = d.recovery[d.recovery["scope"] == "pooled"] if not d.recovery.empty else d.recovery
     if not pooled.empty:
-        by = pooled.pivot(index="model", columns="view", values="accuracy")
-        one = len(by) == 1          # one model: its figure with the 95% interval, not a range
         parts = []
         for view, words in (("choice", "the coarse choice alone"), ("full_native", "the full native output")):
-            if view in by:
-                r = pooled[pooled["view"] == view]
-                shown = (pct_interval(r["accuracy"].iloc[0], r["ci_low"].iloc[0], r["ci_high"].iloc[0]) if one
-                         else text_range(_pct(by[view].min()), _pct(by[view].max())))
+            shown = ends(pooled[pooled["view"] == view], "accuracy", pct_interval)
+            if shown:
                 parts.append(f"{words} lets an attacker recover it in {shown} of test worlds")
         if parts:
             out.append(("recovery", "Against a 50% guessing baseline, " + "; ".join(parts)
-                        + (" (95% intervals in brackets)." if one else ".")))
+                        + " (95% intervals in brackets)."))
         diff = d.recovery_diff[(d.recovery_diff["view_a"] == "full_native") & (d.recovery_diff["view_b"] == "choice")]
-        if not diff.empty:
-            gain = text_range(f"{100 * diff['difference'].min():+z.1f}", f"{100 * diff['difference'].max():+z.1f}")
-            ci = _one_interval(diff, "ci_low", "ci_high")
-            gain += f" [{ci[0]:+z.1f}, {ci[1]:+z.1f}]" if ci is not None and not any(pd.isna(v) for v in ci) else ""
+        gain = ends(diff, "difference", points_interval)
+        if gain:
             out.append(("recovery", f"Releasing the probabilities and confidence on top of the choice adds {gain} "
-                                    f"points of recovery{', model by model' if len(diff) > 1 else ''}."))
+                                    f"points of recovery (paired 95% intervals)."))
     ud = d.utility_diff
     if not ud.empty:
         everywhere = choice_vs_native(d)

@@ -40,7 +40,8 @@ def _run_data(wcpq_agreement: tuple[int, int]) -> RunData:
     recovery = pd.DataFrame({"scope": "pooled", "model": ["a", "a", "b", "b"],
                              "view": ["choice", "full_native"] * 2, "accuracy": [0.5104, 0.6281, 0.5764, 0.7538],
                              "ci_low": [0.4802, 0.5913, 0.5431, 0.7212], "ci_high": [0.5399, 0.6622, 0.6088, 0.7841]})
-    diff = pd.DataFrame({"view_a": "full_native", "view_b": "choice", "difference": [0.1146, 0.2361],
+    diff = pd.DataFrame({"model": ["a", "b"], "view_a": "full_native", "view_b": "choice",
+                         "difference": [0.1146, 0.2361],
                          "ci_low": [0.0733, 0.1935], "ci_high": [0.1562, 0.2788]})
     agree, comparisons = wcpq_agreement
     defenses = pd.DataFrame({"model": ["a", "b"], "defense": "wcpq", "diff_vs_native": [-0.2462, -0.1007],
@@ -53,10 +54,11 @@ def _run_data(wcpq_agreement: tuple[int, int]) -> RunData:
 
 def test_findings_say_what_the_run_holds():
     assert findings(_run_data((5184, 5184))) == [
-        "Against a 50% guessing baseline, the coarse choice alone lets an attacker recover it in 51.0% to 57.6% of "
-        "test worlds; the full native output lets an attacker recover it in 62.8% to 75.4% of test worlds.",
-        "Releasing the probabilities and confidence on top of the choice adds +11.5 to +23.6 points of recovery, "
-        "model by model.",
+        "Against a 50% guessing baseline, the coarse choice alone lets an attacker recover it in 51.0% [48.0, 54.0] (a) "
+        "to 57.6% [54.3, 60.9] (b) of test worlds; the full native output lets an attacker recover it in 62.8% "
+        "[59.1, 66.2] (a) to 75.4% [72.1, 78.4] (b) of test worlds (95% intervals in brackets).",
+        "Releasing the probabilities and confidence on top of the choice adds +11.5 [+7.3, +15.6] (a) to +23.6 "
+        "[+19.4, +27.9] (b) points of recovery (paired 95% intervals).",
         "The workflow-constrained quantizer lowers recovery by 10.1 to 24.6 points on 2 models (coverage 99.3% to "
         "100.0%) while every one of "
         "the 18 frozen recipient policies keeps its exact plan and cost in every test world.",
@@ -78,7 +80,8 @@ def test_findings_of_a_one_model_run_read_as_one_model():
         "Against a 50% guessing baseline, the coarse choice alone lets an attacker recover it in 51.0% [48.0, 54.0] of "
         "test worlds; the full native output lets an attacker recover it in 62.8% [59.1, 66.2] of test worlds (95% "
         "intervals in brackets).",
-        "Releasing the probabilities and confidence on top of the choice adds +11.5 [+7.3, +15.6] points of recovery.",
+        "Releasing the probabilities and confidence on top of the choice adds +11.5 [+7.3, +15.6] points of recovery "
+        "(paired 95% intervals).",
         "The workflow-constrained quantizer lowers recovery by 24.6 points (95% interval 20.5 to 28.9) on 1 model "
         "(coverage 99.3%) while every one of the 18 frozen recipient policies keeps its exact plan and cost in every "
         "test world.",
