@@ -161,7 +161,9 @@ def learned_sentence(points: pd.DataFrame, info: pd.DataFrame) -> str:
         over = known[known["max_cost_increase"] > known["budget"] + 1e-9]
         if over.empty:
             worst = known.groupby("budget")["max_cost_increase"].max()
-            text += (" Every release stayed within its budget: the largest realized increase of a world's cost is "
+            text += (" Every release stayed within its budget (a budget is counted in review costs, the authored cost "
+                     "of one trusted review, per world, not in cost units per case): the largest realized increase of "
+                     "a world's cost is "
                      + ", ".join(f"{v:.2f} review costs at budget {b:g}" for b, v in worst.items()) + ".")
         else:
             o = over.loc[(over["max_cost_increase"] - over["budget"]).idxmax()]       # the largest breach, first of ties

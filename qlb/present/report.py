@@ -28,7 +28,7 @@ from qlb.present.palette import model_colours
 from qlb.present.robustness import (FAMILY_TRACKS, MAIN_TRACKS, both_correct_sentence, both_correct_table,
                                     tracks_sentence, tracks_table)
 from qlb.present.rundata import RunData
-from qlb.records.ontology import Ontology
+from qlb.records.ontology import Ontology, humanise
 from qlb.tuple.refusal import rate_intervals
 from qlb.tuple.release_views import VIEWS
 from qlb.tuple.tracks import RobustnessChecks
@@ -400,8 +400,7 @@ def task_section(ontology: Ontology) -> str:
     esc = html.escape
 
     def named(domain, item: str) -> str:
-        about = domain.descriptions.get(item)
-        return f"<code>{esc(item)}</code>" + (f" ({esc(about)})" if about else "")
+        return f"<code>{esc(item)}</code> ({esc(domain.describe(item))})"     # its description, else its words
 
     out = ["<h2>What was audited: the decision task</h2>",
            "<p>Each case is decided into one class; the recipient sees the release, never the protected mechanism "
@@ -410,7 +409,7 @@ def task_section(ontology: Ontology) -> str:
         rows = "".join(f"<tr><td>{named(domain, c)}</td><td>"
                        + ", ".join(named(domain, m) for m in domain.mechanisms_by_class[c]) + "</td></tr>"
                        for c in domain.classes)
-        out.append(f"<h3>{esc(domain.title)}</h3><p>Recipient: {esc(domain.recipient_role)}; may receive "
+        out.append(f"<h3>{esc(domain.title)}</h3><p>Recipient: {esc(humanise(domain.recipient_role))}; may receive "
                    f"{esc(domain.may_receive or '—')}; must not receive {esc(domain.must_not_receive or '—')}.</p>"
                    "<div class='wide'><table><thead><tr><th>decision class</th><th>protected mechanisms behind it"
                    f"</th></tr></thead><tbody>{rows}</tbody></table></div>")

@@ -129,3 +129,8 @@ def test_the_report_says_what_task_was_audited_and_escapes_its_text():
     text = task_section(parse_ontology(as_text(doc), "o.json"))
     assert "<img" not in text and "<b>" not in text
     assert "&lt;img src=x onerror=alert(1)&gt;" in text and "it&#x27;s &lt;b&gt;bold&lt;/b&gt; &amp; Zürich" in text
+    # the board reads words: the recipient role and an undescribed mechanism in plain words beside the identifier
+    del doc["domains"]["d"]["descriptions"]["m3"]
+    doc["domains"]["d"]["recipient_role"] = "merchant_claim_dispatcher"
+    text = task_section(parse_ontology(as_text(doc), "o.json"))
+    assert "Recipient: Merchant claim dispatcher;" in text and "<code>m3</code> (M3)" in text
