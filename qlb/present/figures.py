@@ -99,7 +99,7 @@ def front_figure(points: pd.DataFrame, member: str, colours: dict[str, str], eve
     front = points[points[member]].sort_values(["recovery", "mean_cost"])
     labels = front_labels(front, every_view)
     fig.add_trace(go.Scatter(x=labels["recovery"], y=labels["mean_cost"], mode="text", showlegend=False,
-                             text=plot_texts(labels["label"]), hoverinfo="skip",
+                             text=["\u2003" + t for t in plot_texts(labels["label"])], hoverinfo="skip",   # clear of the marker
                              textfont=dict(size=12, color="#111111"),
                              textposition=["top right" if i % 2 == 0 else "bottom right" for i in range(len(labels))]))
     if len(front) > 1:
