@@ -333,7 +333,12 @@ def cost_section(costs: pd.DataFrame, run_id: str) -> None:
     table(out, f"defense_costs_{recipient}_{task}_{profile}",
           f"Mean test cost per case of the {md_text(name('task', task))} recipients under the "
           f"{md_text(name('profile', profile))} [95% pair-clustered intervals], cost units. The native control and "
-          f"WCPQ rows are the frozen full-native policies (WCPQ is built so that they act unchanged)."
+          f"WCPQ rows are the frozen full-native policies (WCPQ is built so that they act unchanged). The frozen "
+          f"native policies are themselves the adapted ones for the native release (the utility audit fits and "
+          f"selects them on native validation worlds exactly as an adapted recipient is fitted on a defended "
+          f"release), so an adapted row and the native row compare like with like; a release that carries the same "
+          f"information (temperature τ = 2) can still read cheaper or dearer, because the recipient is refitted and "
+          f"reselected on validation worlds: compare the intervals, not the point estimates."
           + "".join(f" No pooled cost for {md_text(name('defense', d))} here: {why.get(d, 'none stored')}."
                     for d in missing)
           + f" Run {md_text(run_id)}.")

@@ -16,7 +16,7 @@ from dashboard.widgets import (audit_page_start, chart, csv_bytes, finding, md_t
                                shown_frame, table)
 from qlb.present import names
 from qlb.present.figures import recovery_figure
-from qlb.present.robustness import (ALL_COLUMN, SUBSET_COLUMN, both_correct_sentence, both_correct_table,
+from qlb.present.robustness import (ALL_COLUMN, SUBSET_COLUMN, both_correct_sentence, both_correct_table, nesting_note,
                                     model_tracks, tracks_sentence)
 from qlb.tuple.release_views import DECODER_FAMILIES, VIEWS
 
@@ -210,6 +210,9 @@ def render() -> None:
     chart(recovery_chart(pooled), shown_frame(pooled)[0], "recovery_by_view",
           f"Paper Figure 4: test recovery per model and release view ({worlds}), with 95% intervals; dashed line: "
           f"50%, guessing. Run {md_text(run_id)}.")
+    inverted = nesting_note(pooled)
+    if inverted:
+        st.caption(md_text(inverted))
     one_view_tables(path, run_id, rec, worlds, len(models))
     differences_table(diff[diff["model"].isin(chosen)], run_id)
     selections_table(path, run_id, chosen or models)

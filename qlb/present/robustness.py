@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from qlb.present.names import TRACK_NAMES, how_many, pct, pct_interval, text_range
+from qlb.present.names import TRACK_NAMES, how_many, listing, name, pct, pct_interval, text_range
 from qlb.tuple.release_views import DECODER_FAMILIES
 from qlb.tuple.tracks import TRACKS
 
@@ -107,3 +107,26 @@ def model_tracks(tracks: pd.DataFrame, model: str) -> pd.DataFrame:
         "attack track": [TRACK_NAMES[t] for t in order],
         "kind": ["one family's best" if t in FAMILY_TRACKS else "saved track" for t in order],
         TRACK_COLUMN: [_cell(rows.loc[t]) for t in order]})
+
+
+NESTED = (("full_native", "full_probabilities"), ("full_native", "choice_confidence"),
+          ("choice_confidence", "choice"), ("full_probabilities", "no_output"), ("choice", "no_output"))
+
+
+def nesting_note(pooled: pd.DataFrame) -> str | None:
+    """Where a release reads below one whose every field it also holds (full native below full probabilities, say):
+    which models and views, and why that is selection noise, not less information. None when none does."""
+    by = pooled.pivot_table(index="model", columns="view", values="accuracy")
+    low = pooled.pivot_table(index="model", columns="view", values="ci_low")
+    high = pooled.pivot_table(index="model", columns="view", values="ci_high")
+    found = [(m, rich, poor) for rich, poor in NESTED if rich in by and poor in by
+             for m in by.index if by.at[m, rich] < by.at[m, poor]]
+    if not found:
+        return None
+    cases = [f"{m} ({name('view', rich)} {pct(by.at[m, rich])} below {name('view', poor)} "
+             f"{pct(by.at[m, poor])})" for m, rich, poor in found]
+    overlap = all(low.at[m, rich] <= high.at[m, poor] and low.at[m, poor] <= high.at[m, rich] for m, rich, poor in found)
+    return (f"A richer release reads below one it contains for {listing(cases)}. It holds every field of the "
+            "poorer one, so an attacker could do at least as well; the difference comes from choosing the attacker "
+            "on validation worlds and scoring it on test worlds"
+            + (", and in each case the two 95% intervals overlap." if overlap else ": compare the intervals."))

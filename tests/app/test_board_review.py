@@ -78,3 +78,18 @@ def test_the_overview_says_how_the_run_compares_with_the_paper_before_its_chart(
         assert list(table.columns[:2]) == ["finding", "holds"]          # the verdict beside the finding, never cut
         bad = int((table["holds"] == "NO").sum())
         assert (f"{bad} do not" in fold.label or "1 does not" in fold.label) if bad else "not" not in fold.label
+
+
+def test_a_richer_release_reading_below_a_poorer_one_is_explained_from_the_numbers():
+    from qlb.present.robustness import nesting_note
+    pooled = pd.DataFrame([{"model": m, "view": v, "accuracy": a, "ci_low": a - 0.03, "ci_high": a + 0.03}
+                           for m, v, a in (("a", "full_native", 0.635), ("a", "full_probabilities", 0.663),
+                                           ("a", "choice", 0.52), ("a", "choice_confidence", 0.55),
+                                           ("b", "full_native", 0.70), ("b", "full_probabilities", 0.60))])
+    note = nesting_note(pooled)
+    assert note.startswith("A richer release reads below one it contains for a (full native 63.5% below full "
+                           "probabilities 66.3%).")
+    assert note.endswith("in each case the two 95% intervals overlap.")
+    assert nesting_note(pooled[pooled["model"] == "b"]) is None
+    far = pooled.assign(ci_low=pooled["accuracy"] - 0.001, ci_high=pooled["accuracy"] + 0.001)
+    assert nesting_note(far).endswith(": compare the intervals.")
