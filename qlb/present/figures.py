@@ -252,12 +252,14 @@ LEARNED_KINDS = {"strict": "WCPQ strict", "no pair": "learned, no pair loss", "p
 def learned_figure(points: pd.DataFrame, colours: dict[str, str]) -> go.Figure:
     """Paper Figure 11: per model, WCPQ strict and each learned variant as (mean authored cost of
     the frozen recipients over the three tasks, secret recovery with its 95% interval); the
-    marker says strict, no pair loss or pair loss, the label the budget."""
+    marker says strict, no pair loss or pair loss, the label the budget. The legend is a key, one
+    entry per model (its colour; a click hides its points) and one per mapper (its symbol), so it
+    stays short with nine models."""
     fig = go.Figure()
     order = list(LEARNED_KINDS)
     for (model, _, kind), d in points.assign(o=points["kind"].map(order.index)).groupby(["model", "o", "kind"]):
         fig.add_trace(go.Scatter(
-            name=f"{plot_text(model)} · {LEARNED_KINDS[kind]}", x=d["mean_cost"],
+            name=f"{plot_text(model)} · {LEARNED_KINDS[kind]}", x=d["mean_cost"], showlegend=False,
             y=d["accuracy"], mode="markers+text", text=[f"{b:g}" if kind != "strict" else "" for b in d["budget"]],
             textposition="middle right", legendgroup=plot_text(model),
             marker=dict(color=colours[model], size=11, symbol=LEARNED_SYMBOLS[kind], line=dict(color="#444444", width=0.75)),
@@ -266,10 +268,20 @@ def learned_figure(points: pd.DataFrame, colours: dict[str, str]) -> go.Figure:
             customdata=np.column_stack([d["ci_low"], d["ci_high"], d["budget"]]),
             hovertemplate="%{fullData.name}<br>budget %{customdata[2]} review costs<br>recovery %{y:.1%} "
                           "[%{customdata[0]:.1%}, %{customdata[1]:.1%}]<br>mean cost %{x:.3f} per case<extra></extra>"))
+    for i, model in enumerate(sorted(points["model"].unique())):
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=plot_text(model), legendgroup=plot_text(model),
+                                 legendgrouptitle_text="model (colour)" if i == 0 else None, hoverinfo="skip",
+                                 marker=dict(color=colours[model], size=10, line=dict(color="#444444", width=0.75))))
+    for i, kind in enumerate(k for k in order if k in set(points["kind"])):
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=LEARNED_KINDS[kind], legendgroup="mapper",
+                                 legendgrouptitle_text="mapper (symbol; the label is the budget)" if i == 0 else None,
+                                 marker=dict(color=FRONT_GREY, size=10, symbol=LEARNED_SYMBOLS[kind]),
+                                 hoverinfo="skip"))
     fig.add_hline(y=0.5, line_dash="dash", line_color="#555555", annotation_text="50%: guessing",
                   annotation_position="bottom left")
-    fig.update_layout(height=560, margin=dict(l=10, r=10, t=10, b=10),
-                      legend=dict(title_text="model · mapper", orientation="h", yanchor="top", y=-0.16, x=0),
+    rows = int(np.ceil(points["model"].nunique() / 4)) + 3          # the legend's lines above the plot
+    fig.update_layout(height=460 + 22 * rows, margin=dict(l=10, r=10, t=30, b=10),
+                      legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0, tracegroupgap=2),
                       xaxis=dict(title="mean cost per case of the frozen recipients (authored costs, mean of the "
                                        "three tasks)"),
                       yaxis=dict(title="defense-aware secret recovery on test worlds (%)", tickformat=".0%"))

@@ -67,12 +67,17 @@ def test_figure_11_one_trace_per_model_and_mapper_with_escaped_names():
     res = RES.assign(model="<b>m</b>")
     pts = learned_points(res, COSTS.assign(model="<b>m</b>"))
     fig = learned_figure(pts, {"<b>m</b>": "#123456"})
-    names = [t.name for t in fig.data]
+    data = [t for t in fig.data if t.hovertemplate]                  # the points; the rest is the legend's key
+    names = [t.name for t in data]
     assert names == ["&lt;b&gt;m&lt;/b&gt; · WCPQ strict", "&lt;b&gt;m&lt;/b&gt; · learned, no pair loss",
                      "&lt;b&gt;m&lt;/b&gt; · learned, pair loss"]
-    assert [t.marker.symbol for t in fig.data] == ["diamond", "circle", "square"]
-    assert list(fig.data[2].y) == [0.51] and list(fig.data[2].text) == ["0.5"]
-    assert all(t.mode == "markers+text" for t in fig.data)
+    assert [t.marker.symbol for t in data] == ["diamond", "circle", "square"]
+    assert list(data[2].y) == [0.51] and list(data[2].text) == ["0.5"]
+    assert all(t.mode == "markers+text" and t.showlegend is False for t in data)
+    key = [t for t in fig.data if not t.hovertemplate]                # one entry per model, one per mapper
+    assert [t.name for t in key] == ["&lt;b&gt;m&lt;/b&gt;", "WCPQ strict", "learned, no pair loss",
+                                     "learned, pair loss"]
+    assert [t.legendgroup for t in key] == ["&lt;b&gt;m&lt;/b&gt;", "mapper", "mapper", "mapper"]
 
 
 def test_the_sentence_says_when_the_pair_loss_changes_nothing():
