@@ -9,7 +9,7 @@ import streamlit as st
 from dashboard import data_access as da
 from dashboard.routing import page_entry
 from dashboard.widgets import audit_page_start, chart, finding, md_text, pick_run, table
-from qlb.present.figures import front_figure, front_labels
+from qlb.present.figures import front_figure, front_key
 from qlb.present.fronts import Front, front_of, stability_sentence, who_sentence
 from qlb.present.names import PROFILE_HELP, TASK_HELP, cost_interval, listing, name, pct, pct_interval, under
 from qlb.present.palette import model_colours
@@ -130,15 +130,15 @@ def front_chart(shown: pd.DataFrame, member: str, every: bool, task: str, profil
     """The chosen task and profile: who is on the front, and the chart with its caption."""
     st.subheader(f"{md_text(name('task', task).capitalize())} · {md_text(name('profile', profile))}")
     st.caption(md_text(PROFILE_HELP.get(profile, "")))
-    front_names = "; ".join(front_labels(shown[shown[member]], every)["label"])
+    front_names = "; ".join(front_key(shown[shown[member]], every))
     st.markdown(f"**On the front:** {md_text(front_names) or 'none'}")
     fig = front_figure(shown, member, colours, every)
     log = fig.layout.yaxis.type == "log"
     chart(fig, shown, f"front_{task}_{profile}",
           f"Secret recovery on the test worlds (x) against mean {md_text(name('task', task))} cost per case under "
           f"the cost profile “{md_text(name('profile', profile))}” (y), 95% pair-clustered intervals on both. "
-          "Outlined, named points are on the front (dotted line); the others are dominated (hover for model, view "
-          "and intervals). "
+          "Outlined points are on the front (dotted line), named beside the marker or, when there are many, numbered as in "
+          "the list above the chart; the others are dominated (hover for model, view and intervals). "
           + ("The cost axis is logarithmic: the costliest releases cost several times the cheapest, and a linear "
              "axis would squash the rest. " if log else "")
           + f"Run {md_text(run_id)}.")

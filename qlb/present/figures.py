@@ -98,8 +98,10 @@ def front_figure(points: pd.DataFrame, member: str, colours: dict[str, str], eve
         fig.add_trace(_front_point(d, model, view, bool(d[member].iloc[0]), colours[model], every_view))
     front = points[points[member]].sort_values(["recovery", "mean_cost"])
     labels = front_labels(front, every_view)
+    marks = (labels["number"].astype(str).tolist() if len(labels) > NAMED_FRONT_POINTS
+             else plot_texts(labels["label"]))     # many points: numbers, named in front_key's list beside the chart
     fig.add_trace(go.Scatter(x=labels["recovery"], y=labels["mean_cost"], mode="text", showlegend=False,
-                             text=["\u2003" + t for t in plot_texts(labels["label"])], hoverinfo="skip",   # clear of the marker
+                             text=["\u2003" + t for t in marks], hoverinfo="skip",   # clear of the marker
                              textfont=dict(size=12, color="#111111"),
                              textposition=["top right" if i % 2 == 0 else "bottom right" for i in range(len(labels))]))
     if len(front) > 1:
@@ -123,6 +125,17 @@ def front_figure(points: pd.DataFrame, member: str, colours: dict[str, str], eve
     return fig
 
 
+NAMED_FRONT_POINTS = 4     # more distinct points on a front than this: the chart numbers them, front_key names them
+
+
+def front_key(front: pd.DataFrame, every_view: bool) -> list[str]:
+    """The front's points as the chart marks them: their names, or ``1 name``... when the chart numbers them."""
+    labels = front_labels(front, every_view)
+    if len(labels) > NAMED_FRONT_POINTS:
+        return [f"{n} {label}" for n, label in zip(labels["number"], labels["label"])]
+    return labels["label"].tolist()
+
+
 def front_labels(front: pd.DataFrame, every_view: bool) -> pd.DataFrame:
     """One label per distinct point of the front (recovery, mean_cost, label; plain text): releases that sit on the
     same spot share it, as ``view (k models)``, ``model · view, view`` or ``k releases``."""
@@ -137,8 +150,8 @@ def front_labels(front: pd.DataFrame, every_view: bool) -> pd.DataFrame:
             label = (f"{shown[0]} " if every_view else "") + f"({len(models)} models)"
         else:
             label = f"{len(d)} releases"
-        rows.append({"recovery": x, "mean_cost": y, "label": label})
-    return pd.DataFrame(rows, columns=["recovery", "mean_cost", "label"])
+        rows.append({"recovery": x, "mean_cost": y, "label": label, "number": len(rows) + 1})
+    return pd.DataFrame(rows, columns=["recovery", "mean_cost", "label", "number"])
 
 
 def _front_point(d: pd.DataFrame, model: str, view: str, on: bool, colour: str, every_view: bool) -> go.Scatter:

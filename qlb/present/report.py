@@ -502,9 +502,12 @@ def render_report(d: RunData) -> str:
             if not pts.empty:
                 what = (f"each release view of {pts['model'].iloc[0]}, the one model audited" if one
                         else "each model's full native release")
-                fig(figures.front_figure(pts, "nondominated_all" if one else "nondominated_models", colours, one),
-                    f"{TASK_NAMES.get(task, task).capitalize()}: test recovery against mean cost (authored profile) of {what}; "
-                    f"outlined points are non-dominated.")
+                member = "nondominated_all" if one else "nondominated_models"
+                key = figures.front_key(pts[pts[member]], one)
+                numbered = len(key) > figures.NAMED_FRONT_POINTS
+                fig(figures.front_figure(pts, member, colours, one),
+                    f"{TASK_NAMES.get(task, task).capitalize()}: test recovery against mean cost (authored profile) of "
+                    f"{what}; outlined points are non-dominated" + (f" ({'; '.join(key)})." if numbered else "."))
     if not d.defenses.empty:
         parts.append("<h2>Defenses and WCPQ verification</h2>")
         main = d.defenses[d.defenses["defense"].isin(figures.DEFENSE_ORDER)]

@@ -48,6 +48,23 @@ def test_front_labels_merge_releases_on_one_spot():
     assert front_labels(pts[pts["view"] == "full_native"], every_view=False)["label"].tolist() == ["a"]
 
 
+def test_a_crowded_front_is_numbered_and_the_key_names_each_number():
+    from qlb.present.figures import NAMED_FRONT_POINTS, front_key
+    views = ["no_output", "choice", "choice_confidence", "full_probabilities", "full_native"]
+    pts = pd.DataFrame([{"model": "a", "view": v, "recovery": 0.5 + 0.05 * i, "recovery_ci_low": 0.45 + 0.05 * i,
+                         "recovery_ci_high": 0.55 + 0.05 * i, "mean_cost": 2.0 - 0.3 * i, "cost_ci_low": 1.8 - 0.3 * i,
+                         "cost_ci_high": 2.2 - 0.3 * i, "member": True} for i, v in enumerate(views)])
+    assert len(pts) > NAMED_FRONT_POINTS
+    assert front_key(pts, every_view=True) == ["1 a · no output", "2 a · choice", "3 a · choice + confidence",
+                                               "4 a · full probabilities", "5 a · full native"]
+    text = next(t for t in front_figure(pts, "member", {"a": "#332288"}, True).data if t.mode == "text").text
+    assert [t.strip("\u2003") for t in text] == ["1", "2", "3", "4", "5"]
+    few = pts.iloc[:2]
+    assert front_key(few, every_view=True) == ["a · no output", "a · choice"]
+    text = next(t for t in front_figure(few, "member", {"a": "#332288"}, True).data if t.mode == "text").text
+    assert [t.strip("\u2003") for t in text] == ["a · no output", "a · choice"]
+
+
 def test_heatmap_shows_profile_display_names_and_marks_noninferiority():
     rows = [{"model": m, "view_a": "choice", "view_b": "full_native", "task": "selective", "profile": p,
              "difference": d, "ci_low": d - 0.1, "ci_high": d + 0.1, "noninferior": d + 0.1 <= 0.1, "n": 10}
