@@ -35,6 +35,14 @@ def plot_texts(values) -> list[str]:
     return [plot_text(v) for v in values]
 
 
+def reference_line(fig: go.Figure, y: float, label: str) -> None:
+    """A dashed reference line at ``y`` across the plot, named in the legend (last) rather than by a label printed
+    on the plot, where it would sit on the bars or markers near it."""
+    fig.add_hline(y=y, line_dash="dash", line_color="#555555", layer="above")
+    fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", name=label, legendrank=2000, hoverinfo="skip",
+                             line=dict(color="#555555", dash="dash")))
+
+
 def routes_figure(routes: pd.DataFrame, reference: float = UNIFORM_REFERENCE) -> go.Figure:
     """Paper Figure 12: per model, the direct and the residual recovery route stacked as shares of n, with the
     uniform-guess line at ``reference`` (1/M for M mechanisms per domain; 1/16 for TUPLE)."""
@@ -45,9 +53,7 @@ def routes_figure(routes: pd.DataFrame, reference: float = UNIFORM_REFERENCE) ->
                     customdata=routes[["n", "direct_correct", "residual_unique_correct", "overall_recovery"]],
                     hovertemplate="%{x}<br>" + name + ": %{y:.1%} of %{customdata[0]} probes"
                                   "<br>recovered overall: %{customdata[3]:.1%}<extra></extra>")
-    fig.add_hline(y=reference, line_dash="dash", line_color="#555555",
-                  annotation_text=f"uniform guess {reference:.2%}", annotation_position="top right",
-                  annotation=dict(bgcolor="rgba(255,255,255,0.85)", font=dict(color="#333333")))  # legible over a bar
+    reference_line(fig, reference, f"uniform guess {reference:.2%}")
     fig.update_layout(barmode="stack", height=380, margin=dict(l=10, r=10, t=30, b=10),
                       yaxis=dict(title="share of refusal probes (%)", tickformat=".0%", range=[0, 1.05]),
                       legend=dict(orientation="h", y=1.12))
@@ -69,8 +75,7 @@ def recovery_figure(pooled: pd.DataFrame) -> go.Figure:
             customdata=d[["ci_low", "ci_high", "n"]],
             hovertemplate="%{x} · " + VIEW_NAMES[view] + "<br>recovery %{y:.1%} [%{customdata[0]:.1%}, %{customdata[1]:.1%}]"
                           "<br>n = %{customdata[2]}<extra></extra>"))
-    fig.add_hline(y=0.5, line_dash="dash", line_color="#555555", annotation_text="50%: guessing between two",
-                  annotation_position="bottom left")
+    reference_line(fig, 0.5, "50%: guessing between two")
     fig.update_layout(height=420, margin=dict(l=10, r=10, t=30, b=10), scattermode="group",
                       yaxis=dict(title="secret recovery on test worlds (%)", tickformat=".0%", range=[0.3, 1.02]),
                       legend=dict(orientation="h", y=1.12, title_text="release view"))
@@ -246,8 +251,7 @@ def defense_figure(res: pd.DataFrame, colours: dict[str, str]) -> go.Figure:
             customdata=np.column_stack([d["ci_low"], d["ci_high"], as_shown(d["diff_vs_native"].fillna(0), 3)]),
             hovertemplate="%{fullData.name} · %{x}<br>recovery %{y:.1%} [%{customdata[0]:.1%}, %{customdata[1]:.1%}]"
                                   "<br>vs native %{customdata[2]:+.1%}<extra></extra>"))
-    fig.add_hline(y=0.5, line_dash="dash", line_color="#555555", annotation_text="50%: guessing",
-                  annotation_position="bottom left")
+    reference_line(fig, 0.5, "50%: guessing")
     fig.update_layout(height=470, margin=dict(l=10, r=10, t=40, b=10),
                       legend=dict(title_text="model", orientation="h", yanchor="bottom", y=1.02, x=0),
                       scattermode="group", scattergap=0.35,     # each model's point side by side per defense
@@ -290,8 +294,7 @@ def learned_figure(points: pd.DataFrame, colours: dict[str, str]) -> go.Figure:
                                  legendgrouptitle_text="mapper (symbol; the label is the budget)" if i == 0 else None,
                                  marker=dict(color=FRONT_GREY, size=10, symbol=LEARNED_SYMBOLS[kind]),
                                  hoverinfo="skip"))
-    fig.add_hline(y=0.5, line_dash="dash", line_color="#555555", annotation_text="50%: guessing",
-                  annotation_position="bottom left")
+    reference_line(fig, 0.5, "50%: guessing")
     rows = int(np.ceil(points["model"].nunique() / 4)) + 3          # the legend's lines above the plot
     fig.update_layout(height=460 + 22 * rows, margin=dict(l=10, r=10, t=30, b=10),
                       legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0, tracegroupgap=2),

@@ -88,15 +88,17 @@ def test_defense_figure_draws_markers_in_defense_order_without_lines():
     assert "(%)" in fig.layout.yaxis.title.text
 
 
-def test_the_uniform_guess_label_stays_legible_over_the_bars():
+def test_the_uniform_guess_line_is_named_in_the_legend_not_over_the_bars():
     from qlb.present.figures import routes_figure
     routes = pd.DataFrame({"model": ["a", "b"], "direct_share": [0.4, 0.1], "residual_share": [0.55, 0.8],
                            "n": [10, 10], "direct_correct": [4, 1], "residual_unique_correct": [5, 8],
                            "overall_recovery": [0.95, 0.9]})
     fig = routes_figure(routes, reference=0.1054)
-    (label,) = fig.layout.annotations
-    assert label.text == "uniform guess 10.54%" and label.y == 0.1054
-    assert label.bgcolor is not None                      # drawn over the last bar: boxed, not see-through
+    assert not fig.layout.annotations                     # nothing printed over the bars
+    (line,) = fig.layout.shapes
+    assert (line.y0, line.y1, line.line.dash) == (0.1054, 0.1054, "dash")
+    (key,) = [t for t in fig.data if t.type == "scatter"]
+    assert key.name == "uniform guess 10.54%" and key.line.dash == "dash" and key.mode == "lines"
 
 
 def test_heatmap_of_changes_that_read_zero_keeps_a_scale_and_no_minus_zero():
