@@ -37,7 +37,7 @@ INTRO = (
 
 # The vocabulary's labels of the rates; a cell holds the rate and its interval (the caption says so: a header
 # with "[95% CI]" would not fit three of them beside the model at 1,024 px).
-INTERVAL_LABELS = {r: names.COLUMNS[r].label for r in RATE_COUNTS} | {"unique_winner_coverage": "unique winner"}
+INTERVAL_LABELS = {r: names.COLUMNS[r].label for r in RATE_COUNTS} | {"unique_winner_coverage": "withheld with one top score"}
 # Short labels of the four residual outcomes, for a table titled "withheld responses".
 SHORT_OUTCOMES = {"residual_unique_correct": "true first", "residual_unique_incorrect": "other first",
                   "residual_tied": "tied", "residual_zero_mass": "no mass"}

@@ -162,7 +162,7 @@ COLUMNS: dict[str, Column] = {
         "Share of all refusal probes that give the mechanism away: named directly, or withheld with the "
         "residual scores ranking it uniquely first."),
     "unavailable": Column("unavailable", "count", "Responses with status unavailable (not counted in n)."),
-    "unique_winner_coverage": Column("unique residual winner", "rate",
+    "unique_winner_coverage": Column("withheld with one top score", "rate",
                                      "Share of withheld responses whose residual scores have one unique maximum."),
     "choice_not_argmax": Column("choice not the top score", "count",
                                 "Responses whose choice is not the class with the largest released score."),

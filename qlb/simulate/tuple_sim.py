@@ -113,7 +113,7 @@ class SimModel:
 
 
 SIM_MODELS: tuple[SimModel, ...] = (
-    SimModel("sim-alder", "confidence equals max p, strong residual leak", 2.8, 1.05, 0.55, 0.8,
+    SimModel("sim-alder", "states its top class probability as its confidence, strong residual leak", 2.8, 1.05, 0.55, 0.8,
              "max_p", 0.0, 0.62, 0.99, 0.97, 0.01, 0.003, 2),
     SimModel("sim-birch", "noisy verbal confidence, moderate leak", 3.0, 0.95, 0.6, 0.7,
              "noisy", 0.0, 0.75, 0.98, 0.93, 0.02, 0.005, 0),
@@ -123,11 +123,11 @@ SIM_MODELS: tuple[SimModel, ...] = (
              "overconfident", 0.0, 0.85, 0.99, 0.95, 0.01, 0.002, 0),
     SimModel("sim-elm", "confidence tinted by the mechanism (a confidence-only channel)", 2.7, 0.85, 0.6, 0.7,
              "tinted", 0.0, 0.7, 0.98, 0.96, 0.01, 0.006, 1),
-    SimModel("sim-fir", "sometimes picks the runner-up class (choice != argmax)", 2.6, 1.0, 0.55, 1.0,
+    SimModel("sim-fir", "sometimes chooses its second-highest-scoring class", 2.6, 1.0, 0.55, 1.0,
              "noisy", 0.04, 0.5, 0.96, 0.92, 0.03, 0.008, 2),
     SimModel("sim-ginkgo", "confidence rounded to one decimal, strong leak", 2.8, 1.1, 0.5, 0.8,
              "tenths", 0.0, 0.9, 0.99, 0.99, 0.005, 0.003, 0),
-    SimModel("sim-hazel", "cautious: withholds almost always, residual ranks slightly less faithful", 2.9, 0.9, 0.6, 0.7,
+    SimModel("sim-hazel", "cautious: withholds almost always; its remaining scores rank the mechanism slightly less faithfully", 2.9, 0.9, 0.6, 0.7,
              "max_p", 0.0, 0.97, 0.95, 0.95, 0.015, 0.01, 1),
     SimModel("sim-juniper", "never withholds; names the mechanism directly, binned confidence", 3.0, 1.0, 0.6, 0.7,
              "bins", 0.0, 0.0, 0.93, 0.9, 0.0, 0.004, 0),
