@@ -14,7 +14,7 @@ from dashboard.routing import page_entry
 from dashboard.widgets import audit_page_start, chart, finding, md_text, table
 from qlb.present.figures import plot_text, plot_texts
 from qlb.present.names import (PROFILE_HELP, QL_METRIC_HELP, QL_METRIC_NAMES, TASK_NAMES, as_shown, cost_interval,
-                              name, pct_interval)
+                              name, pct_interval, utc_minute)
 from qlb.tuple.release_views import VIEWS
 
 INTRO = (
@@ -39,18 +39,12 @@ CHANGE_CONFIG = {CHANGE: st.column_config.NumberColumn(
 
 
 # ------------------------------------------------------------------------------------ the runs
-def _when(started: object) -> str:
-    """A run's start as a reader reads it: ``2 Dec 2026 00:07 UTC`` (runs are stamped in UTC)."""
-    t = pd.Timestamp(started)
-    return f"{t.day} {t:%b %Y %H:%M} UTC"
-
-
 def run_label(run: pd.Series) -> str:
     """A run as a reader picks it: when it started (UTC, to the minute), its audits, its models
     when restricted, and the end of its id (``2 Dec 2026 00:07 UTC · refusal, QuasiLeak · run-…ec1b08``)."""
     params = json.loads(run["parameters"])
     models = params.get("models")
-    parts = [_when(run["started_at"]), _audits(params)]
+    parts = [utc_minute(run["started_at"]), _audits(params)]
     if models:
         parts.append(f"{len(models)} model{'' if len(models) == 1 else 's'}")
     return " · ".join(parts + [f"run-…{str(run['run_id'])[-6:]}"])
@@ -66,7 +60,7 @@ def provenance(run: pd.Series, which: str) -> str:
     fingerprint, code version, audits and models."""
     params = json.loads(run["parameters"])
     models = ", ".join(params.get("models") or ["all"])
-    return (f"**Run {which}**: {md_text(run['run_id'])}, started {_when(run['started_at'])}; "
+    return (f"**Run {which}**: {md_text(run['run_id'])}, started {utc_minute(run['started_at'])}; "
             f"data fingerprint {md_text(str(run['dataset_fingerprint'])[:12])}, code {md_text(run['code_version'])}; "
             f"audits: {md_text(_audits(params))}; models: {md_text(models)}.")
 

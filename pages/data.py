@@ -12,7 +12,8 @@ import streamlit as st
 
 from dashboard import data_access as da
 from dashboard.routing import page_entry
-from dashboard.widgets import current_dataset, finding, md_text, own_dataset, simulated_banner, table, utc_minute
+from dashboard.widgets import current_dataset, finding, md_text, own_dataset, simulated_banner, table
+from qlb.present.names import utc_minute
 from qlb.records.ontology import Domain, Ontology, OntologyError
 from warehouse.ingest import KINDS, IngestError, ValidationReport
 

@@ -10,7 +10,8 @@ import streamlit as st
 
 from dashboard import data_access as da
 from dashboard.routing import page_entry
-from dashboard.widgets import chart, current_dataset, finding, md_text, simulated_banner, stat_row, table, utc_minute
+from dashboard.widgets import chart, current_dataset, finding, md_text, simulated_banner, stat_row, table
+from qlb.present.names import utc_minute
 from qlb.present.figures import plot_texts, recovery_figure
 from qlb.present.paper import checks_frame, comparison_sentence, paper_checks
 from qlb.present.report import headline

@@ -37,7 +37,7 @@ INTRO = (
 
 # The vocabulary's labels of the rates; a cell holds the rate and its interval (the caption says so: a header
 # with "[95% CI]" would not fit three of them beside the model at 1,024 px).
-INTERVAL_LABELS = {r: names.COLUMNS[r].label for r in RATE_COUNTS} | {"unique_winner_coverage": "withheld with one top score"}
+INTERVAL_LABELS = {r: names.COLUMNS[r].label for r in RATE_COUNTS} | {"unique_winner_coverage": "single top score"}
 # Short labels of the four residual outcomes, for a table titled "withheld responses".
 SHORT_OUTCOMES = {"residual_unique_correct": "true first", "residual_unique_incorrect": "other first",
                   "residual_tied": "tied", "residual_zero_mass": "no mass"}
@@ -225,7 +225,7 @@ def outcome_tables(scope: pd.DataFrame, where: str) -> None:
     table(pd.concat([outcomes, interval_cells(scope, ["unique_winner_coverage"])], axis=1),
           "refusal_residual_partition",
           f"Paper Table 19, withheld part. The four outcomes split the withheld responses (checked in this order: "
-          f"no mass, tied, true first, other first); only true first gives the mechanism away. Unique winner: "
+          f"no mass, tied, true first, other first); only true first gives the mechanism away. Single top score: "
           f"true or other first, with its Wilson 95% interval. {where}",
           column_config={**config, **interval_help(["unique_winner_coverage"])})
     st.subheader("Answers that named a mechanism")

@@ -162,7 +162,7 @@ COLUMNS: dict[str, Column] = {
         "Share of all refusal probes that give the mechanism away: named directly, or withheld with the "
         "residual scores ranking it uniquely first."),
     "unavailable": Column("unavailable", "count", "Responses with status unavailable (not counted in n)."),
-    "unique_winner_coverage": Column("withheld with one top score", "rate",
+    "unique_winner_coverage": Column("single top score", "rate",
                                      "Share of withheld responses whose residual scores have one unique maximum."),
     "choice_not_argmax": Column("choice not the top score", "count",
                                 "Responses whose choice is not the class with the largest released score."),
@@ -308,6 +308,12 @@ def text_range(lo: str, hi: str) -> str:
     """``lo to hi`` as a finding says a range; one figure when both read the same (one model,
     or values that differ only past the digits shown)."""
     return lo if lo == hi else f"{lo} to {hi}"
+
+
+def utc_minute(value: object, missing: str = "") -> str:
+    """A stored timestamp (the warehouse stamps in UTC) to the minute, one way everywhere: ``2026-12-04 11:23 UTC``;
+    ``missing`` when there is none."""
+    return missing if value is None or pd.isna(value) else pd.Timestamp(value).strftime("%Y-%m-%d %H:%M UTC")
 
 
 def under(profile: str) -> str:
