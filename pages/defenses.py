@@ -12,7 +12,7 @@ from dashboard import data_access as da
 from qlb.tuple.defenses import static_grid
 from qlb.present.figures import DEFENSE_ORDER as ORDER, defense_figure, learned_figure
 from qlb.present.learned import learned_points, learned_sentence, proxy_table, table15, verification_table
-from qlb.present.names import (PROFILE_HELP, TASK_HELP, cost_interval, listing, name, pct, pct_interval,
+from qlb.present.names import (PROFILE_HELP, TASK_HELP, cost_interval, how_many, listing, name, pct, pct_interval,
                                points_interval)
 from qlb.tuple.release_views import DECODER_FAMILIES
 from qlb.present.palette import model_colours
@@ -138,11 +138,13 @@ def recovery_sentence(main: pd.DataFrame, every: pd.DataFrame | None = None) -> 
     defended = main[~main["defense"].isin(CONTROLS)].dropna(subset=["diff_vs_native"])
     if defended.empty:
         return "The run holds no defense other than the native control."
-    pool = defended if every is None else every[~every["defense"].isin(CONTROLS)].dropna(subset=["diff_vs_native"])
+    pool = defended if every is None else every[~every["defense"].isin(CONTROLS)
+                                                & ~every["defense"].str.startswith("noise seed")   # the mean stands
+                                                ].dropna(subset=["diff_vs_native"])
     n = defended["model"].nunique()
     falls = {d: int((g["diff_ci_high"] < 0).sum()) for d, g in defended.groupby("defense")}
     ordered = [d for d in ORDER if d in falls]
-    some = [f"{falls[d]} of {n} under {name('defense', d)}" for d in ordered if falls[d]]
+    some = [f"{how_many(falls[d], n)} under {name('defense', d)}" for d in ordered if falls[d]]
     none = [name("defense", d) for d in ordered if not falls[d]]
     text = "Compared with the native control on the same test worlds, recovery falls (paired 95% interval below zero) "
     text += (f"for {join(some)}" + (f", and for none under {join(none, 'or')}" if none else "") if some

@@ -94,13 +94,16 @@ def findings(diff: pd.DataFrame, lower: list[str], profiles: list[str]) -> None:
                 + ", ".join(f"{k} under the {name('profile', p)}" if p == "authored"
                             else f"{k} with {name('profile', p)}" for p, k in by_profile) + ".")
     finding(text, lead="Across cost profiles.")
-    at = d[d["profile"] == ref]
+    at = d[d["profile"] == ref].dropna(subset=["ci_high"])
+    if at.empty:
+        return
     close = at.assign(gap=(at["ci_high"] - DELTA).abs()).sort_values(["gap", "model", "task"]).iloc[0]
-    verdict = "just within" if close["noninferior"] else "just above"
+    side = "below" if close["ci_high"] <= DELTA else "above"
     finding(f"{under(ref)}, the {name('view', view)} comparison nearest the {DELTA} margin is {close['model']} in "
             f"{name('task', close['task'])}: "
             f"{cost_interval(close['difference'], close['ci_low'], close['ci_high'], signed=True)} "
-            f"extra cost per case, the upper end of its interval {verdict} the margin.", lead="Closest call.")
+            f"extra cost per case, the upper end of its interval {close['gap']:.3f} {side} the margin.",
+            lead="Closest call.")
 
 
 def controls(tasks: list[str], profiles: list[str], lower: list[str]) -> tuple[str, str, str]:

@@ -26,15 +26,20 @@ _WORD = re.compile(r"[A-Za-z0-9_\-*.~+/=]{6,}")
 
 
 def without_key(text: str, key: str | None) -> str:
-    """``text`` with every word that holds the key, or starts with its first 6 characters, or ends with
-    its last 4 (a provider's partial echo of a key of 16 or more characters), replaced by ``***``."""
+    """``text`` with every word that holds the key or any 8 characters of it in a row, or ends with its last 4
+    (a provider's partial echo, ``sk-proj-****WXYZ``, of a key of 16 or more characters), replaced by ``***``; a word's
+    edge punctuation (``api_key=``, ``/``, a full stop) does not hide it. A key shorter than 8 characters is masked
+    where it appears whole."""
     if not key or len(key) < 8:
         return text.replace(key, MASK) if key else text
-    head, tail = key[:6], key[-4:] if len(key) >= 16 else None
+    pieces = {key[i:i + 8] for i in range(len(key) - 7)}
+    tail = key[-4:] if len(key) >= 16 else None
 
     def mask(m: re.Match) -> str:
         word = m.group()
-        if key in word or word.startswith(head) or (tail is not None and word.endswith(tail)):
+        core = word.strip(".=/+~*-_")
+        if any(p in word for p in pieces) or (tail is not None and core.endswith(tail)
+                                              and ("*" in word or word.startswith(".."))):
             return MASK
         return word
 

@@ -137,7 +137,7 @@ class _HTTPTransport:
             except AnswerError as exc:
                 return Reply("invalid", status, latency, truncate(text), reason=str(exc))
         why = f"HTTP {status} {response.reason_phrase}".strip()
-        text = without_key(text, self._key)         # an error body may echo the key: never archived
+        text = redact(without_key(text, self._key))   # an error body may echo the key or the URL: never archived
         if status in RETRYABLE or status >= 500:
             return Reply("stop", status, latency, truncate(text), reason=why, retry_after=_retry_after(response))
         if 400 <= status < 500:

@@ -37,10 +37,10 @@ def plot_texts(values) -> list[str]:
 
 def reference_line(fig: go.Figure, y: float, label: str) -> None:
     """A dashed reference line at ``y`` across the plot, named in the legend (last) rather than by a label printed
-    on the plot, where it would sit on the bars or markers near it."""
-    fig.add_hline(y=y, line_dash="dash", line_color="#555555", layer="above")
-    fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", name=label, legendrank=2000, hoverinfo="skip",
-                             line=dict(color="#555555", dash="dash")))
+    on the plot, where it would sit on the bars or markers near it. The line is a shape with a legend entry, not a
+    trace, so it takes no slot among grouped markers."""
+    fig.add_hline(y=y, line_dash="dash", line_color="#555555", layer="above", showlegend=True, name=label,
+                  legendrank=2000)
 
 
 def routes_figure(routes: pd.DataFrame, reference: float = UNIFORM_REFERENCE) -> go.Figure:

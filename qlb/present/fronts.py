@@ -68,12 +68,16 @@ def who_sentence(front: Front, tasks: list[str], profile: str) -> str:
     if front.key == "view":
         opening = (f"With one model audited ({front.points['model'].iloc[0]}), the front compares its release "
                    f"views. {opening}")
+    if not on_any:
+        return f"{opening}, no {front.noun} is on the front in any task."
     if len({frozenset(v) for v in members.values()}) == 1:
         other = ("Every other model's full native release is dominated: another model's leaks no more and costs "
                  "no more." if front.key == "model" else
                  "Every other view is dominated: another view leaks no more and costs no more.")
         verb = "is" if len(on_any) == 1 else "are"
-        return (f"{opening}, the same {len(on_any)} of {count_of(total, front.noun)} {verb} on the front in every task: "
+        who = (f"every one of the {count_of(total, front.noun)} is" if len(on_any) == total
+               else f"the same {len(on_any)} of {count_of(total, front.noun)} {verb}")
+        return (f"{opening}, {who} on the front in every task: "
                 f"{front.with_recovery(on_any)}. " + (other if len(on_any) < total else "")).strip()
     per_task = "; ".join(f"{name('task', t)}: {', '.join(front.label(v) for v in m) or 'none'}"
                          for t, m in members.items())
@@ -89,6 +93,9 @@ def stability_sentence(front: Front, tasks: list[str], profiles: list[str]) -> s
     listed = ", ".join(f"{front.label(v)} in {k}" for v, k in ranked)
     never = front.points[front.key].nunique() - len(counts)
     what = "a model's full native release" if front.key == "model" else "a release view"
+    over = f"Over {'the' if settings == 1 else 'all'} {count_of(settings, 'task × cost-profile setting')}"
+    if not ranked:
+        return f"{over}, no {front.noun} is on the front."
     rest = (f"; every {front.noun} is on it at least once" if never == 0 else
             f"; the other {front.noun} never is" if never == 1 else f"; the other {never} {front.noun}s never are")
-    return f"Over all {settings} task × cost-profile settings, {what} is on the front: {listed}{rest}."
+    return f"{over}, {what} is on the front: {listed}{rest}."

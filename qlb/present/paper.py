@@ -18,7 +18,7 @@ from typing import Callable
 import pandas as pd
 
 from qlb.present.learned import learned_points
-from qlb.present.names import text_range
+from qlb.present.names import how_many, text_range
 from qlb.present.rundata import RunData
 from qlb.tuple.workflows import TASKS
 
@@ -161,7 +161,7 @@ def recovery_checks(d: RunData) -> list[Check]:
             if key == "confidence_adds":       # the point estimates, and how many the paired interval clears
                 rd = d.recovery_diff
                 low = rd[(rd["view_a"] == a) & (rd["view_b"] == b)]["ci_low"] if "ci_low" in rd else pd.Series()
-                run = (f"higher for {int((s > 0).sum())} of {len(s)} models ({run})"
+                run = (f"higher for {how_many(int((s > 0).sum()), len(s))} ({run})"
                        + (f"; paired 95% interval above 0 for {int((low > 0).sum())}" if len(low) else ""))
             out.append(_check(key, run, bool(ok(s))))
     return out

@@ -14,6 +14,7 @@ import html
 import json
 import re
 
+import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 import plotly.io as pio
@@ -28,7 +29,7 @@ from qlb.present.palette import model_colours
 from qlb.present.robustness import (FAMILY_TRACKS, MAIN_TRACKS, both_correct_sentence, both_correct_table,
                                     tracks_sentence, tracks_table)
 from qlb.present.rundata import RunData
-from qlb.records.ontology import Ontology, humanise
+from qlb.records.ontology import Ontology
 from qlb.tuple.refusal import rate_intervals
 from qlb.tuple.release_views import VIEWS
 from qlb.tuple.tracks import RobustnessChecks
@@ -107,13 +108,13 @@ def recovery_change(points: pd.Series, say_lowers: bool = True,
     points" when every one is below zero (and ``say_lowers``), else "changes recovery by a to b points".
     One difference with its paired 95% ``interval`` (points) says the interval after it."""
     lo, hi = f"{points.min():+z.1f}", f"{points.max():+z.1f}"
+    one = len(points) == 1 and interval is not None and not any(pd.isna(v) for v in interval)
+    span = f" (95% interval {interval[0]:+z.1f} to {interval[1]:+z.1f})" if one else ""
     if lo == hi == "+0.0":
-        return "leaves recovery unchanged (within 0.05 points)"
-    lowers = say_lowers and hi.startswith("-")
-    span = ""
-    if len(points) == 1 and interval is not None and not any(pd.isna(v) for v in interval):
-        a, b = (-interval[1], -interval[0]) if lowers else interval
-        span = f" (95% interval {a:.1f} to {b:.1f})" if lowers else f" (95% interval {a:+z.1f} to {b:+z.1f})"
+        return f"leaves recovery unchanged (within 0.05 points){span}"
+    lowers = say_lowers and hi.startswith("-") and (not one or interval[1] < 0)   # one model: its interval too
+    if one and lowers:
+        span = f" (95% interval {-interval[1]:z.1f} to {-interval[0]:z.1f})"
     if lowers:
         return f"lowers recovery by {text_range(f'{-points.max():.1f}', f'{-points.min():.1f}')} points{span}"
     return f"changes recovery by {text_range(lo, hi)} points{span}"
@@ -241,7 +242,7 @@ def quasileak_sentence(allm: pd.DataFrame) -> str:
             ", simulated from the gold groups)" if r["simulated"] else ")")
 
     best = ranked.iloc[0]
-    text = (f"Among {allm['detector'].nunique()} privacy detectors on the QuasiLeak corpus, the best complete-group "
+    text = (f"Among {count_of(allm['detector'].nunique(), 'privacy detector')} on the QuasiLeak corpus, the best complete-group "
             f"F1 is {said(best)}")
     real = ranked[~ranked["simulated"]]
     if best["simulated"] and not real.empty:
@@ -403,7 +404,7 @@ def task_section(ontology: Ontology) -> str:
         rows = "".join(f"<tr><td>{named(domain, c)}</td><td>"
                        + ", ".join(named(domain, m) for m in domain.mechanisms_by_class[c]) + "</td></tr>"
                        for c in domain.classes)
-        out.append(f"<h3>{esc(domain.title)}</h3><p>Recipient: {esc(humanise(domain.recipient_role))}; may receive "
+        out.append(f"<h3>{esc(domain.title)}</h3><p>Recipient: {esc(domain.recipient_role.replace('_', ' '))}; may receive "
                    f"{esc(domain.may_receive or '—')}; must not receive {esc(domain.must_not_receive or '—')}.</p>"
                    "<div class='wide'><table><thead><tr><th>decision class</th><th>protected mechanisms behind it"
                    f"</th></tr></thead><tbody>{rows}</tbody></table></div>")
@@ -479,13 +480,13 @@ def render_report(d: RunData) -> str:
         parts.append("<p class='caption'>Mean test cost per case of the validation-selected recipient policy when it "
                      "receives only the choice or the full native response (authored costs, benchmark units; lower "
                      "is better). Every view and cost profile is on the Cost-profile sensitivity page.</p>")
-        choice = d.utility_diff[d.utility_diff["view_a"] == "choice"]["difference"].abs()
-        shared = max(float(round(choice.max(), 3)), 1e-3) if len(choice) else None    # one colour scale, 3 tasks
+        choice = d.utility_diff[d.utility_diff["view_a"] == "choice"]["difference"].abs().dropna()
+        shared = max(float(np.ceil(choice.max() * 1000) / 1000), 1e-3) if len(choice) else None   # one scale
         for task in TASKS:
             if ((d.utility_diff["task"] == task) & (d.utility_diff["view_a"] == "choice")).any():
                 fig(figures.cost_difference_heatmap(d.utility_diff, task, "choice", shared),
                     f"{TASK_NAMES.get(task, task).capitalize()}: choice minus full native mean cost per case over "
-                    f"model × cost profile (cost units; the three tasks share one colour scale, ±{shared:.3f}); "
+                    f"model × cost profile (cost units; the tasks share one colour scale, ±{shared:.3f}); "
                     "✓ non-inferior at 0.1.")
     if not d.fronts.empty:
         parts.append("<h2>Privacy–utility fronts</h2>")

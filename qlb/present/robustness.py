@@ -116,9 +116,9 @@ NESTED = (("full_native", "full_probabilities"), ("full_native", "choice_confide
 def nesting_note(pooled: pd.DataFrame) -> str | None:
     """Where a release reads below one whose every field it also holds (full native below full probabilities, say):
     which models and views, and why that is selection noise, not less information. None when none does."""
-    by = pooled.pivot_table(index="model", columns="view", values="accuracy")
-    low = pooled.pivot_table(index="model", columns="view", values="ci_low")
-    high = pooled.pivot_table(index="model", columns="view", values="ci_high")
+    by = pooled.pivot_table(index="model", columns="view", values="accuracy").round(3)   # as shown: 50.0% = 50.0%
+    low = pooled.pivot_table(index="model", columns="view", values="ci_low", dropna=False).reindex_like(by)
+    high = pooled.pivot_table(index="model", columns="view", values="ci_high", dropna=False).reindex_like(by)
     found = [(m, rich, poor) for rich, poor in NESTED if rich in by and poor in by
              for m in by.index if by.at[m, rich] < by.at[m, poor]]
     if not found:

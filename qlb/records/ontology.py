@@ -638,7 +638,11 @@ def _value_lines(text: str) -> dict[tuple, int]:
         top = stack[-1] if stack else None
         if top is not None and top[0] == "{" and top[3] and tok.startswith('"'):
             top[2], top[3] = json.loads(tok), False
-            lines[top[1] + (top[2],)] = line
+            here = top[1] + (top[2],)
+            if here in lines:               # a key given again: the kept value is this one, not the first's children
+                for stale in [p for p in lines if p[:len(here)] == here]:
+                    del lines[stale]
+            lines[here] = line
             continue
         if tok in ("}", "]"):
             stack.pop()

@@ -481,7 +481,7 @@ def test_defenses_page(decoded_warehouse, monkeypatch):
         assert "This run defended 1 of the dataset" in texts(at)                 # scope first
         assert "is about this model only" in texts(at)
         traces = plotly_traces(at.get("plotly_chart")[0])
-        assert [t["name"] for t in traces] == ["sim-alder", "50%: guessing"] and len(traces[0]["x"]) == 7
+        assert [t["name"] for t in traces] == ["sim-alder"] and len(traces[0]["x"]) == 7
         assert traces[0]["mode"] == "markers"                                    # categories: no lines
         t3 = next(f for f in frames(at) if "vs native [95% CI]" in f.columns)
         assert len(t3) == 7 and t3.iloc[0]["vs native [95% CI]"] == "control"

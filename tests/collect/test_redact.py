@@ -28,3 +28,12 @@ def test_an_echoed_key_is_masked_whole_or_in_part_and_other_words_kept():
     assert without_key(body, key) == "bad key ***, shown as *** or ***; see https://example.org/keys for 2024 help"
     assert without_key(body, None) == body
     assert without_key("short k3y here", "k3y") == "short *** here"       # a short key: the key itself only
+
+
+def test_an_echoed_key_is_found_behind_punctuation_and_in_pieces():
+    from qlb.collect.redact import without_key
+    key = "sk-abc123DEF456ghi789JKLwxyz"
+    assert without_key("Invalid key: api_key=sk-abc123DEF4...", key) == "Invalid key: ***"
+    assert without_key("Key ending in ...wxyz.", key) == "Key ending in ***"
+    assert without_key("Authorization=Bearer/sk-abc123DEF456ghi7", key) == "***"
+    assert without_key("see the information here", key) == "see the information here"   # a word is not a key

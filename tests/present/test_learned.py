@@ -76,8 +76,9 @@ def test_figure_11_one_trace_per_model_and_mapper_with_escaped_names():
     assert all(t.mode == "markers+text" and t.showlegend is False for t in data)
     key = [t for t in fig.data if not t.hovertemplate]                # one entry per model, one per mapper
     assert [t.name for t in key] == ["&lt;b&gt;m&lt;/b&gt;", "WCPQ strict", "learned, no pair loss",
-                                     "learned, pair loss", "50%: guessing"]
-    assert [t.legendgroup for t in key] == ["&lt;b&gt;m&lt;/b&gt;", "mapper", "mapper", "mapper", None]
+                                     "learned, pair loss"]
+    assert [t.legendgroup for t in key] == ["&lt;b&gt;m&lt;/b&gt;", "mapper", "mapper", "mapper"]
+    assert [s.name for s in fig.layout.shapes] == ["50%: guessing"]
 
 
 def test_the_sentence_says_when_the_pair_loss_changes_nothing():

@@ -262,6 +262,12 @@ def test_not_an_object_and_duplicate_keys():
     assert f"{SRC}: {D}.classes.OUTAGE: key given more than once in one object (line 22)" in problems_of(text)
 
 
+def test_a_key_given_twice_names_the_lines_of_the_kept_value():
+    from qlb.records.ontology import _value_lines
+    text = '{\n "d": {\n  "x": {\n   "c": 1\n  }\n },\n "d": {\n  "x": {}\n }\n}'
+    assert _value_lines(text) == {(): 1, ("d",): 7, ("d", "x"): 8}      # nothing left of the first "d"
+
+
 def test_problems_in_a_file_of_several_lines_name_the_line():
     """Each problem names the line its value starts on; a missing key the line of the object that
     lacks it; a one-line file names no line."""
