@@ -124,7 +124,9 @@ def headline_findings(path: str, dataset: str) -> None:
             table(checks_frame(known).assign(holds=lambda f: f["holds"].map({True: "yes", False: "NO"}))
                   [["finding", "holds", "run", "band", "paper"]].rename(columns={"run": "this run"}),
                   "paper_comparison", "The paper's findings (TUPLE.md section 8, and its appendix H.2 for the learned "
-                  "WCPQ) against this run.")
+                  "WCPQ) against this run.",
+                  column_config={"finding": st.column_config.TextColumn("finding", width="medium"),
+                                 "holds": st.column_config.TextColumn("holds", width="small")})
 
 
 SIMULATED_PREFIX = re.compile(r"^\s*SIMULATED\b[^:]*:\s*")

@@ -56,7 +56,7 @@ def routes_figure(routes: pd.DataFrame, reference: float = UNIFORM_REFERENCE) ->
     reference_line(fig, reference, f"uniform guess {reference:.2%}")
     fig.update_layout(barmode="stack", height=380, margin=dict(l=10, r=10, t=30, b=10),
                       yaxis=dict(title="share of refusal probes (%)", tickformat=".0%", range=[0, 1.05]),
-                      legend=dict(orientation="h", y=1.12))
+                      legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0))
     return fig
 
 
@@ -78,7 +78,7 @@ def recovery_figure(pooled: pd.DataFrame) -> go.Figure:
     reference_line(fig, 0.5, "50%: guessing between two")
     fig.update_layout(height=420, margin=dict(l=10, r=10, t=30, b=10), scattermode="group",
                       yaxis=dict(title="secret recovery on test worlds (%)", tickformat=".0%", range=[0.3, 1.02]),
-                      legend=dict(orientation="h", y=1.12, title_text="release view"))
+                      legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0, title_text="release view"))
     return fig
 
 
