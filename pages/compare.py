@@ -14,7 +14,7 @@ from dashboard.routing import page_entry
 from dashboard.widgets import audit_page_start, chart, finding, md_text, table
 from qlb.present.figures import plot_text, plot_texts
 from qlb.present.names import (PROFILE_HELP, QL_METRIC_HELP, QL_METRIC_NAMES, TASK_NAMES, as_shown, cost_interval,
-                              name, pct_interval, utc_minute)
+                              count_of, name, pct_interval, utc_minute)
 from qlb.tuple.release_views import VIEWS
 
 INTRO = (
@@ -41,12 +41,12 @@ CHANGE_CONFIG = {CHANGE: st.column_config.NumberColumn(
 # ------------------------------------------------------------------------------------ the runs
 def run_label(run: pd.Series) -> str:
     """A run as a reader picks it: when it started (UTC, to the minute), its audits, its models
-    when restricted, and the end of its id (``2 Dec 2026 00:07 UTC · refusal, QuasiLeak · run-…ec1b08``)."""
+    when restricted, and the end of its id (``2026-12-02 00:07 UTC · refusal, QuasiLeak · run-…ec1b08``)."""
     params = json.loads(run["parameters"])
     models = params.get("models")
     parts = [utc_minute(run["started_at"]), _audits(params)]
     if models:
-        parts.append(f"{len(models)} model{'' if len(models) == 1 else 's'}")
+        parts.append(count_of(len(models)))
     return " · ".join(parts + [f"run-…{str(run['run_id'])[-6:]}"])
 
 

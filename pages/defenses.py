@@ -117,7 +117,7 @@ def control_note(recovery: pd.DataFrame, main: pd.DataFrame, families: list[str]
         return
     pairs = "; ".join(f"{md_text(m)} {pct(native.loc[m, 'accuracy'])} here, {pct(pooled.loc[m, 'accuracy'])} there"
                       for m in both)
-    missing = [f for f in DECODER_FAMILIES if f in (decoding or DECODER_FAMILIES) and f not in (families or decoding or [])]
+    missing = [f for f in DECODER_FAMILIES if f in (decoding or DECODER_FAMILIES) and f not in (families or [])]
     st.caption(f"The native control is the model's full native release attacked the way every defended release is: "
                f"the attacker also reads the 18 public workflow signatures and is chosen from this audit's decoder "
                f"families. So it differs from the full-native recovery on the Release-view recovery page ({pairs}); "

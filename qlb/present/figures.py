@@ -114,7 +114,8 @@ def front_figure(points: pd.DataFrame, member: str, colours: dict[str, str], eve
                                  name="the front (non-dominated)", legendrank=1,
                                  line=dict(color="#333333", dash="dot", shape="hv"), hoverinfo="skip"))
     if every_view:
-        _front_legend_key(fig, points, colours)
+        legend_key(fig, points["model"], colours, "release view",
+                   [(VIEW_NAMES.get(v, plot_text(v)), VIEW_SYMBOLS[v]) for v in VIEWS if v in set(points["view"])])
     costs = points["mean_cost"][points["mean_cost"] > 0]
     log = len(costs) > 1 and costs.max() > LOG_COST_RATIO * costs.min()
     if log:       # 1-2-5 ticks only: a log axis's minor digits would crowd the labels
@@ -180,21 +181,21 @@ def _front_point(d: pd.DataFrame, model: str, view: str, on: bool, colour: str, 
                       f"%{{customdata[3]:.3f}}] cost units<br>{status}<extra></extra>")
 
 
-def _front_legend_key(fig: go.Figure, points: pd.DataFrame, colours: dict[str, str]) -> None:
-    """Legend-only entries: one per model (its colour; clicking hides all its points) and one per release view
-    (its symbol), so every point of the every-view chart can be read from the legend."""
-    for i, model in enumerate(sorted(points["model"].unique())):
+def legend_key(fig: go.Figure, models, colours: dict[str, str], group: str, symbols: list[tuple[str, str]],
+               title: str | None = None) -> None:
+    """Legend-only entries: one per model (its colour; clicking hides all its points) and one per (name, symbol) of
+    ``symbols`` in legend group ``group`` (titled ``title``, default "``group`` (symbol)"), so every point of a chart
+    that crosses models with symbols can be read from a short legend."""
+    for i, model in enumerate(sorted(set(models))):
         fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=plot_text(model),
                                  legendgroup=plot_text(model),
                                  legendgrouptitle_text="model (colour)" if i == 0 else None,
                                  marker=dict(color=colours[model], size=10, symbol="circle",
                                              line=dict(color="#444444", width=0.75)), hoverinfo="skip"))
-    for i, view in enumerate(v for v in VIEWS if v in set(points["view"])):
-        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=VIEW_NAMES.get(view, plot_text(view)),
-                                 legendgroup="release view",
-                                 legendgrouptitle_text="release view (symbol)" if i == 0 else None,
-                                 marker=dict(color=FRONT_GREY, size=10, symbol=VIEW_SYMBOLS[view]),
-                                 hoverinfo="skip"))
+    for i, (label, symbol) in enumerate(symbols):
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=label, legendgroup=group,
+                                 legendgrouptitle_text=(title or f"{group} (symbol)") if i == 0 else None,
+                                 marker=dict(color=FRONT_GREY, size=10, symbol=symbol), hoverinfo="skip"))
 
 
 def wrapped(label: str, width: int = 14) -> str:
@@ -285,15 +286,9 @@ def learned_figure(points: pd.DataFrame, colours: dict[str, str]) -> go.Figure:
             customdata=np.column_stack([d["ci_low"], d["ci_high"], d["budget"]]),
             hovertemplate="%{fullData.name}<br>budget %{customdata[2]} review costs<br>recovery %{y:.1%} "
                           "[%{customdata[0]:.1%}, %{customdata[1]:.1%}]<br>mean cost %{x:.3f} per case<extra></extra>"))
-    for i, model in enumerate(sorted(points["model"].unique())):
-        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=plot_text(model), legendgroup=plot_text(model),
-                                 legendgrouptitle_text="model (colour)" if i == 0 else None, hoverinfo="skip",
-                                 marker=dict(color=colours[model], size=10, line=dict(color="#444444", width=0.75))))
-    for i, kind in enumerate(k for k in order if k in set(points["kind"])):
-        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=LEARNED_KINDS[kind], legendgroup="mapper",
-                                 legendgrouptitle_text="mapper (symbol; the label is the budget)" if i == 0 else None,
-                                 marker=dict(color=FRONT_GREY, size=10, symbol=LEARNED_SYMBOLS[kind]),
-                                 hoverinfo="skip"))
+    legend_key(fig, points["model"], colours, "mapper",
+               [(LEARNED_KINDS[k], LEARNED_SYMBOLS[k]) for k in order if k in set(points["kind"])],
+               "mapper (symbol; the label is the budget)")
     reference_line(fig, 0.5, "50%: guessing")
     rows = int(np.ceil(points["model"].nunique() / 4)) + 3          # the legend's lines above the plot
     fig.update_layout(height=460 + 22 * rows, margin=dict(l=10, r=10, t=30, b=10),

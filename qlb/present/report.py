@@ -189,10 +189,11 @@ def headline(d: RunData) -> list[tuple[str, str]]:
             counts = ", ".join(f"{how_many(int(ok.sum()), len(ok))} in {t}" for t, ok in per_task)
         out.append(("utility", f"A choice-only release is non-inferior to full native for the legitimate recipient "
                                f"(paired 95% upper bound of the extra cost at most 0.1) for {counts}."))
-    if not d.fronts.empty and d.fronts["model"].nunique() == 1:       # one model: the front of its views
+    front = front_of(d.fronts) if not d.fronts.empty else None
+    if front is not None and front.key == "view":       # one model: the front of its views
         tasks = [t for t in TASKS if (d.fronts["task"] == t).any()]
-        out.append(("fronts", who_sentence(front_of(d.fronts), tasks, "authored")))
-    elif not d.fronts.empty:
+        out.append(("fronts", who_sentence(front, tasks, "authored")))
+    elif front is not None:
         f = d.fronts[(d.fronts["profile"] == "authored") & (d.fronts["view"] == "full_native")
                      & d.fronts["nondominated_models"]]
         members = {t: sorted(f[f["task"] == t]["model"]) for t in TASKS if (f["task"] == t).any()}
@@ -490,17 +491,16 @@ def render_report(d: RunData) -> str:
                     "✓ non-inferior at 0.1.")
     if not d.fronts.empty:
         parts.append("<h2>Privacy–utility fronts</h2>")
-        one = front_of(d.fronts).key == "view"
+        front = front_of(d.fronts)
+        one = front.key == "view"
         for task in TASKS:
-            pts = d.fronts[(d.fronts["task"] == task) & (d.fronts["profile"] == "authored")]
-            pts = pts if one else pts[pts["view"] == "full_native"]
+            pts = front.points[(front.points["task"] == task) & (front.points["profile"] == "authored")]
             if not pts.empty:
                 what = (f"each release view of {pts['model'].iloc[0]}, the one model audited" if one
                         else "each model's full native release")
-                member = "nondominated_all" if one else "nondominated_models"
-                key = figures.front_key(pts[pts[member]], one)
+                key = figures.front_key(pts[pts[front.member]], one)
                 numbered = len(key) > figures.NAMED_FRONT_POINTS
-                fig(figures.front_figure(pts, member, colours, one),
+                fig(figures.front_figure(pts, front.member, colours, one),
                     f"{TASK_NAMES.get(task, task).capitalize()}: test recovery against mean cost (authored profile) of "
                     f"{what}; outlined points are non-dominated" + (f" ({'; '.join(key)})." if numbered else "."))
     if not d.defenses.empty:

@@ -701,7 +701,7 @@ def parse_ontology(text: str, source: str = "ontology") -> Ontology:
 
     OntologyError lists every problem, one line each (``SOURCE: dotted.path: message``)."""
     raw, duplicates = _read_json(text, source)
-    problems = [(loc, msg) for loc, msg in duplicates]
+    problems = list(duplicates)
     if not isinstance(raw, dict):
         raise OntologyError([_line(source, loc, msg) for loc, msg in problems]
                             + [f"{source}: the file must hold one JSON object (got {type(raw).__name__})"])
