@@ -342,7 +342,7 @@ def defense_runs(path: str, dataset: str) -> pd.DataFrame:
 
 @st.cache_data(ttl=600, max_entries=32, show_spinner=False)
 def frozen_policies(path: str, run_id: str, model: str) -> dict:
-    """{domain: the 18 frozen full-native policies} of one model in a stored run."""
+    """{domain: the frozen full-native policies (18 in TUPLE)} of one model in a stored run."""
     from qlb.runs.policies import frozen_policies as load
     with _cursor(path) as cur:
         return load(cur, run_id, model)

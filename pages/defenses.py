@@ -18,18 +18,19 @@ from qlb.tuple.release_views import DECODER_FAMILIES
 from qlb.present.palette import model_colours
 from dashboard.routing import page_entry
 from dashboard.widgets import audit_page_start, chart, finding, md_text, pick_run, table
-from qlb.tuple.costs import profile_order
+from qlb.tuple.costs import PROFILES, profile_order
 from qlb.tuple.recipients import candidate_ranks
-from qlb.tuple.workflows import TASKS, action_labels, run_task
+from qlb.tuple.workflows import TASKS, action_labels, policy_count, run_task
 
 INTRO = (
     "Every defense starts from the same native response and changes only the probability field "
     "(choice and confidence kept; WCPQ sets confidence to its codeword's maximum). Fresh decoders "
     "are fitted and selected on the defended train and validation releases, frozen, and scored on "
     "test; every release's attacker, the native control's too, also sees the release's public "
-    "workflow signatures (what the 18 frozen recipients do with it), and the temperature attacker "
+    "workflow signatures (what the frozen recipients do with it), and the temperature attacker "
     "reads the release through the public inverse. WCPQ replaces each response by the first "
-    "codeword that makes all 18 frozen full-native recipient policies (3 tasks x 6 cost profiles) "
+    "codeword that makes all frozen full-native recipient policies (one per workflow and cost profile: 3 x 6 = "
+    "18 for the paper's task) "
     "behave identically, else releases it unchanged; its main codebook is the 0.1 grid, then the "
     "model's training responses, then the midpoints of its training pairs, and the grid alone is "
     "shown as a control. Intervals: 95% pair-clustered bootstrap; noise averages the three seeds' "
@@ -58,15 +59,16 @@ def render() -> None:
     main = res[res["defense"].isin(ORDER)]
     wcpq = res[res["defense"].isin(list(CODEBOOKS))].sort_values(["model", "defense"])
     params = da.run_parameters(path, dataset, run_id)
-    findings(main, wcpq, models, len(set(everyone)), res)
+    policies = policy_count(len(da.ontology(path, dataset).cost_profiles))
+    findings(main, wcpq, models, len(set(everyone)), res, policies)
     control_note(da.query(path, "recovery_results", (run_id,)), main, params.get("defense_families"),
-                 params.get("families") or list(DECODER_FAMILIES))
+                 params.get("families") or list(DECODER_FAMILIES), policies)
 
     shown = table_models(models)
     recovery_section(path, dataset, run_id, res, main, model_colours(everyone), shown)
-    verification_section(wcpq, run_id)
-    learned_section(da.query(path, "learned_wcpq", (run_id,)), res, costs, model_colours(everyone), run_id)
-    cost_section(costs[costs["model"].isin(shown)], run_id)
+    verification_section(wcpq, run_id, policies)
+    learned_section(da.query(path, "learned_wcpq", (run_id,)), res, costs, model_colours(everyone), run_id, policies)
+    cost_section(costs[costs["model"].isin(shown)], run_id, policies)
     inspector(path, dataset, run_id, models)
 
 
@@ -86,7 +88,7 @@ def table_models(models: list[str]) -> list[str]:
 
 
 def findings(main: pd.DataFrame, wcpq: pd.DataFrame, models: list[str], n_models: int,
-             every: pd.DataFrame | None = None) -> None:
+             every: pd.DataFrame | None = None, policies: int = policy_count(len(PROFILES))) -> None:
     """Three sentences: which models the run defended, which defenses lower recovery (and the largest drop, with its
     interval, over ``every`` defense result of the run, learned variants included), and what WCPQ does to recovery
     and to the recipient."""
@@ -100,12 +102,12 @@ def findings(main: pd.DataFrame, wcpq: pd.DataFrame, models: list[str], n_models
     finding(scope, lead="Scope.")
     finding(recovery_sentence(main, every), lead="Which defenses lower recovery.")
     if not wcpq.empty:
-        finding(wcpq_sentence(wcpq[wcpq["defense"] == "wcpq"] if (wcpq["defense"] == "wcpq").any() else wcpq),
+        finding(wcpq_sentence(wcpq[wcpq["defense"] == "wcpq"] if (wcpq["defense"] == "wcpq").any() else wcpq, policies),
                 lead="What WCPQ costs.")
 
 
 def control_note(recovery: pd.DataFrame, main: pd.DataFrame, families: list[str] | None = None,
-                 decoding: list[str] | None = None) -> None:
+                 decoding: list[str] | None = None, policies: int = policy_count(len(PROFILES))) -> None:
     """Why the native control here is not the full-native figure of the Release-view recovery page:
     the same responses, a different attacker (public workflow signatures, the defense audit's
     decoder families, named when they are fewer than the decoding audit's ``decoding`` families); both figures side by
@@ -119,7 +121,7 @@ def control_note(recovery: pd.DataFrame, main: pd.DataFrame, families: list[str]
                       for m in both)
     missing = [f for f in DECODER_FAMILIES if f in (decoding or DECODER_FAMILIES) and f not in (families or [])]
     st.caption(f"The native control is the model's full native release attacked the way every defended release is: "
-               f"the attacker also reads the 18 public workflow signatures and is chosen from this audit's decoder "
+               f"the attacker also reads the {policies} public workflow signatures and is chosen from this audit's decoder "
                f"families. So it differs from the full-native recovery on the Release-view recovery page ({pairs}); "
                f"compare each defense with this control, not with that page."
                + (f" This run's defense attacker is restricted to {md_text(listing([name('family', f) for f in families]))}"
@@ -164,7 +166,7 @@ def join(items: list[str], word: str = "and") -> str:
     return items[0] if len(items) == 1 else f"{'; '.join(items[:-1])} {word} {items[-1]}"
 
 
-def wcpq_sentence(w: pd.DataFrame) -> str:
+def wcpq_sentence(w: pd.DataFrame, policies: int = policy_count(len(PROFILES))) -> str:
     """WCPQ's change in recovery per model (points, interval), its coverage range and whether the recipient's plans and
     costs are unchanged."""
     if len(w) <= TABLE_MODELS:
@@ -182,7 +184,7 @@ def wcpq_sentence(w: pd.DataFrame) -> str:
     agree, compared = int(w["plan_agreement"].sum()), int(w["plan_comparisons"].sum())
     if verified(w):
         cost = (f"costs the recipient nothing: all {compared:,} response–policy plans agree and no test world's cost "
-                f"moves under any of the 18 frozen policies")
+                f"moves under any of the {policies} frozen policies")
     else:
         cost = (f"verification FAILED: {compared - agree:,} of {compared:,} response–policy plans differ, and a "
                 f"world's cost moves by up to {w['max_abs_cost_diff'].max():.3f}")
@@ -235,7 +237,7 @@ def recovery_section(path: str, dataset: str, run_id: str, res: pd.DataFrame, ma
             table(s, "defense_noise_seeds", "Each seed has its own adapted decoders and recipients.")
 
 
-def verification_section(w: pd.DataFrame, run_id: str) -> None:
+def verification_section(w: pd.DataFrame, run_id: str, policies: int = policy_count(len(PROFILES))) -> None:
     """Table 13: per model and codebook, the coverage, identity fallbacks, plan agreement and largest cost change."""
     st.subheader("WCPQ verification")
     if w.empty:
@@ -243,7 +245,7 @@ def verification_section(w: pd.DataFrame, run_id: str) -> None:
         return
     ok = verified(w)
     (st.success if ok else st.error)(
-        "Every response–policy comparison agrees and no world's cost moves under any of the 18 policies."
+        f"Every response–policy comparison agrees and no world's cost moves under any of the {policies} policies."
         if ok else "WCPQ verification failed for at least one model: see the table.")
     out = pd.DataFrame({
         "model": w["model"].to_numpy(), "codebook": w["defense"].map(CODEBOOKS).to_numpy(),
@@ -254,8 +256,8 @@ def verification_section(w: pd.DataFrame, run_id: str) -> None:
           "Paper Table 13: the main strict codebook (the static grid, then the model's training responses, then "
           "the midpoints of its training pairs) and the canonical control (the static grid alone). Coverage: "
           "covered / available test responses; fallbacks: responses released unchanged; plan agreement: "
-          "complete plans kept, of test worlds × 18 frozen policies; largest cost change: over every world and "
-          f"all 18 policies, in cost units. Run {md_text(run_id)}.",
+          f"complete plans kept, of test worlds × {policies} frozen policies; largest cost change: over every world "
+          f"and all {policies} policies, in cost units. Run {md_text(run_id)}.",
           column_config={
               "codebook": st.column_config.TextColumn(
                   "codebook", help="main: the 0.1 grid, then the model's training responses, then the midpoints of "
@@ -266,7 +268,7 @@ def verification_section(w: pd.DataFrame, run_id: str) -> None:
 
 
 def learned_section(info: pd.DataFrame, res: pd.DataFrame, costs: pd.DataFrame, colours: dict[str, str],
-                    run_id: str) -> None:
+                    run_id: str, policies: int = policy_count(len(PROFILES))) -> None:
     """The learned bounded-cost variants next to WCPQ strict: a finding, Figure 11 (recovery against the
     recipients' cost), Table 15 (recovery per variant) and their verification."""
     st.subheader("Learned WCPQ: trading a bounded cost for privacy")
@@ -289,8 +291,8 @@ def learned_section(info: pd.DataFrame, res: pd.DataFrame, costs: pd.DataFrame, 
         table(verification_table(info), "learned_wcpq_verification",
               "Pooled over the domains: coverage of the available test responses; responses the final verification "
               "released unchanged; codewords kept at deployment and in the pool, and the training seed the proxy "
-              "attackers chose, per domain; the largest realized increase of a world's cost over the 18 policies, "
-              "in review costs, against the budget.",
+              "attackers chose, per domain; the largest realized increase of a world's cost over the "
+              f"{policies} policies, in review costs, against the budget.",
               column_config={"coverage": st.column_config.NumberColumn("coverage", format="percent"),
                              "largest cost increase": st.column_config.NumberColumn(format="%.2f")})
         table(proxy_table(info), "learned_wcpq_proxies",
@@ -300,7 +302,7 @@ def learned_section(info: pd.DataFrame, res: pd.DataFrame, costs: pd.DataFrame, 
                              "proxy log loss": st.column_config.NumberColumn(format="%.3f")})
 
 
-def cost_section(costs: pd.DataFrame, run_id: str) -> None:
+def cost_section(costs: pd.DataFrame, run_id: str, policies: int = policy_count(len(PROFILES))) -> None:
     """Mean test cost per model and defense with intervals for one task and profile, for adapted or frozen recipients;
     the native control and WCPQ (built so that no recipient needs a refit) are always the frozen full-native
     policies."""
@@ -315,12 +317,12 @@ def cost_section(costs: pd.DataFrame, run_id: str) -> None:
     c1, c2 = st.columns(2)
     recipient = c1.segmented_control(
         "Recipients", ["adapted", "frozen"], default="adapted", required=True, key="defense_recipient",
-        help="adapted: policies refitted and selected on the defended release; frozen: the 18 full-native policies "
-             "replayed on it. The native control and WCPQ always use the frozen policies.")
+        help=f"adapted: policies refitted and selected on the defended release; frozen: the {policies} full-native "
+             "policies replayed on it. The native control and WCPQ always use the frozen policies.")
     profiles = profile_order(costs["profile"])
     profile = c2.selectbox("Cost profile", profiles, key="profile", bind="query-params",
                            format_func=lambda p: name("profile", p),
-                           help="The authored costs, or one of the five fixed perturbations:\n" + "\n".join(
+                           help="The authored costs, or one of the ontology's fixed perturbations:\n" + "\n".join(
                                f"- **{md_text(name('profile', p))}**: {PROFILE_HELP.get(p, '')}" for p in profiles))
     here = costs[(costs["profile"] == profile) & (costs["task"] == task) & costs["defense"].isin(ORDER)]
     always_frozen = here["defense"].isin(["native", *CODEBOOKS])
@@ -350,8 +352,8 @@ SIDE_BY_SIDE = ["native", "quantize", "top2", "wcpq"]     # the releases the ins
 
 
 def inspector(path: str, dataset: str, run_id: str, models: list[str]) -> None:
-    """One test world of a model: its native and defended releases side by side, and whether each of the 18 frozen
-    policies acts the same on the native and the WCPQ release."""
+    """One test world of a model: its native and defended releases side by side, and whether each frozen
+    policy acts the same on the native and the WCPQ release."""
     st.subheader("World inspector")
     c1, c2 = st.columns(2)
     model = c1.selectbox("Model", models, key="model", bind="query-params")
@@ -401,7 +403,7 @@ def releases_side_by_side(vec: dict, conf: dict, order: list[str], model: str, w
 
 def policies_on_world(policies: list, native: pd.DataFrame, vec: dict, conf: dict, dom, model: str,
                       world_id: str) -> None:
-    """Whether each of the 18 frozen full-native policies makes the same plan at the same cost on the native and the
+    """Whether each frozen full-native policy makes the same plan at the same cost on the native and the
     WCPQ release of one world: a sentence, and the plans in an expander."""
     w = native.iloc[0]
     wc = native.copy()
@@ -428,7 +430,7 @@ def policies_on_world(policies: list, native: pd.DataFrame, vec: dict, conf: dic
                    "every frozen policy treats exactly as it treats this response, so its numbers can differ a lot "
                    "from the native ones (even in which class scores highest) while no recipient decision changes. "
                    "What the codeword drops is what those policies never used, and that is what an attacker loses.")
-    with st.expander("The plans of the 18 policies on this world"):
+    with st.expander(f"The plans of the {len(policies)} policies on this world"):
         table(plans, f"inspector_policies_{model}_{world_id}",
               "What each frozen full-native policy does with the native and the WCPQ release of this world (plans "
               "include both check branches; the cost is the native plan's, for the world's true class, in cost "

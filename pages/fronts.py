@@ -71,7 +71,7 @@ def controls(tasks: list[str], profiles: list[str], one_model: bool) -> tuple[st
     with c1:
         profile = st.selectbox("Cost profile", profiles, key="profile", bind="query-params",
                                format_func=lambda p: name("profile", p),
-                               help="The authored costs, or one of the five fixed perturbations:\n"
+                               help="The authored costs, or one of the ontology's fixed perturbations:\n"
                                     + "\n".join(f"- **{md_text(name('profile', p))}**: {PROFILE_HELP.get(p, '')}"
                                                 for p in profiles))
     with c2:

@@ -119,8 +119,9 @@ SECTIONS: list[tuple[str, list[tuple[str, str]]]] = [
                      "unchanged: the identity fallback)."),
         ("Plan agreement", "For WCPQ: the share of (world, policy) comparisons whose complete plan, including both "
                            "check branches, is the same for the native and the released response."),
-        ("Public workflow signature", "What each of the 18 frozen recipient policies does with a release "
-                                      "(category, route, review, check and both continuations). Anyone who knows "
+        ("Public workflow signature", "What each frozen recipient policy (one per workflow and cost profile, 18 in "
+                                      "the paper's task) does with a release (category, route, review, check and "
+                                      "both continuations). Anyone who knows "
                                       "the policies can compute it, so every defended release's attacker gets it."),
     ]),
     ("QuasiLeak detectors", [

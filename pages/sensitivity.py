@@ -123,7 +123,7 @@ def controls(tasks: list[str], profiles: list[str], lower: list[str]) -> tuple[s
 
 def profile_help(profiles: list[str]) -> str:
     """A Markdown list: each cost profile and what it changes."""
-    return "The authored costs, or one of the five fixed perturbations:\n" + "\n".join(
+    return "The authored costs, or one of the ontology's fixed perturbations:\n" + "\n".join(
         f"- **{md_text(name('profile', p))}**: {PROFILE_HELP.get(p, '')}" for p in profiles)
 
 

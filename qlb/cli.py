@@ -159,8 +159,8 @@ def build_parser() -> argparse.ArgumentParser:
                                      "output defense (TUPLE.md section 7): quantize (0.1, largest remainder), "
                                      "top2 (the two highest scores; the others absent, never 0), temperature "
                                      "(tau = 2), noise (Gaussian, sigma 0.05, --seed), or wcpq (the strict "
-                                     "workflow-constrained quantizer against the 18 frozen full-native policies "
-                                     "of a stored run: needs --worlds, --warehouse and --run). Choice and "
+                                     "workflow-constrained quantizer against the frozen full-native policies of a "
+                                     "stored run, one per workflow and cost profile (18 for TUPLE): needs --worlds, --warehouse and --run). Choice and "
                                      "confidence are kept (WCPQ sets confidence to the codeword's maximum). "
                                      "Unavailable and invalid responses pass through unchanged. Writes JSON "
                                      "Lines. Rejected lines on stderr as FILE:LINE: field: reason (exit 3).")

@@ -42,7 +42,8 @@ DEFENSE_HELP = {
     "noise": "Gaussian noise (σ = 0.05) added to the probabilities; three seeds, averaged.",
     "wcpq grid": "WCPQ with only the static 0.1 grid as codewords: the canonical control.",
     "wcpq": "The workflow-constrained quantizer: each response is replaced by the first codeword that makes "
-            "all 18 frozen recipient policies act exactly as they would on the original.",
+            "every frozen recipient policy (one per workflow and cost profile) act exactly as it would on the "
+            "original.",
     **{ep: (f"A learned quantizer (paper H.2): a small network picks, per response, a codeword that keeps every "
             f"frozen policy's chosen class and costs at most {b:g} review costs more for any true class, trained "
             f"against a critic that tries to recover the secret"
@@ -189,7 +190,7 @@ COLUMNS: dict[str, Column] = {
                                                     "same for the native and the released response."),
     "plan_comparisons": Column("plans compared", "count"),
     "max_abs_cost_diff": Column("largest cost change", "cost", "WCPQ: the largest change of any world's realized "
-                                                               "cost under any of the 18 policies (0 = none)."),
+                                                               "cost under any frozen policy (0 = none)."),
     "routed_error": Column("routed error", "rate", "Share of routed cases sent to the wrong class."),
     "fallback_rate": Column("fallback", "rate", "Share of cases that fell back to trusted review (unavailable)."),
     "clarify_rate": Column("clarified", "rate", "Share of cases where the recipient bought a check."),

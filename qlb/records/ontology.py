@@ -133,10 +133,31 @@ class Domain(_Picklable):
         return None
 
 
+_SHORT_WORDS = frozenset({"A", "AN", "AS", "AT", "BE", "BY", "DO", "GO", "IF", "IN", "IS", "NO", "OF", "ON", "OR",
+                          "SO", "TO", "UP", "WE", "THE", "AND", "FOR", "NOT", "BUT", "OUT", "OFF", "ALL", "ANY"})
+
+
+def _acronym(word: str, shouting: bool) -> bool:
+    """Whether an all-caps ``word`` is an acronym to keep: any such word inside an identifier that is not
+    all capitals (``check_KYC_docs``); in an all-capitals identifier (``IT_OUTAGE``), a word of two
+    letters or one without a vowel (``IT``, ``KYC``) unless it is a common short word (``OF``, ``NO``)."""
+    if len(word) < 2 or not word.isupper() or not word.isalpha():
+        return False
+    if not shouting:
+        return True
+    return word not in _SHORT_WORDS and (len(word) == 2 or not set(word) & set("AEIOUY"))
+
+
 def humanise(identifier: str) -> str:
-    """A readable label for an identifier: ``missed_transfer`` -> "Missed transfer"."""
-    words = identifier.replace("_", " ").strip()
-    return words[:1].upper() + words[1:].lower() if words else identifier
+    """A readable label for an identifier: ``missed_transfer`` -> "Missed transfer", ``IT_OUTAGE`` ->
+    "IT outage", ``APPROVE`` -> "Approve" (acronyms keep their capitals, see ``_acronym``)."""
+    words = identifier.replace("_", " ").split()
+    if not words:
+        return identifier
+    shouting = identifier.upper() == identifier
+    out = [w if _acronym(w, shouting) else w.lower() for w in words]
+    out[0] = out[0][:1].upper() + out[0][1:]
+    return " ".join(out)
 
 
 @dataclass(frozen=True)

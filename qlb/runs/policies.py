@@ -1,5 +1,5 @@
 """The frozen full-native recipient policies of a stored utility run, read from the warehouse
-(the 18 policies per domain that WCPQ maps against)."""
+(3 tasks x each cost profile per domain, 18 in TUPLE, that WCPQ maps against)."""
 from __future__ import annotations
 
 import duckdb
@@ -13,7 +13,7 @@ from warehouse.ontologies import dataset_ontology
 
 
 def frozen_policies(con: duckdb.DuckDBPyConnection, run_id: str, model: str) -> dict[str, list[Policy]]:
-    """{domain: the 18 frozen full-native policies} of ``model`` in utility run ``run_id``."""
+    """{domain: the frozen full-native policies (18 in TUPLE)} of ``model`` in utility run ``run_id``."""
     pol = queries.fetch_df(con, "utility_policies", [run_id])
     pol = pol[(pol["model"] == model) & (pol["view"] == POLICY_VIEW)]
     dataset = queries.fetch_df(con, "run_dataset", [run_id])["dataset_id"]

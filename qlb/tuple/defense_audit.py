@@ -3,12 +3,12 @@
 Per model and domain, every endpoint starts from the same native responses: the native control,
 quantize, top-two, temperature (the inverse-aware attacker reads the release through its public
 inverse), Gaussian noise under each of the three seeds, and WCPQ
-(strict mapper against the model's 18 frozen full-native policies of the same run, with the main
+(strict mapper against the model's frozen full-native policies (18 in TUPLE) of the same run, with the main
 codebook: static grid, training vectors, training-pair midpoints) with its canonical control
 ``wcpq grid`` (the static grid alone). Fresh decoders are fitted and selected on the defended
 train and validation releases for the full native view (with its nested subviews), frozen, and
 scored on test; as in the paper, every release's attacker (the native control's too) also sees
-the release's public workflow signatures under the 18 frozen policies. Recipients: the frozen
+the release's public workflow signatures under the frozen policies. Recipients: the frozen
 full-native policies replayed on the defended release, and adapted ones refitted on it
 (candidates and selection as in the utility audit). Noise results also average per-world
 outcomes over the three seeds.

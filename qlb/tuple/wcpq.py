@@ -1,6 +1,6 @@
 """The workflow-constrained quantizer, strict mapper (TUPLE.md section 7; paper Section 6, H.1).
 
-For one model, the 18 frozen full-native recipient policies (3 tasks x 6 profiles) of a stored
+For one model, the frozen full-native recipient policies (3 tasks x each cost profile: 18 in TUPLE) of a stored
 utility run define the behaviour signature of a response: per policy, the selected category
 (argmax q, public-order ties), field availability and the whole plan (first action, the check
 bought if any, the route after "yes" and after "no"). Each response is replaced by the first

@@ -28,6 +28,11 @@ FACTORS: tuple[float, ...] = tuple(round(0.5 + 0.1 * i, 1) for i in range(11))  
 REVIEW, FALLBACK, ACT_NOW = -1, -2, -1
 
 
+def policy_count(profiles: int) -> int:
+    """The frozen recipient policies of one domain: one per workflow and cost profile (3 x 6 = 18 in TUPLE)."""
+    return len(TASKS) * profiles
+
+
 def pick(expected: np.ndarray, preference: np.ndarray) -> np.ndarray:
     """Per row, the column of minimal ``expected`` (within TOL); ties go to the lowest ``preference``."""
     best = expected.min(axis=1, keepdims=True)

@@ -436,3 +436,15 @@ def test_a_deeply_nested_file_is_one_problem_not_a_crash(depth):
     """A 1 KB upload nested 500 deep passed json.loads but crashed the duplicate-key walk (a
     traceback on the Data page)."""
     assert problems_of('{"domains":' + "[" * depth + "]" * depth + "}") == [f"{SRC}: not valid JSON: nested too deeply"]
+
+
+@pytest.mark.parametrize("identifier, label", [
+    ("missed_transfer", "Missed transfer"), ("APPROVE", "Approve"), ("IT_OUTAGE", "IT outage"),
+    ("ID_MISMATCH", "ID mismatch"), ("OUT_OF_STOCK", "Out of stock"), ("NO_SHOW", "No show"),
+    ("SMS_DELIVERY", "SMS delivery"), ("check_KYC_docs", "Check KYC docs"), ("DNS_failure", "DNS failure"),
+])
+def test_an_undescribed_label_reads_as_words_and_keeps_its_acronyms(identifier, label):
+    """Where an own ontology describes no label, the pages show its identifier as words: acronyms keep their
+    capitals (an all-capitals class ``IT_OUTAGE`` read "It outage")."""
+    from qlb.records.ontology import humanise
+    assert humanise(identifier) == label

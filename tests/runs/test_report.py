@@ -219,3 +219,21 @@ def test_the_cost_finding_counts_the_cases_where_full_native_is_cheaper():
         "The legitimate recipient pays less with the full native output than with the choice alone in 6 of 6 "
         "model-task cases under the authored costs (choice minus full native: +0.100 to +1.100 cost units a case) and "
         "in 6 of 12 across the 2 cost profiles."]
+
+
+def test_the_wcpq_finding_counts_the_policies_of_the_runs_own_ontology():
+    """An own task with four cost profiles has 3 x 4 = 12 frozen recipient policies per domain, not TUPLE's 18:
+    the report's finding and the Defenses page's sentences count them from the ontology."""
+    from dataclasses import replace
+
+    from pages.defenses import wcpq_sentence
+    from qlb.records.ontology import parse_ontology
+    from tests.records.ontologies import as_text, five_by_two
+
+    own = replace(_run_data((5184, 5184)), ontology=parse_ontology(as_text(five_by_two())))
+    assert findings(own)[-1].endswith("while every one of the 12 frozen recipient policies keeps its exact plan and "
+                                      "cost in every test world.")
+    assert findings(_run_data((5184, 5184)))[-1].endswith("the 18 frozen recipient policies keeps its exact plan and "
+                                                          "cost in every test world.")
+    sentence = wcpq_sentence(own.defenses, 12)
+    assert "under any of the 12 frozen policies" in sentence and "18" not in sentence
