@@ -13,7 +13,7 @@ from dashboard.routing import page_entry
 from dashboard.widgets import chart, current_dataset, finding, md_text, simulated_banner, stat_row, table
 from qlb.present.names import utc_minute
 from qlb.present.figures import plot_texts, recovery_figure
-from qlb.present.paper import checks_frame, comparison_sentence, paper_checks
+from qlb.present.paper import checks_frame, comparison_sentence, paper_checks, tally
 from qlb.present.report import headline
 from qlb.records.ontology import SPLITS
 
@@ -114,14 +114,13 @@ def headline_findings(path: str, dataset: str) -> None:
     st.caption(f"From audit run {md_text(str(d.run['run_id']))}; the report in the sidebar says the same with "
                "its charts and tables.")
     if against:
-        known = [c for c in checks if c.holds is not None]
-        held = sum(bool(c.holds) for c in known)
-        bad = len(known) - held
-        with st.expander(f"Compared with the TUPLE paper: {held} of {len(known)} of its findings hold on this run"
+        held, known = tally(checks)
+        bad = known - held
+        with st.expander(f"Compared with the TUPLE paper: {held} of {known} of its findings hold on this run"
                          + (f", {bad} do not" if bad > 1 else ", 1 does not" if bad else ""), expanded=bad > 0):
             st.caption("Each band is what a run must show to tell the paper's story: its direction and rough "
                        "size, not its exact numbers.")
-            table(checks_frame(known).assign(holds=lambda f: f["holds"].map({True: "yes", False: "NO"}))
+            table(checks_frame([c for c in checks if c.holds is not None]).assign(holds=lambda f: f["holds"].map({True: "yes", False: "NO"}))
                   [["finding", "holds", "run", "band", "paper"]].rename(columns={"run": "this run"}),
                   "paper_comparison", "The paper's findings (TUPLE.md section 8, and its appendix H.2 for the learned "
                   "WCPQ) against this run.",

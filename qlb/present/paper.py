@@ -266,15 +266,21 @@ def failing(checks: list[Check]) -> list[Check]:
     return [c for c in checks if c.holds is False]
 
 
+def tally(checks: list[Check]) -> tuple[int, int]:
+    """(how many of the paper's findings hold, how many the run can judge): checks the run holds no audit for
+    count in neither."""
+    return sum(c.holds is True for c in checks), sum(c.holds is not None for c in checks)
+
+
 def comparison_sentence(checks: list[Check]) -> str | None:
     """How many of the paper's findings hold on the run and, by name, which do not (with what the run shows against
     the band): said beside the headline findings, so a finding that praises a result the paper comparison fails is
     never read alone. None when the run holds none of the audits the checks read."""
-    known = [c for c in checks if c.holds is not None]
+    held, known = tally(checks)
     if not known:
         return None
-    bad = failing(known)
-    text = f"{len(known) - len(bad)} of {len(known)} of the TUPLE paper's findings hold on this run"
+    bad = failing(checks)
+    text = f"{held} of {known} of the TUPLE paper's findings hold on this run"
     if not bad:
         return text + "."
     return (text + "; " + ("this one does not: " if len(bad) == 1 else f"these {len(bad)} do not: ")

@@ -24,7 +24,7 @@ from qlb.present.fronts import front_of, who_sentence
 from qlb.present.learned import learned_points, learned_sentence, table15
 from qlb.present.names import (QL_METRIC_NAMES, TASK_NAMES, VIEW_NAMES, count_of, how_many, listing, pct, pct_interval,
                                points_interval, readable, text_range, utc_minute)
-from qlb.present.paper import choice_vs_native, comparison_sentence, paper_checks
+from qlb.present.paper import choice_vs_native, comparison_sentence, paper_checks, tally
 from qlb.present.palette import model_colours
 from qlb.present.robustness import (FAMILY_TRACKS, MAIN_TRACKS, both_correct_sentence, both_correct_table,
                                     tracks_sentence, tracks_table)
@@ -548,9 +548,8 @@ def render_report(d: RunData) -> str:
         parts.append(_table(quasileak_table(d.ql)))
     if d.tuple_task:
         checks = paper_checks(d)
-        if any(c.holds is not None for c in checks):
-            held = sum(c.holds is True for c in checks)
-            known = sum(c.holds is not None for c in checks)
+        held, known = tally(checks)
+        if known:
             parts.append("<h2>Compared with the TUPLE paper</h2>"
                          f"<p>{held} of {known} of the paper's findings hold on this run. Each band is what a run "
                          "must show to tell the paper's story (its direction and rough size, not its exact numbers)."
