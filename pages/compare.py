@@ -13,8 +13,8 @@ from dashboard import data_access as da
 from dashboard.routing import page_entry
 from dashboard.widgets import audit_page_start, chart, finding, md_text, table
 from qlb.present.figures import plot_text, plot_texts
-from qlb.present.names import (PROFILE_HELP, QL_METRIC_HELP, QL_METRIC_NAMES, TASK_NAMES, as_shown, cost_interval,
-                              count_of, name, pct_interval, utc_minute)
+from qlb.present.names import (QL_METRIC_HELP, QL_METRIC_NAMES, TASK_NAMES, as_shown, cost_interval, count_of, name,
+                               pct_interval, profile_descriptions, utc_minute)
 from qlb.tuple.release_views import VIEWS
 
 INTRO = (
@@ -296,7 +296,7 @@ def recovery_section(pairs: pd.DataFrame) -> None:
           "percentage points, largest change first.", column_config=run_columns("secret recovery"))
 
 
-def cost_section(pairs: pd.DataFrame) -> None:
+def cost_section(pairs: pd.DataFrame, described: dict[str, str]) -> None:
     """Pooled mean cost per case of the selected recipient policy, authored costs, one release view
     and one task (a table of four columns: whole at 1,024 px whatever the font)."""
     st.subheader("Downstream cost (authored costs)")
@@ -316,7 +316,7 @@ def cost_section(pairs: pd.DataFrame) -> None:
     table(out, "compare_utility",
           f"Pooled test mean cost per case of the selected recipient policy in {name('task', task)} under the "
           f"{name('view', view)} view; B − A in cost units, largest change first. Authored costs: "
-          f"{PROFILE_HELP['authored']}", column_config=run_columns("mean cost per case (cost units)"))
+          f"{described.get('authored', '')}", column_config=run_columns("mean cost per case (cost units)"))
 
 
 def quasileak_section(pairs: pd.DataFrame) -> None:
@@ -335,12 +335,12 @@ def quasileak_section(pairs: pd.DataFrame) -> None:
           "document flag recall and span F1).", column_config=run_columns(QL_METRIC_NAMES[metric]))
 
 
-def tables(both: dict[str, pd.DataFrame]) -> None:
-    """The details: one table per audit both runs hold."""
+def tables(both: dict[str, pd.DataFrame], described: dict[str, str]) -> None:
+    """The details: one table per audit both runs hold (``described``: what the task's cost profiles change)."""
     if "recovery" in both:
         recovery_section(both["recovery"])
     if "cost" in both:
-        cost_section(both["cost"])
+        cost_section(both["cost"], described)
     if "defenses" in both:
         st.subheader("Defenses")
         table(shown(both["defenses"], ["model", "defense"]), "compare_defenses",
@@ -408,7 +408,7 @@ def render() -> None:
               "line did not move, dots in the grey band moved by less than 1 point. Hover a dot for what it is.")
     if left_out:
         st.caption("Not compared: " + md_text("; ".join(left_out)) + ".")
-    tables(both)
+    tables(both, profile_descriptions(da.ontology(path, dataset)))
     st.subheader("Provenance")
     st.markdown(provenance(ra, "A"))
     st.markdown(provenance(rb, "B"))

@@ -12,12 +12,12 @@ from dashboard import data_access as da
 from qlb.tuple.defenses import static_grid
 from qlb.present.figures import DEFENSE_ORDER as ORDER, defense_figure, learned_figure
 from qlb.present.learned import learned_points, learned_sentence, proxy_table, table15, verification_table
-from qlb.present.names import (PROFILE_HELP, TASK_HELP, cost_interval, how_many, listing, name, pct, pct_interval,
-                               points_interval)
+from qlb.present.names import (TASK_HELP, cost_interval, how_many, listing, name, pct, pct_interval, points_interval,
+                               profile_descriptions)
 from qlb.tuple.release_views import DECODER_FAMILIES
 from qlb.present.palette import model_colours
 from dashboard.routing import page_entry
-from dashboard.widgets import audit_page_start, chart, finding, md_text, pick_run, table
+from dashboard.widgets import audit_page_start, chart, finding, md_text, pick_run, profile_help, table
 from qlb.tuple.costs import PROFILES, profile_order
 from qlb.tuple.recipients import candidate_ranks
 from qlb.tuple.workflows import TASKS, action_labels, policy_count, run_task
@@ -68,7 +68,7 @@ def render() -> None:
     recovery_section(path, dataset, run_id, res, main, model_colours(everyone), shown)
     verification_section(wcpq, run_id, policies)
     learned_section(da.query(path, "learned_wcpq", (run_id,)), res, costs, model_colours(everyone), run_id, policies)
-    cost_section(costs[costs["model"].isin(shown)], run_id, policies)
+    cost_section(costs[costs["model"].isin(shown)], run_id, policies, profile_descriptions(da.ontology(path, dataset)))
     inspector(path, dataset, run_id, models)
 
 
@@ -302,7 +302,8 @@ def learned_section(info: pd.DataFrame, res: pd.DataFrame, costs: pd.DataFrame, 
                              "proxy log loss": st.column_config.NumberColumn(format="%.3f")})
 
 
-def cost_section(costs: pd.DataFrame, run_id: str, policies: int = policy_count(len(PROFILES))) -> None:
+def cost_section(costs: pd.DataFrame, run_id: str, policies: int = policy_count(len(PROFILES)),
+                 described: dict[str, str] | None = None) -> None:
     """Mean test cost per model and defense with intervals for one task and profile, for adapted or frozen recipients;
     the native control and WCPQ (built so that no recipient needs a refit) are always the frozen full-native
     policies."""
@@ -322,8 +323,7 @@ def cost_section(costs: pd.DataFrame, run_id: str, policies: int = policy_count(
     profiles = profile_order(costs["profile"])
     profile = c2.selectbox("Cost profile", profiles, key="profile", bind="query-params",
                            format_func=lambda p: name("profile", p),
-                           help="The authored costs, or one of the ontology's fixed perturbations:\n" + "\n".join(
-                               f"- **{md_text(name('profile', p))}**: {PROFILE_HELP.get(p, '')}" for p in profiles))
+                           help=profile_help(profiles, described or profile_descriptions()))
     here = costs[(costs["profile"] == profile) & (costs["task"] == task) & costs["defense"].isin(ORDER)]
     always_frozen = here["defense"].isin(["native", *CODEBOOKS])
     c = here[(here["recipient"] == recipient) | (always_frozen & (here["recipient"] == "frozen"))]

@@ -8,10 +8,11 @@ import streamlit as st
 
 from dashboard import data_access as da
 from dashboard.routing import page_entry
-from dashboard.widgets import audit_page_start, chart, finding, md_text, pick_run, table
+from dashboard.widgets import audit_page_start, chart, finding, md_text, pick_run, profile_help, table
 from qlb.present.figures import front_figure, front_key
 from qlb.present.fronts import Front, front_of, stability_sentence, who_sentence
-from qlb.present.names import PROFILE_HELP, TASK_HELP, cost_interval, listing, name, pct, pct_interval, under
+from qlb.present.names import (TASK_HELP, cost_interval, listing, name, pct, pct_interval, profile_descriptions,
+                               under)
 from qlb.present.palette import model_colours
 from qlb.tuple.costs import profile_order
 from qlb.tuple.release_views import VIEWS
@@ -52,16 +53,18 @@ def render() -> None:
     front = front_of(points)
     findings(front, points, tasks, profiles)
 
-    task, profile, every = controls(tasks, profiles, front.key == "view")
+    described = profile_descriptions(da.ontology(path, dataset))
+    task, profile, every = controls(tasks, profiles, front.key == "view", described)
     sel = points[(points["task"] == task) & (points["profile"] == profile)]
     member = "nondominated_all" if every else "nondominated_models"
     shown = sel if every else sel[sel["view"] == "full_native"]
-    front_chart(shown, member, every, task, profile, run_id, model_colours(points["model"]))
+    front_chart(shown, member, every, task, profile, run_id, model_colours(points["model"]), described)
     points_table(shown, member, every, task, profile, run_id)
     members_by_task(front, tasks, profiles, profile, run_id)
 
 
-def controls(tasks: list[str], profiles: list[str], one_model: bool) -> tuple[str, str, bool]:
+def controls(tasks: list[str], profiles: list[str], one_model: bool, described: dict[str, str]
+             ) -> tuple[str, str, bool]:
     """The task, cost profile and every-view pickers (kept in the URL); with one model in the run its release
     views are always shown (one point alone is no front)."""
     task = st.segmented_control("Task", tasks, default=tasks[0], required=True, key="task",
@@ -71,9 +74,7 @@ def controls(tasks: list[str], profiles: list[str], one_model: bool) -> tuple[st
     with c1:
         profile = st.selectbox("Cost profile", profiles, key="profile", bind="query-params",
                                format_func=lambda p: name("profile", p),
-                               help="The authored costs, or one of the ontology's fixed perturbations:\n"
-                                    + "\n".join(f"- **{md_text(name('profile', p))}**: {PROFILE_HELP.get(p, '')}"
-                                                for p in profiles))
+                               help=profile_help(profiles, described))
     with c2:
         if one_model:
             st.caption("One model in this run: each point is one of its release views.")
@@ -126,10 +127,10 @@ def corner(front: pd.DataFrame, first: str, then: str) -> pd.DataFrame:
 
 
 def front_chart(shown: pd.DataFrame, member: str, every: bool, task: str, profile: str, run_id: str,
-                colours: dict[str, str]) -> None:
+                colours: dict[str, str], described: dict[str, str]) -> None:
     """The chosen task and profile: who is on the front, and the chart with its caption."""
     st.subheader(f"{md_text(name('task', task).capitalize())} · {md_text(name('profile', profile))}")
-    st.caption(md_text(PROFILE_HELP.get(profile, "")))
+    st.caption(md_text(described.get(profile, "")))
     front_names = "; ".join(front_key(shown[shown[member]], every))
     st.markdown(f"**On the front:** {md_text(front_names) or 'none'}")
     fig = front_figure(shown, member, colours, every)

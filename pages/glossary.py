@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import streamlit as st
 
+from dashboard import data_access as da
 from dashboard.routing import page_entry
-from dashboard.widgets import md_text
-from qlb.present.names import (DEFENSE_HELP, DEFENSE_NAMES, FAMILY_NAMES, LEARNED, OUTCOME_NAMES, PROFILE_HELP,
-                               PROFILE_NAMES, QL_METRIC_HELP, QL_METRIC_NAMES, TASK_HELP, TASK_NAMES, TRACK_NAMES,
-                               VIEW_HELP, VIEW_NAMES, listing)
+from dashboard.widgets import current_dataset, md_text
+from qlb.present.names import (DEFENSE_HELP, DEFENSE_NAMES, FAMILY_NAMES, LEARNED, OUTCOME_NAMES, QL_METRIC_HELP,
+                               QL_METRIC_NAMES, TASK_HELP, TASK_NAMES, TRACK_NAMES, VIEW_HELP, VIEW_NAMES,
+                               authored_sentence, listing, name, pct, profile_descriptions)
+from qlb.records.ontology import Ontology, load_ontology
+from qlb.tuple.defenses import static_grid
 from qlb.tuple.release_views import DECODER_FAMILIES
 
 # the attacker library's families as the pages name them, in library order
@@ -78,7 +81,7 @@ SECTIONS: list[tuple[str, list[tuple[str, str]]]] = [
                                     "mechanism uniquely first."),
         ("Recovered overall", "Share of all refusal probes that give the mechanism away, directly or through the "
                               "residual scores."),
-        ("Uniform guess", "Naming one of the domain's 16 mechanisms at random: 6.25%."),
+        ("Uniform guess", "{uniform}"),
     ] + [(f"Outcome: {OUTCOME_NAMES[k]}", OUTCOME_HELP[k]) for k in OUTCOME_NAMES]),
     ("Downstream value (the legitimate recipient)", [
         ("Recipient policy", "What the legitimate downstream user does with a release: an estimate of T from the "
@@ -87,15 +90,14 @@ SECTIONS: list[tuple[str, list[tuple[str, str]]]] = [
         ("Frozen recipient", "A policy fitted on the model's native releases and then used unchanged on a "
                              "defended release (it does not know the defense)."),
         ("Adapted recipient", "A policy refitted on the defended releases themselves (it knows the defense)."),
-        ("Mean cost", "The realized cost per test world in the cost profile's units (a wrong route 10, trusted "
-                      "review 2, one check 0.4 in the authored profile)."),
+        ("Mean cost", "The realized cost per test world in the cost profile's units ({authored} in the authored "
+                      "profile)."),
         ("Oracle-T bound", "An evaluator-only policy that knows T: the lowest cost any policy could reach."),
         ("Non-inferiority", "A lower-information release is non-inferior to full native when the upper end of the "
                             "paired 95% interval of its extra cost is at most 0.1 cost units."),
         ("Privacy-utility front", "The releases that no other release beats on both recovery and cost (weakly "
                                   "lower on both, strictly on one)."),
-    ] + [(TASK_NAMES[t], TASK_HELP[t]) for t in TASK_NAMES]
-      + [(f"Cost profile: {PROFILE_NAMES[p]}", PROFILE_HELP[p]) for p in PROFILE_NAMES]),
+    ] + [(TASK_NAMES[t], TASK_HELP[t]) for t in TASK_NAMES] + [("{profiles}", "")]),
     ("Defenses", [
         ("WCPQ", "The workflow-constrained quantizer: a defense that releases, in place of a model's probabilities, a "
                  "codeword on which every frozen recipient policy acts exactly as it would on the original (the "
@@ -112,7 +114,7 @@ SECTIONS: list[tuple[str, list[tuple[str, str]]]] = [
                    "codeword's plan may cost than the response's own plan, for any true class (0: never more). Every "
                    "selected category is kept."),
         ("Codeword", "One probability vector WCPQ may release in place of a model's own."),
-        ("Codebook", "The codewords WCPQ searches, in order: the 0.1 grid (286 vectors for 4 classes), then the "
+        ("Codebook", "The codewords WCPQ searches, in order: the 0.1 grid ({grid}), then the "
                      "model's own training responses, then the midpoints of its training pairs. The grid alone is "
                      "shown as a control."),
         ("Coverage", "For WCPQ: the share of available test responses that found a codeword (the rest are released "
@@ -151,14 +153,50 @@ SECTIONS: list[tuple[str, list[tuple[str, str]]]] = [
 ]
 
 
+def task_terms(ontology: Ontology) -> dict[str, str]:
+    """The explanations that depend on the decision task (TUPLE's, or the dataset's own): the uniform guess over a
+    domain's mechanisms, the authored costs, the size of WCPQ's 0.1 grid."""
+    sizes = sorted({len(d.mechanisms) for d in ontology.domains.values()})
+    uniform = (f"Naming one of the domain's {sizes[0]} mechanisms at random: {pct(1 / sizes[0], 2)}." if len(sizes) == 1
+               else "Naming one of the domain's mechanisms at random: " + listing(
+                   [f"{pct(1 / m, 2)} for a domain of {m}" for m in sizes]) + ".")
+    classes = sorted({len(d.classes) for d in ontology.domains.values()})
+    grid = listing([f"{len(static_grid(k)):,} vectors for {k} classes" for k in classes])
+    return {"uniform": uniform, "authored": authored_sentence(ontology), "grid": grid}
+
+
+def sections(ontology: Ontology) -> list[tuple[str, list[tuple[str, str]]]]:
+    """``SECTIONS`` for one decision task: its own numbers filled in, and one term per cost profile of its own
+    (described from its multipliers for an own task)."""
+    fill = task_terms(ontology)
+    described = profile_descriptions(ontology)
+    out = []
+    for section, terms in SECTIONS:
+        rows = []
+        for term, text in terms:
+            if term == "{profiles}":
+                rows += [(f"Cost profile: {name('profile', p)}", described[p]) for p in ontology.cost_profiles]
+            else:
+                for key, value in fill.items():
+                    text = text.replace("{" + key + "}", value)
+                rows.append((term, text))
+        out.append((section, rows))
+    return out
+
+
 def render() -> None:
-    """The Glossary page: every term the pages use, grouped as the pages are, with a filter."""
+    """The Glossary page: every term the pages use, grouped as the pages are, with a filter; the numbers that depend
+    on the decision task are the chosen dataset's."""
     st.title("Glossary")
-    st.caption("The audit's terms as qlb uses them; the same words label the pages' columns and tooltips.")
+    path, dataset, _ = current_dataset()
+    ontology = da.ontology(path, dataset) if dataset else load_ontology()
+    st.caption("The audit's terms as qlb uses them; the same words label the pages' columns and tooltips."
+               + ("" if ontology.sha256 == load_ontology().sha256 else
+                  " Numbers that depend on the decision task are this dataset's own."))
     needle = st.text_input("Find a term", key="glossary_find", placeholder="e.g. over-flag, review at half cost",
                            help="Shows the terms whose name or explanation contains these words.").strip().lower()
     shown = 0
-    for section, terms in SECTIONS:
+    for section, terms in sections(ontology):
         hits = [(t, x) for t, x in terms if not needle or needle in t.lower() or needle in x.lower()]
         if not hits:
             continue

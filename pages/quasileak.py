@@ -3,6 +3,7 @@ attribute, and only where the policy says hide? (QUASILEAK.md section 3)."""
 from __future__ import annotations
 
 import json
+import shlex
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -134,8 +135,19 @@ def render() -> None:
         st.toast(f"Stored run {md_text(run.run_id)}")
         st.rerun()
     if runs.empty:
-        c1.info("No QuasiLeak scores yet. Load a corpus and predictions (Data page), or run a detector with "
-                "`qlb quasileak run --detector lexicon-cues`, then press Recompute now.")
+        held = da.datasets(path)
+        documents = held.loc[held["dataset_id"] == dataset, "documents"]
+        run = shlex.join(["qlb", "quasileak", "run", "--dataset", dataset, "--detector", "lexicon-cues"])
+        if documents.empty or int(documents.iloc[0]) == 0:     # a detector needs documents to read
+            c1.info("This dataset has no QuasiLeak corpus yet. Load one on the Data page or with the first command "
+                    "below, then load its detectors' predictions or run a built-in detector on it (the second), and "
+                    "press Recompute now.")
+            c1.code(shlex.join(["qlb", "ingest", "corpus", "CORPUS.jsonl", "--dataset", dataset]) + "\n" + run,
+                    language="bash")
+        else:
+            c1.info("No QuasiLeak scores yet. Load detector predictions (Data page), or run a built-in detector with "
+                    "the command below, then press Recompute now.")
+            c1.code(run, language="bash")
         return
     run_id = c1.selectbox("Run", runs["run_id"].tolist(), key="ql_run", help="Newest first.")
     scores = da.query(path, "ql_scores", (run_id,))

@@ -123,7 +123,7 @@ def routes_chart(routes: pd.DataFrame, intervals: pd.DataFrame, reference: float
 
 
 def scores_figure(scores: pd.DataFrame, gold: str, choice: str) -> go.Figure:
-    """The 17 released scores of one refusal response as bars (true mechanism orange, WITHHOLD grey), with the true
+    """The scores of one refusal response (every mechanism of its domain and WITHHOLD: 17 in TUPLE) as bars (true mechanism orange, WITHHOLD grey), with the true
     mechanism and the choice annotated."""
     colours = ["#D55E00" if l == gold else "#999999" if l == "WITHHOLD" else "#56B4E9" for l in scores["label"]]
     fig = go.Figure(go.Bar(x=plot_texts(scores["label"]), y=scores["score"], marker_color=colours,
@@ -281,8 +281,8 @@ def drill_down(path: str, dataset: str, run_id: str, models: list[str], domain: 
                               "split": row["split"]}]))
     st.markdown(f"**Outcome: {md_text(names.name('outcome', row['outcome']))}.** {OUTCOME_WORDS[row['outcome']]}")
     chart(scores_figure(scores, row["mechanism"], row["choice"]), scores, "refusal_world_scores",
-          f"The 17 released scores of {md_text(model)} on {md_text(world_id)} (true mechanism in orange, WITHHOLD "
-          f"in grey; scores the model did not release count as 0). Run {md_text(run_id)}.")
+          f"The {len(scores)} scores of {md_text(model)} on {md_text(world_id)}, one per mechanism of the domain and "
+          f"WITHHOLD (true mechanism in orange, WITHHOLD in grey; scores the model did not release count as 0). Run {md_text(run_id)}.")
     st.caption("Public request (what the recipient saw):")
     st.text(resp["request"])
 

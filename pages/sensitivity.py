@@ -11,9 +11,10 @@ import streamlit as st
 
 from dashboard import data_access as da
 from dashboard.routing import page_entry
-from dashboard.widgets import audit_page_start, chart, data_table, finding, md_text, pick_run, table
+from dashboard.widgets import audit_page_start, chart, data_table, finding, md_text, pick_run, profile_help, table
 from qlb.present.figures import cost_difference_heatmap
-from qlb.present.names import PROFILE_HELP, TASK_HELP, VIEW_HELP, as_shown, cost_interval, name, pct, under
+from qlb.present.names import (TASK_HELP, VIEW_HELP, as_shown, authored_sentence, cost_interval, name, pct,
+                               profile_descriptions, under)
 from qlb.tuple.costs import authored, domain_costs, profile_order
 from qlb.tuple.release_views import VIEWS
 from qlb.tuple.utility import DELTA, whatif
@@ -23,8 +24,8 @@ INTRO = (
     "Recipient policies (empirical prior, regularized logistic on the public fields and the "
     "released fields, or the released distribution itself) are fitted on train, chosen by "
     "validation mean cost under each cost profile, frozen, and replayed on the test worlds. "
-    "Costs are benchmark units (wrong route 10, trusted review 2, check 0.4 in the authored "
-    "profile); an unavailable response always goes to trusted review at 2. Intervals: 95% "
+    "Costs are the decision task's units ({authored} in the authored profile); an unavailable "
+    "response always goes to trusted review. Intervals: 95% "
     "pair-clustered bootstrap. A lower-information release is non-inferior to full native when "
     f"the upper end of the paired interval of its extra cost is at most delta = {DELTA}."
 )
@@ -35,7 +36,9 @@ def render() -> None:
     """The Cost-profile sensitivity page: findings on non-inferiority, the lower-information release minus full native
     over every model × profile, the non-inferiority table, mean cost per view and per domain, per-world actions, the
     selected policies and the what-if replay."""
-    start = audit_page_start("Cost-profile sensitivity", INTRO)
+    start = audit_page_start("Cost-profile sensitivity",
+                             lambda path, dataset: INTRO.replace("{authored}",
+                                                                 authored_sentence(da.ontology(path, dataset))))
     if start is None:
         return
     path, dataset = start
@@ -53,8 +56,9 @@ def render() -> None:
         return
     findings(diff, lower, profiles)
 
-    task, profile, view = controls(tasks, profiles, lower)
-    heatmap_section(diff, task, view, profiles, run_id)
+    described = profile_descriptions(da.ontology(path, dataset))
+    task, profile, view = controls(tasks, profiles, lower, described)
+    heatmap_section(diff, task, view, profiles, run_id, described)
     noninferiority_table(diff, tasks, view, profile, run_id)
     mean_cost_tables(path, dataset, res, task, profile, view, run_id)
     models = sorted(res["model"].unique())
@@ -106,14 +110,14 @@ def findings(diff: pd.DataFrame, lower: list[str], profiles: list[str]) -> None:
             lead="Closest call.")
 
 
-def controls(tasks: list[str], profiles: list[str], lower: list[str]) -> tuple[str, str, str]:
+def controls(tasks: list[str], profiles: list[str], lower: list[str], described: dict[str, str]) -> tuple[str, str, str]:
     """The task, cost profile and lower-information release pickers (kept in the URL)."""
     task = st.segmented_control("Task", tasks, default=tasks[0], required=True, key="task", bind="query-params",
                                 format_func=lambda t: name("task", t),
                                 help="\n".join(f"- **{name('task', t)}**: {TASK_HELP.get(t, '')}" for t in tasks))
     c1, c2 = st.columns(2)
     profile = c1.selectbox("Cost profile", profiles, key="profile", bind="query-params",
-                           format_func=lambda p: name("profile", p), help=profile_help(profiles))
+                           format_func=lambda p: name("profile", p), help=profile_help(profiles, described))
     view = c2.selectbox("Lower-information release", lower, index=lower.index(LEAD_VIEW) if LEAD_VIEW in lower else 0,
                         key="view", bind="query-params", format_func=lambda v: name("view", v),
                         help="Compared with full native on the same worlds:\n"
@@ -121,13 +125,8 @@ def controls(tasks: list[str], profiles: list[str], lower: list[str]) -> tuple[s
     return task, profile, view
 
 
-def profile_help(profiles: list[str]) -> str:
-    """A Markdown list: each cost profile and what it changes."""
-    return "The authored costs, or one of the ontology's fixed perturbations:\n" + "\n".join(
-        f"- **{md_text(name('profile', p))}**: {PROFILE_HELP.get(p, '')}" for p in profiles)
-
-
-def heatmap_section(diff: pd.DataFrame, task: str, view: str, profiles: list[str], run_id: str) -> None:
+def heatmap_section(diff: pd.DataFrame, task: str, view: str, profiles: list[str], run_id: str,
+                    described: dict[str, str]) -> None:
     """The chosen task: the view's extra cost over full native per model × profile, a sentence that counts the
     non-inferior cells of exactly this heatmap, and what each profile changes."""
     st.subheader(f"{md_text(name('view', view).capitalize())} − full native, {md_text(name('task', task))}: "
@@ -136,13 +135,13 @@ def heatmap_section(diff: pd.DataFrame, task: str, view: str, profiles: list[str
     k = int(d["noninferior"].sum())
     finding(f"For {name('task', task)}, {name('view', view)} is non-inferior to full native in {k} of {len(d)} "
             f"model × cost-profile cells (marked ✓).", lead="In this heatmap:")
-    chart(cost_difference_heatmap(diff, task, view), d, f"cost_difference_{task}_{view}",
+    chart(cost_difference_heatmap(diff, task, view, described=described), d, f"cost_difference_{task}_{view}",
           f"Mean test cost per case of {md_text(name('view', view))} minus full native for "
           f"{md_text(name('task', task))}, in cost units (red: full native is cheaper; blue: the lower-information "
           f"release is cheaper); ✓ marks non-inferiority (upper 95% bound ≤ {DELTA}). Hover a cell for its "
           f"interval and what the profile changes. Paper Tables 35-37. Run {md_text(run_id)}.")
     with st.expander("What each cost profile changes"):
-        data_table(pd.DataFrame({"profile": profiles, "what changes": [PROFILE_HELP.get(p, "") for p in profiles]}))
+        data_table(pd.DataFrame({"profile": profiles, "what changes": [described.get(p, "") for p in profiles]}))
 
 
 def noninferiority_table(diff: pd.DataFrame, tasks: list[str], view: str, profile: str, run_id: str) -> None:

@@ -65,7 +65,9 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
 -- name: datasets
 SELECT d.dataset_id, d.simulated, d.description, d.seed, d.created_at,
        (SELECT count(*) FROM worlds w WHERE w.dataset_id = d.dataset_id) AS worlds,
-       (SELECT count(*) FROM models m WHERE m.dataset_id = d.dataset_id) AS models,
+       (SELECT count(DISTINCT model) FROM (SELECT model FROM responses r WHERE r.dataset_id = d.dataset_id
+                                           UNION SELECT model FROM refusal_responses r
+                                           WHERE r.dataset_id = d.dataset_id)) AS models,   -- with answers
        (SELECT count(*) FROM responses r WHERE r.dataset_id = d.dataset_id) AS responses,
        (SELECT count(*) FROM refusal_responses r WHERE r.dataset_id = d.dataset_id) AS refusal_responses,
        (SELECT count(*) FROM ql_documents q WHERE q.dataset_id = d.dataset_id) AS documents,

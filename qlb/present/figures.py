@@ -203,10 +203,12 @@ def wrapped(label: str, width: int = 14) -> str:
     return "<br>".join(textwrap.wrap(label, width, break_long_words=False, break_on_hyphens=False)) or label
 
 
-def cost_difference_heatmap(diff: pd.DataFrame, task: str, view: str, bound: float | None = None) -> go.Figure:
+def cost_difference_heatmap(diff: pd.DataFrame, task: str, view: str, bound: float | None = None,
+                            described: dict[str, str] | None = None) -> go.Figure:
     """Mean test cost per case of ``view`` minus full native for ``task`` (cost units), per model (rows) and cost
     profile (columns, display names; the hover says what each profile changes), as a diverging heatmap: blue where
-    the lower-information release is cheaper, red where it costs more; ✓ marks non-inferiority. The colour scale runs
+    the lower-information release is cheaper, red where it costs more; ✓ marks non-inferiority (``described``: what each
+    profile changes, ``qlb.present.names.profile_descriptions``; default TUPLE's). The colour scale runs
     to ``bound`` either side of 0 (default: this task's largest difference), so heatmaps drawn side by side with one
     bound share one scale."""
     d = diff[(diff["task"] == task) & (diff["view_a"] == view)]
@@ -218,7 +220,8 @@ def cost_difference_heatmap(diff: pd.DataFrame, task: str, view: str, bound: flo
     hi = as_shown(np.array([[grid.loc[(m, p), "ci_high"] for p in profiles] for m in models]), 3)
     ni = np.array([[bool(grid.loc[(m, p), "noninferior"]) for p in profiles] for m in models])
     text = [[f"{z[i, j]:+z.3f}{' ✓' if ni[i, j] else ''}" for j in range(len(profiles))] for i in range(len(models))]
-    explained = np.array([[plot_text(PROFILE_HELP.get(p, "")) for p in profiles] for _ in models], dtype=object)
+    described = PROFILE_HELP if described is None else described
+    explained = np.array([[plot_text(described.get(p, "")) for p in profiles] for _ in models], dtype=object)
     columns = [plot_text(PROFILE_NAMES.get(p, p)) for p in profiles]
     if bound is None:
         bound = max(float(np.nanmax(np.abs(z))), 1e-3) if z.size else 1.0      # all zero: a scale, not Plotly's auto
@@ -291,11 +294,18 @@ def learned_figure(points: pd.DataFrame, colours: dict[str, str]) -> go.Figure:
                "mapper (symbol; the label is the budget)")
     reference_line(fig, 0.5, "50%: guessing")
     rows = int(np.ceil(points["model"].nunique() / 4)) + 3          # the legend's lines above the plot
+    cost = points["mean_cost"].dropna()
+    pad = max(0.05 * float(cost.max() - cost.min()), 0.01) if len(cost) else 0.01
+    low = float(min(points["ci_low"].min(), 0.5))
+    high = float(max(points["ci_high"].max(), 0.5))
     fig.update_layout(height=460 + 22 * rows, margin=dict(l=10, r=10, t=30, b=10),
                       legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0, tracegroupgap=2),
                       xaxis=dict(title="mean cost per case of the frozen recipients (authored costs, mean of the "
-                                       "three tasks)"),
-                      yaxis=dict(title="defense-aware secret recovery on test worlds (%)", tickformat=".0%"))
+                                       "three tasks)",        # a cost is never negative, one point not a ±1 axis
+                                 range=[max(0.0, float(cost.min()) - pad), float(cost.max()) + 4 * pad] if len(cost)
+                                 else None),
+                      yaxis=dict(title="defense-aware secret recovery on test worlds (%)", tickformat=".0%",
+                                 range=[max(0.0, low - 0.03), min(1.0, high + 0.03)]))
     return fig
 
 

@@ -13,11 +13,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from qlb.tuple.learned_wcpq import LEARNED_ENDPOINTS, variant
+
+if TYPE_CHECKING:
+    from qlb.records.ontology import Ontology
 
 VIEW_NAMES = {"no_output": "no output", "choice": "choice", "choice_confidence": "choice + confidence",
               "full_probabilities": "full probabilities", "full_native": "full native"}
@@ -71,6 +75,67 @@ PROFILE_HELP = {
     "asymmetric_class0_double": "In the asymmetric-cost matrix, the costs when the true class is the domain's "
                                 "first class double.",
 }
+_TIMES = {0.25: "a quarter", 0.5: "half", 2.0: "double", 3.0: "triple", 4.0: "four times as much"}
+
+
+def _times(x: float) -> str:
+    """``half``, ``double``, ``1.5 times as much``."""
+    return _TIMES.get(float(x), f"{float(x):g} times as much")
+
+
+def authored_sentence(ontology: "Ontology | None" = None) -> str:
+    """The task's authored costs in words: ``a wrong route 10, trusted review 2, one check 0.4`` (TUPLE's)."""
+    from qlb.tuple.costs import authored
+    base = authored(ontology)
+    return (f"a wrong route {float(base['wrong_route']):g}, trusted review {float(base['review']):g}, one check "
+            f"{float(base['check']):g}")
+
+
+def profile_descriptions(ontology: "Ontology | None" = None) -> dict[str, str]:
+    """What each cost profile of a decision task changes, in words and with the resulting costs: TUPLE's six
+    in the paper's wording (``PROFILE_HELP``), any other task's (OWN_TASK.md) from its own authored costs and
+    multipliers, so an auditor's own costs are never shown as TUPLE's."""
+    from qlb.records.ontology import PROFILE_COLUMN_CLASS, PROFILE_COLUMN_X, humanise, load_ontology
+    from qlb.tuple.costs import authored
+    tuple_task = load_ontology()
+    onto = ontology or tuple_task
+    if onto.sha256 == tuple_task.sha256:
+        return dict(PROFILE_HELP)
+    base = authored(onto)
+    w, r, k = (float(base[key]) for key in ("wrong_route", "review", "check"))
+    classes = {c for d in onto.domains.values() for c in d.classes}
+    out = {}
+    for profile, spec in onto.cost_profiles.items():
+        x = {key: float(v) for key, v in spec.items() if key != PROFILE_COLUMN_CLASS}
+        parts = []
+        rx, ix = x.get("review_x", 1.0), x.get("inspect_x", 1.0)
+        if rx == ix != 1.0:
+            parts.append(f"trusted review and general inspection cost {_times(rx)} (review {r * rx:g})")
+        else:
+            if rx != 1.0:
+                parts.append(f"trusted review costs {_times(rx)} ({r * rx:g})")
+            if ix != 1.0:
+                parts.append(f"general inspection costs {_times(ix)}")
+        if x.get("check_x", 1.0) != 1.0:
+            parts.append(f"a clarification check costs {_times(x['check_x'])} ({k * x['check_x']:g})")
+        if x.get("wrong_route_x", 1.0) != 1.0:
+            parts.append(f"a wrong route costs {_times(x['wrong_route_x'])} ({w * x['wrong_route_x']:g})")
+        if x.get("asymmetric_offdiag_x", 1.0) != 1.0:
+            parts.append(f"every off-diagonal asymmetric cost is multiplied by {x['asymmetric_offdiag_x']:g}")
+        if x.get("asymmetric_class0_column_x", 1.0) != 1.0:
+            parts.append(f"in the asymmetric-cost matrix, the costs when the true class is the domain's first class "
+                         f"are multiplied by {x['asymmetric_class0_column_x']:g}")
+        if PROFILE_COLUMN_CLASS in spec and x.get(PROFILE_COLUMN_X, 1.0) != 1.0:
+            cls = str(spec[PROFILE_COLUMN_CLASS])
+            parts.append(f"in the asymmetric-cost matrix, the costs when the true class is {humanise(cls)} are "
+                         f"multiplied by {x[PROFILE_COLUMN_X]:g}"
+                         + ("" if cls in classes else " (no domain has that class, so nothing changes)"))
+        text = "; ".join(parts)
+        out[profile] = (text[:1].upper() + text[1:] + "." if parts
+                        else f"The costs as written: {authored_sentence(onto)}.")
+    return out
+
+
 OUTCOME_NAMES = {
     "direct_correct": "named the mechanism",
     "direct_incorrect": "named another mechanism",

@@ -23,7 +23,7 @@ from qlb.present import figures
 from qlb.present.fronts import front_of, who_sentence
 from qlb.present.learned import learned_points, learned_sentence, table15
 from qlb.present.names import (QL_METRIC_NAMES, TASK_NAMES, VIEW_NAMES, count_of, how_many, listing, pct, pct_interval,
-                               points_interval, readable, text_range, utc_minute)
+                               points_interval, profile_descriptions, readable, text_range, utc_minute)
 from qlb.present.paper import choice_vs_native, comparison_sentence, paper_checks, tally
 from qlb.present.palette import model_colours
 from qlb.present.robustness import (FAMILY_TRACKS, MAIN_TRACKS, both_correct_sentence, both_correct_table,
@@ -112,7 +112,7 @@ def recovery_change(points: pd.Series, say_lowers: bool = True,
     one = len(points) == 1 and interval is not None and not any(pd.isna(v) for v in interval)
     span = f" (95% interval {interval[0]:+z.1f} to {interval[1]:+z.1f})" if one else ""
     if lo == hi == "+0.0":
-        return f"leaves recovery unchanged (within 0.05 points){span}"
+        return "leaves recovery unchanged (within 0.05 points" + (f"; {span[2:-1]})" if span else ")")
     lowers = say_lowers and hi.startswith("-") and (not one or interval[1] < 0)   # one model: its interval too
     if one and lowers:
         span = f" (95% interval {-interval[1]:z.1f} to {-interval[0]:z.1f})"
@@ -492,7 +492,8 @@ def render_report(d: RunData) -> str:
         shared = max(float(np.ceil(choice.max() * 1000) / 1000), 1e-3) if len(choice) else None   # one scale
         for task in TASKS:
             if ((d.utility_diff["task"] == task) & (d.utility_diff["view_a"] == "choice")).any():
-                fig(figures.cost_difference_heatmap(d.utility_diff, task, "choice", shared),
+                fig(figures.cost_difference_heatmap(d.utility_diff, task, "choice", shared,
+                                                    profile_descriptions(d.ontology)),
                     f"{TASK_NAMES.get(task, task).capitalize()}: choice minus full native mean cost per case over "
                     f"model × cost profile (cost units; the tasks share one colour scale, ±{shared:.3f}); "
                     "✓ non-inferior at 0.1.")

@@ -90,3 +90,24 @@ def test_the_sentence_says_when_the_pair_loss_changes_nothing():
     assert "The pair loss leaves recovery unchanged (within 0.05 points) over 1 model–budget pair." in with_pair(
         0.55, 0.5501)
     assert "The pair loss changes recovery by -2.0 points (1 model–budget pair)." in with_pair(0.53, 0.55)
+
+
+def test_figure_11_axes_hold_the_points_and_never_go_negative():
+    """One variant at the strict cost: the cost axis was -1 to 1 and recovery -50% to 150% (Plotly's range for a
+    single value); now cost starts at zero or above and recovery stays in 0-100% around the points and guessing."""
+    from qlb.present.figures import learned_figure
+
+    pts = learned_points(RES, COSTS)
+    fig = learned_figure(pts, {"m": "#123456"})
+    x0, x1 = fig.layout.xaxis.range
+    y0, y1 = fig.layout.yaxis.range
+    assert 0 <= x0 <= pts["mean_cost"].min() and x1 > pts["mean_cost"].max()
+    assert 0 <= y0 <= min(pts["ci_low"].min(), 0.5) and max(pts["ci_high"].max(), 0.5) <= y1 <= 1
+    one = learned_figure(pts.iloc[:1].assign(mean_cost=0.0), {"m": "#123456"})
+    assert one.layout.xaxis.range[0] == 0 and one.layout.xaxis.range[1] > 0
+
+
+def test_an_unchanged_recovery_with_its_interval_reads_in_one_bracket():
+    from qlb.present.report import recovery_change
+    assert recovery_change(pd.Series([0.01]), interval=(-0.3, 0.4)) == (
+        "leaves recovery unchanged (within 0.05 points; 95% interval -0.3 to +0.4)")

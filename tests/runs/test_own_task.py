@@ -121,3 +121,50 @@ def test_every_page_and_the_report(own, monkeypatch):
         html = build_report(con)
     assert "<html" in html and all(m.name in html for m in MODELS)
     assert "Does withholding stop the leak?" in html and "What each release view reveals" in html
+
+
+def test_the_pages_give_the_tasks_own_costs_and_sizes(own, monkeypatch):
+    """An own task's authored costs, cost profiles, mechanism count and WCPQ grid size on the pages, never TUPLE's (the
+    sensitivity intro had said "wrong route 10, trusted review 2, check 0.4" and the glossary "16 mechanisms: 6.25%"
+    whatever the dataset)."""
+    from dashboard.widgets import md_plain
+    from tests.app.test_pages import opened, texts
+    name, path, _, onto = own
+    dataset = f"own-{name}"
+    costs = ("a wrong route 8, trusted review 1.5, one check 0.3" if name == "5x2"
+             else "a wrong route 10, trusted review 2, one check 0.4")
+    with opened(path, "pages/sensitivity.py", monkeypatch, query={"dataset": dataset}) as at:
+        shown = md_plain(texts(at))
+        assert not at.exception and costs in shown
+        if name == "5x2":
+            assert "wrong route 10" not in shown
+            what = next(d.value for d in at.dataframe if "what changes" in d.value.columns)
+            assert dict(zip(what.iloc[:, 0], what["what changes"]))["fraud_double"] == (
+                "In the asymmetric-cost matrix, the costs when the true class is Fraud are multiplied by 2.")
+    with opened(path, "pages/glossary.py", monkeypatch, query={"dataset": dataset}) as at:
+        shown = md_plain(texts(at))
+        sizes = {"5x2": ("10 mechanisms at random: 10.00%", "1,001 vectors for 5 classes"),
+                 "3x3": ("9 mechanisms at random: 11.11%", "66 vectors for 3 classes")}[name]
+        assert all(s in shown for s in sizes), shown[:2000]
+        assert costs in shown and "16 mechanisms" not in shown and "286 vectors" not in shown
+        if name == "5x2":
+            assert ("Cost profile: fraud_double**: In the asymmetric-cost matrix, the costs when the true class is "
+                    "Fraud are multiplied by 2.") in shown
+            assert "review at half cost**: Trusted review and general inspection cost half (review 0.75)." in shown
+    with opened(path, "pages/defenses.py", monkeypatch, query={"dataset": dataset}) as at:
+        shown = md_plain(texts(at))
+        frozen = 3 * len(onto.cost_profiles)
+        assert not at.exception and f"any of the {frozen} frozen policies" in shown
+
+
+def test_a_dataset_without_a_corpus_is_told_to_load_one_first(own, monkeypatch):
+    """The QuasiLeak page of a dataset with no corpus suggested running a detector, which fails without documents:
+    it now says to load a corpus first and gives both commands for this dataset."""
+    from tests.app.test_pages import opened
+    name, path, _, _ = own
+    with opened(path, "pages/quasileak.py", monkeypatch, query={"dataset": f"own-{name}"}) as at:
+        assert not at.exception
+        assert "has no QuasiLeak corpus yet" in at.info[0].value
+        assert at.code[0].value.splitlines() == [
+            f"qlb ingest corpus CORPUS.jsonl --dataset own-{name}",
+            f"qlb quasileak run --dataset own-{name} --detector lexicon-cues"]
