@@ -15,7 +15,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from qlb.tuple.costs import profile_order
-from qlb.present.names import DEFENSE_NAMES, OUTCOME_NAMES, PROFILE_HELP, PROFILE_NAMES, VIEW_NAMES, as_shown
+from qlb.present.names import DEFENSE_NAMES, OUTCOME_NAMES, PROFILE_HELP, VIEW_NAMES, as_shown, name as display_name
 from qlb.present.palette import DIVERGING, VIEW_COLOURS, VIEW_SYMBOLS
 from qlb.tuple.refusal import UNIFORM_REFERENCE
 from qlb.tuple.release_views import VIEWS
@@ -222,7 +222,7 @@ def cost_difference_heatmap(diff: pd.DataFrame, task: str, view: str, bound: flo
     text = [[f"{z[i, j]:+z.3f}{' ✓' if ni[i, j] else ''}" for j in range(len(profiles))] for i in range(len(models))]
     described = PROFILE_HELP if described is None else described
     explained = np.array([[plot_text(described.get(p, "")) for p in profiles] for _ in models], dtype=object)
-    columns = [plot_text(PROFILE_NAMES.get(p, p)) for p in profiles]
+    columns = [plot_text(display_name("profile", p)) for p in profiles]
     if bound is None:
         bound = max(float(np.nanmax(np.abs(z))), 1e-3) if z.size else 1.0      # all zero: a scale, not Plotly's auto
     fig = go.Figure(go.Heatmap(

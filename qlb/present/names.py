@@ -297,7 +297,7 @@ def readable(df: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, Column]]:
     for col in df.columns:
         names = VALUE_NAMES.get(col)
         if names is not None and not pd.api.types.is_numeric_dtype(df[col]):
-            out[col] = [names.get(v, v) if isinstance(v, str) else v for v in df[col]]
+            out[col] = [name(col, v) if isinstance(v, str) else v for v in df[col]]
         spec = COLUMNS.get(col, Column(str(col), _kind_of(df[col])))
         renames[col] = spec.label
         specs[spec.label] = spec
@@ -319,7 +319,10 @@ def _kind_of(series: pd.Series) -> str:
 
 def name(kind: str, value: str) -> str:
     """The display name of one ``value`` of a name column (``view``, ``defense``, ``task``,
-    ``profile``, ``outcome``, ``scope``, ``family``, ``track``); an unknown value is shown as it is."""
+    ``profile``, ``outcome``, ``scope``, ``family``, ``track``); an unknown value is shown as it is, but an own task's
+    cost profile as words (``regulator_strict`` -> "regulator strict", like "review at half cost")."""
+    if kind == "profile" and value not in VALUE_NAMES[kind] and isinstance(value, str):
+        return value.replace("_", " ")
     return VALUE_NAMES[kind].get(value, value)
 
 

@@ -139,7 +139,7 @@ def test_the_pages_give_the_tasks_own_costs_and_sizes(own, monkeypatch):
         if name == "5x2":
             assert "wrong route 10" not in shown
             what = next(d.value for d in at.dataframe if "what changes" in d.value.columns)
-            assert dict(zip(what.iloc[:, 0], what["what changes"]))["fraud_double"] == (
+            assert dict(zip(what.iloc[:, 0], what["what changes"]))["fraud double"] == (
                 "In the asymmetric-cost matrix, the costs when the true class is Fraud are multiplied by 2.")
     with opened(path, "pages/glossary.py", monkeypatch, query={"dataset": dataset}) as at:
         shown = md_plain(texts(at))
@@ -148,7 +148,7 @@ def test_the_pages_give_the_tasks_own_costs_and_sizes(own, monkeypatch):
         assert all(s in shown for s in sizes), shown[:2000]
         assert costs in shown and "16 mechanisms" not in shown and "286 vectors" not in shown
         if name == "5x2":
-            assert ("Cost profile: fraud_double**: In the asymmetric-cost matrix, the costs when the true class is "
+            assert ("Cost profile: fraud double**: In the asymmetric-cost matrix, the costs when the true class is "
                     "Fraud are multiplied by 2.") in shown
             assert "review at half cost**: Trusted review and general inspection cost half (review 0.75)." in shown
     with opened(path, "pages/defenses.py", monkeypatch, query={"dataset": dataset}) as at:
