@@ -142,12 +142,12 @@ def render() -> None:
             c1.info("This dataset has no QuasiLeak corpus yet. Load one on the Data page or with the first command "
                     "below, then load its detectors' predictions or run a built-in detector on it (the second), and "
                     "press Recompute now.")
-            c1.code(shlex.join(["qlb", "ingest", "corpus", "CORPUS.jsonl", "--dataset", dataset]) + "\n" + run,
-                    language="bash")
+            st.code(shlex.join(["qlb", "ingest", "corpus", "CORPUS.jsonl", "--dataset", dataset]) + "\n" + run,
+                    language="bash", wrap_lines=True)
         else:
             c1.info("No QuasiLeak scores yet. Load detector predictions (Data page), or run a built-in detector with "
                     "the command below, then press Recompute now.")
-            c1.code(run, language="bash")
+            st.code(run, language="bash", wrap_lines=True)
         return
     run_id = c1.selectbox("Run", runs["run_id"].tolist(), key="ql_run", help="Newest first.")
     scores = da.query(path, "ql_scores", (run_id,))
