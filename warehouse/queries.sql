@@ -65,6 +65,9 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
 -- name: datasets
 SELECT d.dataset_id, d.simulated, d.description, d.seed, d.created_at,
        (SELECT count(*) FROM worlds w WHERE w.dataset_id = d.dataset_id) AS worlds,
+       -- worlds qlb generated (qlb demo, qlb demo --ontology): their private note says so
+       (SELECT count(*) FROM worlds w WHERE w.dataset_id = d.dataset_id
+                                        AND w.diagnostic_note LIKE 'SIMULATED internal report.%') AS simulated_worlds,
        (SELECT count(DISTINCT model) FROM (SELECT model FROM responses r WHERE r.dataset_id = d.dataset_id
                                            UNION SELECT model FROM refusal_responses r
                                            WHERE r.dataset_id = d.dataset_id)) AS models,   -- with answers
