@@ -15,6 +15,7 @@ from dashboard import data_access as da
 from dashboard.routing import page_entry
 from dashboard.widgets import (audit_page_start, chart, current_dataset, finding, md_text, own_dataset, stat_row,
                                table)
+from qlb.collect.transports import TARGET_RAISED, stop_causes
 from warehouse.db import DEFAULT_PATH
 
 INTRO = (
@@ -192,9 +193,20 @@ def outcomes_section(run: pd.Series, latency: pd.DataFrame) -> None:
                "between calls.")
 
 
-def reasons_section(path: str, cid: str) -> None:
+def stop_meaning(transport: str) -> str:
+    """What a ``stop`` outcome is for the run's transport."""
+    if transport == "python":
+        return (f"stop: {stop_causes(transport)}, named in the reason with the file, line and function of your "
+                "code where it was raised; the collection stopped there and the world stays unasked: fix the "
+                "model, then rerun the same command to resume.")
+    return (f"stop: {stop_causes(transport)}; the call was retried, or the collection stopped there and the world "
+            "stays unasked.")
+
+
+def reasons_section(path: str, run: pd.Series) -> None:
     """Why calls of the selected run gave no valid answer, with counts."""
     st.subheader("Invalid and unavailable reasons")
+    cid = run["collection_id"]
     reasons = da.collection_reasons(path, cid)
     bad = reasons[reasons["outcome"] != "valid"]
     if bad.empty:
@@ -202,8 +214,7 @@ def reasons_section(path: str, cid: str) -> None:
         return
     table(bad[["outcome", "reason", "calls"]], f"collection_reasons_{cid}",
           "Calls that gave no valid answer, by outcome and reason (the validation's own words, shown as text). "
-          "stop: an HTTP 408/429/5xx, a timeout or a connection error; the call was retried, or the collection "
-          "stopped there and the world stays unasked.")
+          + stop_meaning(run["transport"]))
 
 
 def inspector(path: str, dataset: str, run: pd.Series) -> None:
@@ -309,7 +320,9 @@ def render() -> None:
     st.subheader("Collection runs")
     table(runs_table(runs), "collections",
           "Newest first. stored = valid + invalid + unavailable; skipped: worlds that already had a stored "
-          "answer and were not asked again. Why a run stopped early is shown when you select it below.")
+          "answer and were not asked again (under --replace-invalid, a valid one); worlds that --limit left for "
+          "a later run, or that had no answer for --replace-invalid to replace, are not counted. Why a run "
+          "stopped early is shown when you select it below.")
     with st.expander("Provenance of every run (ids, transport and endpoint, instruction version, settings)"):
         table(provenance_table(runs), "collection_provenance",
               "asked: worlds asked this run. settings never hold an API key, only its environment variable's "
@@ -321,11 +334,13 @@ def render() -> None:
                        format_func=lambda c: label.get(c, c), help="Newest first. Kept in the URL.")
     run = runs[runs["collection_id"] == cid].iloc[0]
     if isinstance(run["stopped"], str) and run["stopped"]:
-        st.warning("This run stopped early (reason below). Rerun the same `qlb collect` command to resume: "
+        fix = ("The target function raised: fix the model where the reason below points, then rerun"
+               if run["transport"] == "python" and run["stopped"].startswith(TARGET_RAISED) else "Rerun")
+        st.warning(f"This run stopped early (reason below). {fix} the same `qlb collect` command to resume: "
                    "worlds with a stored answer are never asked again.", icon=":material/pause_circle:")
         st.code(run["stopped"], language="text")
     outcomes_section(run, da.collection_latency(path, dataset))
-    reasons_section(path, cid)
+    reasons_section(path, run)
     inspector(path, dataset, run)
     history_section(path, dataset)
 

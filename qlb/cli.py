@@ -49,12 +49,12 @@ def build_parser() -> argparse.ArgumentParser:
     from qlb.simulate import DEFAULT_SEED
     from qlb.records.ontology import SPLITS
     from qlb.tuple.learned_wcpq import LEARNED_VARIANTS
-    from qlb.tuple.release_views import DECODER_FAMILIES
+    from qlb.tuple.release_views import DECODER_FAMILIES, VIEWS
     from warehouse.ingest import KINDS
 
     parser = _Parser(prog="qlb", description="qlb: privacy-utility audits of AI decision outputs "
                                              "and privacy detectors.")
-    parser.add_argument("-v", "--verbose", action="store_true", help="log progress details to stderr")
+    parser.add_argument("-v", "--verbose", action="store_true", help=VERBOSE_HELP)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
 
@@ -86,7 +86,10 @@ def build_parser() -> argparse.ArgumentParser:
     ing = sub.add_parser("ingest", help="validate and load one file into the warehouse",
                          description="Validate FILE (JSON Lines, CSV or Parquet) as KIND and store it in "
                                      "one transaction. Rejected lines are kept in quarantine and listed "
-                                     "on stderr as FILE:LINE: field: reason (exit 3). Ingesting the same "
+                                     "on stderr as FILE:LINE: field: reason (exit 3; a reason shared by more "
+                                     "than five lines once, at its first line, with how many more and which). "
+                                     "The last line names the dataset and the warehouse written ('(new "
+                                     "warehouse)' when this command created it). Ingesting the same "
                                      "file twice changes nothing. KIND ontology: FILE is a JSON ontology "
                                      "(your own decision task, shared/spec/OWN_TASK.md) for the dataset; a "
                                      "file that breaks a rule is rejected whole, one line per problem on "
@@ -111,7 +114,8 @@ def build_parser() -> argparse.ArgumentParser:
     aud.add_argument("--dataset", metavar="NAME", help="dataset (default: the only one, or simulated-reference)")
     aud.add_argument("--models", nargs="+", metavar="MODEL", help="only these models")
     aud.add_argument("--force", action="store_true", help="always compute a new run")
-    aud.add_argument("--views", nargs="+", metavar="VIEW", help="release views to decode (default: all five)")
+    aud.add_argument("--views", nargs="+", metavar="VIEW", choices=list(VIEWS),
+                     help=f"release views to decode, of {', '.join(VIEWS)} (default: all five)")
     aud.add_argument("--jobs", type=int, default=None,
                      help="local parallel processes for the (model, domain) tasks (joblib; default 1)")
     aud.add_argument("--scheduler", metavar="ADDRESS", default=None,
@@ -184,7 +188,8 @@ def build_parser() -> argparse.ArgumentParser:
                                      "findings, the main figures (interactive), the key tables and the "
                                      "provenance of a stored audit run.")
     rep.add_argument("--run", metavar="ID", help="audit run (default: the newest, most complete run)")
-    rep.add_argument("--dataset", metavar="NAME", help="pick the default run among this dataset's runs")
+    rep.add_argument("--dataset", metavar="NAME", help="pick the default run among this dataset's runs (with --run: "
+                                                       "the run must be one of this dataset's)")
     rep.add_argument("--out", required=True, type=Path, metavar="FILE.html")
     _warehouse_arg(rep)
 
@@ -238,7 +243,23 @@ def build_parser() -> argparse.ArgumentParser:
     qr.add_argument("--timeout", type=float, default=60.0, help="seconds per request (default 60)")
     _warehouse_arg(qr)
     _collect_parser(sub)
+    _verbose_everywhere(parser)
     return parser
+
+
+VERBOSE_HELP = "log progress details to stderr (also accepted after the command)"
+
+
+def _verbose_everywhere(parser: argparse.ArgumentParser) -> None:
+    """``-v`` after the command too (``qlb collect ... -v``) as before it (``qlb -v collect ...``):
+    every command's parser takes it, with no default of its own, so that the top-level one stands
+    when it is not repeated there."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in dict.fromkeys(action.choices.values()):       # aliases share a parser
+                child.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
+                                   help=VERBOSE_HELP)
+                _verbose_everywhere(child)
 
 
 def _collect_parser(sub) -> None:
@@ -248,9 +269,18 @@ def _collect_parser(sub) -> None:
         description="Ask a model (a typed-decision endpoint, an OpenAI-compatible chat server, or a local Python "
                     "function) about every world of the dataset, once, and store its answers through the same "
                     "validation as `qlb ingest` (COLLECT.md). Rerunning the same command resumes: a world with a "
-                    "stored answer is never asked again. Exit 4 when an HTTP 408/429/5xx, a timeout or a "
-                    "connection error stopped it early (the answers so far are kept).",
-        epilog="examples:\n"
+                    "stored answer is never asked again. Under the summary it prints the most frequent reasons "
+                    "why answers are not valid (count, reason, an example world).",
+        epilog="exit codes:\n"
+               "  0  done\n"
+               "  1  answers were stored but not one is valid (a warning says so: fix the model, then rerun with "
+               "--replace-invalid), or another failure\n"
+               "  2  bad usage (an unknown dataset, a --target that cannot be imported, ...)\n"
+               "  4  stopped early: an HTTP 408/429/5xx, a timeout or a connection error (typed, openai), or the "
+               "python target raised\n"
+               "     (its file, line and function named; -v logs the whole traceback); the answers so far are "
+               "kept and the same command resumes\n\n"
+               "examples:\n"
                "  qlb collect native --dataset mine --model m1 --transport typed --base-url http://127.0.0.1:8000\n"
                "  qlb collect native --dataset mine --model m1 --transport openai --base-url http://127.0.0.1:8080/v1 "
                "--endpoint-model llama3 --answer letters\n"
@@ -277,7 +307,10 @@ def _collect_parser(sub) -> None:
                      help="openai: a JSON answer (default) or one letter with top_logprobs")
     col.add_argument("--no-schema", action="store_true", help="openai --answer json: do not send a JSON schema")
     col.add_argument("--target", nargs="+", metavar="MODULE:FUNCTION",
-                     help="python: the function called with each request body; one for all or one per --model")
+                     help="python: the function called with each request body, as MODULE:FUNCTION with the module "
+                          "importable from the current folder or the Python path (mymodel:decide for ./mymodel.py, "
+                          "pkg.mod:decide), or as the path of an existing .py file (./mymodel.py:decide); one for "
+                          "all or one per --model")
     col.add_argument("--split", nargs="+", metavar="S", choices=SPLITS,
                      help=f"only these splits, of {', '.join(SPLITS)} (default: every world)")
     col.add_argument("--limit", type=int, metavar="N", help="ask at most N worlds this time")
@@ -291,11 +324,26 @@ def _collect_parser(sub) -> None:
                           "(honours Retry-After; default 0)")
     col.add_argument("--replace-invalid", action="store_true",
                      help="ask again only the worlds whose stored answer is invalid or unavailable (the earlier "
-                          "answer is kept as history)")
+                          "answer is kept as history; worlds without a stored answer are not asked)")
     col.add_argument("--show-request", action="store_true",
-                     help="print the request body for the first world that would be asked, and ask nothing")
-    col.add_argument("--json", action="store_true", help="print the summary as JSON")
+                     help="print the request body for the first world that would be asked, and ask nothing (the "
+                          "python --target need not be importable yet, nor the --api-key-env variable set)")
+    col.add_argument("--json", action="store_true",
+                     help="print the summary as JSON: the COLLECT.md keys, then skipped_unanswered, left_for_later "
+                          "and reasons (the 10 most frequent: outcome, reason, count, example_world)")
     _warehouse_arg(col)
+
+
+# the audit engine names its parameters; the command line speaks of the flags that set them
+FLAG_WORDS = {"(decode=False)": "(--no-decoding)", "(utility=False)": "(--no-utility)",
+              "(and defenses=True)": "(and no --no-defenses)"}
+
+
+def _in_flag_words(why: str) -> str:
+    """A skipped audit's reason with the engine's parameter names put as the user's flags."""
+    for engine, flag in FLAG_WORDS.items():
+        why = why.replace(engine, flag)
+    return why
 
 
 class _BuildBar:
@@ -368,7 +416,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
             state = "reused" if result.run.reused else "stored"
             print(f"audit run {result.run.run_id} {state}")
             for name, why in result.run.skipped.items():
-                print(f"skipped {name}: {why}")
+                print(f"skipped {name}: {_in_flag_words(why)}")
     return EXIT_OK
 
 
@@ -384,9 +432,11 @@ def _cmd_ingest_ontology(args: argparse.Namespace) -> int:
     if not args.file.is_file():
         raise _UserError(f"{args.file}: no such file")
     source = str(args.file)
+    new_warehouse = not Path(path).exists()
     out = {"file": source, "kind": "ontology", "dataset": args.dataset, "dry_run": args.dry_run,
            "sha256": None, "changed": None, "domains": None, "classes": None, "mechanisms": None,
-           "notes": [], "problems": []}
+           "notes": [], "problems": [], "warehouse": str(path),
+           "new_warehouse": new_warehouse and not args.dry_run}
     try:
         text = decode_ontology_bytes(args.file.read_bytes(), source)
         onto = parse_ontology(text, source)
@@ -417,15 +467,24 @@ def _cmd_ingest_ontology(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(out, indent=2))
         return EXIT_OK
-    counts = f"{out['domains']} domains, {out['classes']} classes, {out['mechanisms']} mechanisms"
+    counts = (f"{_plural(out['domains'], 'domain')}, {_plural(out['classes'], 'class', 'classes')}, "
+              f"{_plural(out['mechanisms'], 'mechanism')}")
     if args.dry_run:
         print(f"{source}: valid ontology {onto.sha256} ({counts}); would be the ontology of dataset "
               f"{args.dataset!r}; nothing written")
     elif out["changed"] is False:
-        print(f"{source}: ontology {onto.sha256} ({counts}) unchanged: dataset {args.dataset!r} already uses it")
+        print(f"{source}: ontology {onto.sha256} ({counts}) unchanged: dataset {args.dataset!r} already uses it "
+              f"(warehouse {path})")
     else:
-        print(f"{source}: ontology {onto.sha256} ({counts}) -> dataset {args.dataset!r}")
+        print(f"{source}: ontology {onto.sha256} ({counts}) -> dataset {args.dataset!r}, "
+              f"{_warehouse_words(path, new_warehouse)}")
     return EXIT_OK
+
+
+def _warehouse_words(path: str, new: bool) -> str:
+    """Which warehouse an ingest wrote: ``warehouse PATH``, and ``(new warehouse)`` when this command
+    created the file (a mistyped --warehouse would otherwise pass unnoticed)."""
+    return f"warehouse {path}" + (" (new warehouse)" if new else "")
 
 
 NEEDS_FIRST = {"responses": "worlds", "refusal": "worlds", "predictions": "corpus"}    # kind -> what it refers to
@@ -444,6 +503,48 @@ def _check_dataset_exists(path: str, dataset: str, kind: str) -> None:
         _resolve_dataset(con, dataset, hint)
 
 
+def _datasets_before(path: str, dataset: str) -> tuple[list[str], int, bool]:
+    """Before an ingest: the warehouse's datasets, the worlds ``dataset`` has, and whether it has an
+    ontology of its own (none of either for a dataset or a warehouse that is not there yet)."""
+    from warehouse import queries
+    from warehouse.db import reader
+    from warehouse.ontologies import stored_ontology
+
+    if not Path(path).exists():
+        return [], 0, False
+    with reader(path) as con:
+        datasets = queries.fetch_df(con, "datasets")
+        known = datasets["dataset_id"].tolist()
+        if dataset not in known:
+            return known, 0, False
+        worlds = int(datasets.loc[datasets["dataset_id"] == dataset, "worlds"].iloc[0])
+        return known, worlds, stored_ontology(con, dataset) is not None
+
+
+def _foreign_domains_hint(dataset: str, foreign: dict[str, int], datasets: list[str], worlds: int) -> str:
+    """One paragraph for worlds whose domains the built-in TUPLE ontology lacks, ingested into a
+    dataset without an ontology of its own (a mistyped --dataset, or the ontology step forgotten)."""
+    import difflib
+
+    from qlb.records.ontology import load_ontology
+
+    new = dataset not in datasets
+    named = ", ".join(f"{d} ({_plural(n, 'line')})" for d, n in foreign.items())
+    text = (f"qlb ingest: dataset {dataset!r} " + ("is new, so it" if new else "has no ontology of its own: it")
+            + f" uses the built-in TUPLE ontology (domains {', '.join(load_ontology().domains)}), which lacks "
+            f"the domain{'s' if len(foreign) > 1 else ''} these worlds name: {named}. ")
+    if worlds == 0:
+        text += (f"If they are your own decision task, attach its ontology first, then ingest this file again: "
+                 f"`qlb ingest ontology FILE --dataset {dataset}`.")
+    else:
+        text += ("A dataset with worlds keeps its ontology: ingest them into a new dataset, its ontology "
+                 "attached first (`qlb ingest ontology FILE --dataset NEW`).")
+    near = difflib.get_close_matches(dataset, [d for d in datasets if d != dataset], n=1)
+    if near:
+        text += f" Or did you mean dataset {near[0]!r}?"
+    return text
+
+
 def _cmd_ingest(args: argparse.Namespace) -> int:
     if args.kind == "ontology":
         return _cmd_ingest_ontology(args)
@@ -456,6 +557,8 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
         raise _UserError(f"{args.file}: no such file")
     if args.kind in NEEDS_FIRST:
         _check_dataset_exists(path, args.dataset, args.kind)
+    new_warehouse = not Path(path).exists()
+    datasets, worlds_before, own_ontology = _datasets_before(path, args.dataset)
     bar = _progress(args.file.name, count_lines(args.file))
 
     def progress(n: int) -> None:
@@ -474,22 +577,32 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
             result = ingest_file(con, IngestRequest(args.kind, args.file, args.dataset, model=args.model), progress=progress)
         report, ingest_id, duplicate = result.report, result.ingest_id, result.duplicate
     bar.close()
-    for msg in report.messages():
+    for msg in report.messages(group_repeats=True):
         print(msg, file=sys.stderr)
+    if args.kind == "worlds" and report.foreign_domains and not own_ontology:
+        print(_foreign_domains_hint(args.dataset, report.foreign_domains, datasets, worlds_before), file=sys.stderr)
     out = {"file": str(args.file), "kind": args.kind, "dataset": args.dataset, "ingest_id": ingest_id,
            "already_ingested": duplicate, "dry_run": args.dry_run, "lines": report.n_lines,
            "accepted": len(report.accepted), "invalid": report.n_invalid, "rejected": len(report.rejects),
-           "sha256": report.sha256}
+           "sha256": report.sha256, "warehouse": str(path), "new_warehouse": new_warehouse and not args.dry_run,
+           "new_dataset": args.dataset not in datasets and not args.dry_run and not duplicate}
     if args.json:
         print(json.dumps(out, indent=2))
     elif duplicate:
         print(f"{args.file}: already ingested into {args.dataset!r} as ingest #{ingest_id} "
-              "(same sha256); nothing changed")
+              f"(same sha256); nothing changed (warehouse {path})")
     else:
-        verb = "would store" if args.dry_run else "stored"
-        print(f"{args.file}: {report.n_lines} lines; {verb} {len(report.accepted)} "
-              f"({report.n_invalid} invalid, kept with valid=false); {len(report.rejects)} rejected"
-              + ("" if args.dry_run else f" -> dataset {args.dataset!r}, ingest #{ingest_id}"))
+        stored = f"{'would store' if args.dry_run else 'stored'} {len(report.accepted):,}"
+        if args.kind == "responses":
+            stored += (f" ({report.n_invalid:,} of them invalid: kept with valid = false, the audits read them as "
+                       "unavailable)" if report.n_invalid else " (all valid)")
+        rejected = f"{len(report.rejects):,} rejected" + (" (kept in the quarantine with their text)"
+                                                           if report.rejects and not args.dry_run else "")
+        where = (f"; dry run, nothing written (checked against {path})" if args.dry_run and not new_warehouse
+                 else "; dry run, nothing written" if args.dry_run
+                 else f" -> {'new ' if out['new_dataset'] else ''}dataset {args.dataset!r}, ingest #{ingest_id}, "
+                      f"{_warehouse_words(path, new_warehouse)}")
+        print(f"{args.file}: {_plural(report.n_lines, 'line')}; {stored}; {rejected}{where}")
     return EXIT_REJECTED if report.rejects else EXIT_OK
 
 
@@ -610,7 +723,40 @@ def _collect_options(args: argparse.Namespace) -> list:
             for model, base_url, endpoint_model, target in settings]
 
 
+REASONS_SHOWN = 5          # the most frequent reasons `qlb collect` prints under its summary
+
+
+def _plural(n: int, word: str, many: str | None = None) -> str:
+    """``1 world``, ``2 worlds`` (``many`` for an irregular plural)."""
+    return f"{n:,} {word if n == 1 else many or word + 's'}"
+
+
+def _collect_summary(result, probe: str, dataset: str) -> list[str]:
+    """The text summary of one model's collection: the counts, why worlds were not asked, and the
+    most frequent reasons its answers are not valid."""
+    lines = [f"{probe} answers of {result.model!r} in dataset {dataset!r}: {result.stored} stored "
+             f"({result.valid} valid, {result.invalid} invalid, {result.unavailable} unavailable); "
+             f"{_plural(result.skipped_existing, 'world')} skipped (already answered)"
+             + (f"; {_plural(result.skipped_unanswered, 'world')} without a stored answer not asked "
+                "(--replace-invalid asks again only invalid or unavailable answers; rerun without it to ask them)"
+                if result.skipped_unanswered else "")
+             + (f"; {_plural(result.left_for_later, 'world')} left for a later run by --limit"
+                if result.left_for_later else "")
+             + (f"; collection {result.collection_id}" if result.collection_id else "")]
+    if result.reasons:
+        lines.append(f"  why {_plural(result.invalid + result.unavailable, 'answer')} "
+                     f"{'is' if result.invalid + result.unavailable == 1 else 'are'} not valid, most frequent first:")
+        for r in result.reasons[:REASONS_SHOWN]:
+            lines.append(f"  {r['count']:>6}  {r['outcome']}: {r['reason']} (e.g. world {r['example_world']})")
+        rest = result.reasons[REASONS_SHOWN:]
+        if rest:
+            lines.append(f"  {sum(r['count'] for r in rest):>6}  with {_plural(len(rest), 'other reason')} "
+                         "(every reason: the Collection page)")
+    return lines
+
+
 def _cmd_collect(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    from qlb.collect.transports import TARGET_RAISED
     from qlb.runs.collect import CollectError, collect_many, first_request, make_transport
     from warehouse.db import default_path, reader, writer
 
@@ -620,24 +766,29 @@ def _cmd_collect(args: argparse.Namespace, argv: Sequence[str]) -> int:
         raise _UserError(f"{path}: no warehouse here yet (ingest the dataset's worlds first)")
     try:
         for opts in options:
-            opts.check()
+            opts.check(asking=not args.show_request)
     except CollectError as exc:
         raise _UsageError(str(exc)) from None
     if args.show_request:
         if len(options) > 1:
             raise _UsageError("--show-request shows one model's request: give one --model")
         opts = options[0]
-        with reader(path) as con:
-            body = first_request(con, opts)
+        try:
+            with reader(path) as con:
+                body = first_request(con, opts)
+        except CollectError as exc:
+            raise _UsageError(str(exc)) from None
         if body is None:
             print("nothing to ask: every world already has a stored answer", file=sys.stderr)
             return EXIT_OK
-        try:
-            transport = make_transport(opts)
-        except CollectError as exc:
-            raise _UsageError(str(exc)) from None
-        payload = transport.payload(body, opts.probe) if hasattr(transport, "payload") else body
-        transport.close()
+        payload = body          # typed and python send the body itself: the target need not be importable
+        if opts.transport == "openai":
+            try:
+                transport = make_transport(opts)
+            except CollectError as exc:
+                raise _UsageError(str(exc)) from None
+            payload = transport.payload(body, opts.probe)
+            transport.close()
         print(json.dumps(payload, indent=2, ensure_ascii=False))
         return EXIT_OK
     who = args.model[0] if len(options) == 1 else f"{len(options)} models"
@@ -660,17 +811,27 @@ def _cmd_collect(args: argparse.Namespace, argv: Sequence[str]) -> int:
         print(json.dumps(summaries[0] if len(summaries) == 1 else summaries, indent=2))
     else:
         for result in results:
-            print(f"{args.probe} answers of {result.model!r} in dataset {args.dataset!r}: {result.stored} stored "
-                  f"({result.valid} valid, {result.invalid} invalid, {result.unavailable} unavailable); "
-                  f"{result.skipped_existing} worlds skipped (already answered)"
-                  + (f"; collection {result.collection_id}" if result.collection_id else ""))
+            print("\n".join(_collect_summary(result, args.probe, args.dataset)))
+    several = len(results) > 1
+    for result in results:
+        if result.none_valid:
+            which = "the one answer" if result.stored == 1 else f"none of the {result.stored:,} answers"
+            print(f"qlb collect: warning: {which} stored" + (f" for {result.model!r}" if several else "")
+                  + f" {'is not' if result.stored == 1 else 'is'} valid ({result.invalid} invalid, "
+                    f"{result.unavailable} unavailable; the audits read them as unavailable): fix the model or what "
+                    "it returns (the reasons are listed with the summary and on the Collection page), then ask "
+                    "these worlds again by adding --replace-invalid", file=sys.stderr)
     stopped = [r for r in results if r.stopped]
     for result in stopped:
+        resume = f"resume with: qlb {shlex.join(list(argv))}" if result is stopped[-1] else ""
+        if result.stopped.startswith(TARGET_RAISED):        # rerunning would raise again: the model needs a fix
+            resume = f"fix the model, then {resume}" if resume else "fix the model before resuming"
         print(f"qlb collect: stopped: {result.stopped}; {result.stored} answers stored"
-              + (f" for {result.model!r}" if len(results) > 1 else "")
-              + (f"; resume with: qlb {shlex.join(list(argv))}" if result is stopped[-1] else ""),
+              + (f" for {result.model!r}" if several else "") + (f"; {resume}" if resume else ""),
               file=sys.stderr)
-    return EXIT_STOPPED if stopped else EXIT_OK
+    if stopped:
+        return EXIT_STOPPED
+    return EXIT_FAILURE if any(r.none_valid for r in results) else EXIT_OK
 
 
 def _cmd_migrate(args: argparse.Namespace) -> int:
@@ -686,6 +847,39 @@ def _cmd_migrate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+RUNS_LISTED = 5            # runs an unknown --run lists, newest first
+
+
+def _report_run(con, run: str | None, dataset: str | None) -> tuple[str, str, bool]:
+    """(run id, its dataset, whether the run was chosen by default) for `qlb report`: ``run`` when
+    it is an audit run (of ``dataset``, when named), else the newest of the most complete runs (of
+    ``dataset``, when named). An unknown run is an error listing the newest runs; a run of another
+    dataset than ``dataset`` is bad usage naming both."""
+    from warehouse import queries
+
+    runs = queries.fetch_df(con, "all_runs", [])
+    pool = runs if dataset is None else runs[runs["dataset_id"] == dataset]
+    if run is None:
+        if pool.empty:
+            raise _UserError(f"no audit run for dataset {dataset!r} (run `qlb audit --dataset {dataset}`)" if dataset
+                             else "the warehouse holds no audit run yet (run `qlb demo` or `qlb audit`)")
+        best = pool.sort_values(["n_results", "started_at"], ascending=False).iloc[0]
+        return str(best["run_id"]), str(best["dataset_id"]), True
+    match = runs[runs["run_id"] == run]
+    if match.empty:
+        shown = pool.head(RUNS_LISTED)                          # all_runs: newest first
+        listed = [r if dataset else f"{r} (dataset {d})" for r, d in zip(shown["run_id"], shown["dataset_id"])]
+        listed += ["..."] if len(pool) > RUNS_LISTED else []
+        raise _UserError(f"no run {run!r} in {f'dataset {dataset!r}' if dataset else 'the warehouse'} "
+                         f"(newest audit runs: {', '.join(listed) or 'none'})")
+    owner = str(match["dataset_id"].iloc[0])
+    if dataset is not None and owner != dataset:
+        raise _UsageError(f"run {run!r} belongs to dataset {owner!r}, not to --dataset {dataset!r} "
+                          f"(drop --dataset, or pick a run of {dataset!r}: "
+                          f"{', '.join(pool['run_id'].head(RUNS_LISTED)) or 'it has none'})")
+    return run, owner, False
+
+
 def _cmd_report(args: argparse.Namespace) -> int:
     from qlb.runs.report import build_report
     from warehouse.db import default_path, reader
@@ -696,10 +890,13 @@ def _cmd_report(args: argparse.Namespace) -> int:
     if args.out.suffix.lower() not in (".html", ".htm"):
         raise _UsageError(f"--out {args.out}: the report is HTML; name the file *.html")
     with reader(path) as con:
-        text = build_report(con, args.run, args.dataset and _resolve_dataset(con, args.dataset))
+        run_id, dataset, defaulted = _report_run(con, args.run, args.dataset and _resolve_dataset(con, args.dataset))
+        text = build_report(con, run_id)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(text, encoding="utf-8")
-    print(f"report written to {args.out} ({len(text.encode()) / 1e6:.1f} MB)")
+    print(f"report of run {run_id} of dataset {dataset!r} written to {args.out} ({len(text.encode()) / 1e6:.1f} MB)"
+          + (f"; the newest, most complete run of {'the dataset' if args.dataset else 'the warehouse'} "
+             "(--run ID picks another)" if defaulted else ""))
     return EXIT_OK
 
 
@@ -811,7 +1008,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         print("\nDefense-aware secret recovery on the test split (with 95% intervals):")
         print(_text_table(d, "defense", lambda r: pct_interval(r.accuracy, r.ci_low, r.ci_high)))
     for name, why in run.skipped.items():
-        print(f"skipped {name}: {why}")
+        print(f"skipped {name}: {_in_flag_words(why)}")
     return EXIT_OK
 
 

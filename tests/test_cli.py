@@ -285,7 +285,8 @@ def test_demo_progress_off_a_terminal_and_its_summary(tmp_path, monkeypatch, cap
     assert "audit run run-1 stored" in out and "skipped" not in out
     monkeypatch.setattr(qlb.demo, "build_demo", _fake_build({"decoding": "not requested (decode=False)"}))
     assert main(["demo", "--warehouse", str(tmp_path / "w.duckdb")]) == 0
-    assert capsys.readouterr().out.splitlines()[-1] == "skipped decoding: not requested (decode=False)"
+    # the engine's parameter name is put as the flag the user knows
+    assert capsys.readouterr().out.splitlines()[-1] == "skipped decoding: not requested (--no-decoding)"
 
 
 def test_a_reader_that_goes_away_is_not_an_error():
@@ -311,3 +312,79 @@ def test_responses_into_a_dataset_that_is_not_there_is_one_line(tmp_path, worlds
     with duckdb.connect(wh, read_only=True) as con:
         assert con.execute("SELECT count(*) FROM datasets").fetchone() == (1,)
         assert con.execute("SELECT count(*) FROM rejects").fetchone() == (0,)
+
+
+def _two_audited_datasets(tmp_path, worlds_file, capsys) -> tuple[str, dict[str, str]]:
+    """A warehouse with datasets tiny and other, one audit run each (no decoding): (path, dataset -> run)."""
+    wh = str(tmp_path / "w.duckdb")
+    resp = write_lines(tmp_path / "r.jsonl", [native("m", w) for w in ("w1", "w2", "w3", "w4")])
+    runs = {}
+    for dataset in ("tiny", "other"):
+        for kind, f in (("worlds", worlds_file), ("responses", resp)):
+            assert main(["ingest", kind, str(f), "--dataset", dataset, "--warehouse", wh]) == 0
+        capsys.readouterr()
+        assert main(["audit", "--dataset", dataset, "--warehouse", wh, "--no-decoding", "--json"]) == 0
+        runs[dataset] = json.loads(capsys.readouterr().out)["run_id"]
+    return wh, runs
+
+
+def test_report_names_its_run_and_dataset_and_refuses_a_run_of_another_dataset(tmp_path, worlds_file, capsys):
+    wh, runs = _two_audited_datasets(tmp_path, worlds_file, capsys)
+    out = str(tmp_path / "r.html")
+    assert main(["report", "--dataset", "tiny", "--run", runs["other"], "--out", out, "--warehouse", wh]) == 2
+    assert capsys.readouterr().err == (f"qlb report: error: run {runs['other']!r} belongs to dataset 'other', not to "
+                                       f"--dataset 'tiny' (drop --dataset, or pick a run of 'tiny': {runs['tiny']})\n")
+    assert not (tmp_path / "r.html").exists()
+    assert main(["report", "--run", runs["other"], "--out", out, "--warehouse", wh]) == 0
+    assert capsys.readouterr().out.startswith(f"report of run {runs['other']} of dataset 'other' written to {out} (")
+    assert main(["report", "--dataset", "tiny", "--out", out, "--warehouse", wh]) == 0
+    assert capsys.readouterr().out.endswith("; the newest, most complete run of the dataset (--run ID picks another)\n")
+    assert main(["report", "--run", "run-xyz", "--out", out, "--warehouse", wh]) == 1
+    assert capsys.readouterr().err == (f"qlb report: error: no run 'run-xyz' in the warehouse (newest audit runs: "
+                                       f"{runs['other']} (dataset other), {runs['tiny']} (dataset tiny))\n")
+    assert main(["report", "--run", "run-xyz", "--dataset", "tiny", "--out", out, "--warehouse", wh]) == 1
+    assert f"no run 'run-xyz' in dataset 'tiny' (newest audit runs: {runs['tiny']})" in capsys.readouterr().err
+
+
+def test_audit_says_skips_in_the_flags_words(tmp_path, worlds_file, capsys):
+    wh = str(tmp_path / "w.duckdb")
+    resp = write_lines(tmp_path / "r.jsonl", [native("m", w) for w in ("w1", "w2", "w3", "w4")])
+    assert main(["ingest", "worlds", str(worlds_file), "--dataset", "tiny", "--warehouse", wh]) == 0
+    assert main(["ingest", "responses", str(resp), "--dataset", "tiny", "--warehouse", wh]) == 0
+    capsys.readouterr()
+    assert main(["audit", "--dataset", "tiny", "--warehouse", wh, "--no-decoding", "--no-utility"]) == 0
+    out = capsys.readouterr().out
+    assert "skipped decoding: not requested (--no-decoding)" in out
+    assert "skipped utility: not requested (--no-utility)" in out and "=False" not in out
+
+
+def test_an_unknown_view_is_bad_usage_like_an_unknown_family(capsys):
+    from qlb.tuple.release_views import VIEWS
+    for option in ("--views", "--families"):
+        with pytest.raises(SystemExit) as exit_:
+            main(["audit", option, "full"])
+        assert exit_.value.code == 2
+        assert f"argument {option}: invalid choice: 'full'" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["audit", "--help"])
+    shown = " ".join(capsys.readouterr().out.split())             # help text wraps
+    assert "release views to decode, of " + ", ".join(VIEWS) in shown
+
+
+@pytest.mark.parametrize("argv", [["-v", "migrate"], ["migrate", "-v"], ["migrate", "--verbose"],
+                                  ["-v", "quasileak", "score", "--corpus", "c", "--predictions", "p"],
+                                  ["quasileak", "score", "--corpus", "c", "--predictions", "p", "-v"],
+                                  ["collect", "native", "--dataset", "d", "--model", "m", "--transport", "python",
+                                   "-v"]])
+def test_verbose_before_or_after_the_command(argv):
+    assert build_parser().parse_args(argv).verbose is True
+    quiet = [a for a in argv if a not in ("-v", "--verbose")]
+    assert build_parser().parse_args(quiet).verbose is False
+
+
+def test_ingest_ontology_counts_in_singular_and_plural(tmp_path, capsys):
+    from tests.records.ontologies import as_text, three_by_three
+    onto = tmp_path / "support.json"
+    onto.write_text(as_text(three_by_three()))
+    assert main(["ingest", "ontology", str(onto), "--dataset", "own", "--warehouse", str(tmp_path / "w.duckdb")]) == 0
+    assert "(1 domain, 3 classes, 9 mechanisms) -> dataset 'own'" in capsys.readouterr().out

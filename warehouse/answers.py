@@ -96,8 +96,27 @@ def stored_worlds(con: duckdb.DuckDBPyConnection, dataset_id: str, model: str, p
     return queries.fetch_df(con, f"collect_stored_{probe}", [dataset_id, model])
 
 
+@dataclass
+class Reasons:
+    """Why stored answers were not valid: per (outcome, reason) how many answers and the first
+    world that gave it, in the order first seen."""
+
+    seen: dict[tuple[str, str], list] = field(default_factory=dict)     # -> [answers, first world]
+
+    def add(self, outcome: str, reason: str, world_id: str) -> None:
+        """Count one invalid or unavailable answer."""
+        entry = self.seen.setdefault((outcome, reason), [0, world_id])
+        entry[0] += 1
+
+    def most_frequent(self) -> list[dict[str, Any]]:
+        """``{"outcome", "reason", "count", "example_world"}``, most frequent first (ties: first seen first)."""
+        rows = [{"outcome": o, "reason": r, "count": n, "example_world": w} for (o, r), (n, w) in self.seen.items()]
+        return sorted(rows, key=lambda row: -row["count"])
+
+
 class AnswerStore:
-    """Validates and stores one collection's answers (read-write handle)."""
+    """Validates and stores one collection's answers (read-write handle); ``reasons`` tallies why
+    the stored answers that are not valid are not."""
 
     def __init__(self, con: duckdb.DuckDBPyConnection, info: CollectionInfo, collection_id: str,
                  skipped_existing: int) -> None:
@@ -106,6 +125,7 @@ class AnswerStore:
         self.validator = make_validator(self.kind, con, info.dataset_id, info.model)
         self.response_type = NativeResponse if info.probe == "native" else RefusalResponse
         self.counts = Counts()
+        self.reasons = Reasons()
         self.line_no = 0
         started = _now()
         with transaction(con):
@@ -163,6 +183,9 @@ class AnswerStore:
             if a.calls:
                 a.calls[-1].outcome = final
                 a.calls[-1].reason = a.calls[-1].reason or getattr(obj, "invalid_reason", None)
+            if final != "valid":
+                why = getattr(obj, "invalid_reason", None) or a.reason or (a.calls[-1].reason if a.calls else None)
+                self.reasons.add(final, why or "no reason given", a.world_id)
         batch.stored = len(accepted)
         calls = [c for a in answers for c in a.calls]
         now = _now()

@@ -52,6 +52,7 @@ BATCH_CHARS = 32 << 20     # ... or fewer, once their text passes this many char
 # they fill row groups instead of staying in memory (1 GB of responses: peak RSS 380 MB, was 555)
 INGEST_MEMORY = "128MB"
 CHECKERS = 2               # threads that check native-response blocks in bulk (one per core here)
+REPEATS_LISTED = 5         # a reject reason on more lines is said once, with this many of its other lines
 
 
 class IngestError(ValueError):
@@ -122,10 +123,34 @@ class ValidationReport:
         df = pd.DataFrame(rows, columns=["line", "outcome", "field", "reason"])
         return df.sort_values("line", kind="stable").reset_index(drop=True)
 
-    def messages(self) -> list[str]:
-        """``FILE:LINE: field: reason`` for every rejected line."""
-        return [f"{self.file_name}:{r.line_no}: " + (f"{r.field}: " if r.field else "") + r.reason
-                for r in self.rejects]
+    def messages(self, group_repeats: bool = False) -> list[str]:
+        """``FILE:LINE: field: reason`` for every rejected line. With ``group_repeats``, a field and
+        reason that more than ``REPEATS_LISTED`` lines share is one message, at its first line, with
+        how many other lines gave it and the first ``REPEATS_LISTED`` of them (each line is still a
+        reject of its own, in the quarantine)."""
+        if not group_repeats:
+            return [f"{self.file_name}:{r.line_no}: " + (f"{r.field}: " if r.field else "") + r.reason
+                    for r in self.rejects]
+        groups: dict[tuple[str | None, str], list[int]] = {}
+        for r in self.rejects:
+            groups.setdefault((r.field, r.reason), []).append(r.line_no)
+        out = []
+        for (fld, reason), lines in groups.items():
+            lines.sort()
+            said = (f"{fld}: " if fld else "") + reason
+            if len(lines) <= REPEATS_LISTED:
+                out += [(n, f"{self.file_name}:{n}: {said}") for n in lines]
+                continue
+            others = lines[1:]
+            more = f" and {len(others) - REPEATS_LISTED:,} more" if len(others) > REPEATS_LISTED else ""
+            out.append((lines[0], f"{self.file_name}:{lines[0]}: {said} (the same on {len(others):,} more lines: "
+                                  f"{', '.join(str(n) for n in others[:REPEATS_LISTED])}{more})"))
+        return [message for _, message in sorted(out, key=lambda m: m[0])]
+
+    @property
+    def foreign_domains(self) -> dict[str, int]:
+        """Domains the dataset's ontology lacks, named by rejected worlds, with their number of lines."""
+        return dict(getattr(self.validator, "foreign_domains", None) or {})
 
 
 @dataclass(frozen=True)
@@ -329,8 +354,29 @@ class _Worlds(_Kind):
         # pair_id -> (mechanism, public fields) of its worlds; a complete pair keeps only its
         # mechanisms (a third world is rejected whatever its fields), so memory follows open pairs
         self.pairs: dict[str, list[tuple]] = {}
+        self.foreign_domains: dict[str, int] = {}         # domain the ontology lacks -> rejected lines naming it
         super().__init__(con, dataset_id, model_name, **options)
         self.context = {"ontology": self.ontology}      # World checks its labels against it
+
+    def validate(self, rec):
+        try:
+            return super().validate(rec)
+        except ValidationError:
+            self._note_foreign_domain(rec)
+            raise
+
+    def _note_foreign_domain(self, rec: Record) -> None:
+        """Count the domain of a rejected line when the ontology lacks it: many such lines usually
+        mean the dataset's ontology is not the one the worlds were written for."""
+        obj = rec.obj
+        if obj is None and rec.text is not None:
+            try:
+                obj = json.loads(rec.text)
+            except ValueError:
+                return
+        domain = obj.get("domain") if isinstance(obj, dict) else None
+        if isinstance(domain, str) and domain and domain not in self.ontology.domains:
+            self.foreign_domains[domain] = self.foreign_domains.get(domain, 0) + 1
 
     def load(self, con):
         for row in queries.fetch_df(con, "world_pairs", [self.dataset_id]).itertuples(index=False):

@@ -38,14 +38,25 @@ def answer_fields(answer: Any, probe: str) -> dict[str, Any]:
     return out
 
 
+ANSWER_FIELDS: frozenset[str] = frozenset({"choice", "probabilities", "scores", "confidence"})
+
+
 def typed_answer(payload: Any, question_key: str, probe: str) -> dict[str, Any]:
     """A typed endpoint's answer: ``answers.<question key>`` when present, else the top-level
-    object."""
+    object. An ``answers`` object without that key and no answer field at the top level is an
+    answer filed under another question (AnswerError naming the keys it has), not an empty answer."""
     if not isinstance(payload, dict):
         raise AnswerError(f"the response body is not a JSON object (got {type(payload).__name__})")
     answers = payload.get("answers")
     if isinstance(answers, dict) and question_key in answers:
         return answer_fields(answers[question_key], probe)
+    if "answers" in payload and not ANSWER_FIELDS & set(payload):
+        if isinstance(answers, dict):
+            got = ", ".join(repr(k) for k in answers) if answers else "an empty object"
+        else:
+            got = "null" if answers is None else f"a {type(answers).__name__}, not an object keyed by question"
+        raise AnswerError(f"no answer for question {question_key!r} under answers (got {got}; expected "
+                          f"answers.{question_key}, or choice at the top level)")
     return answer_fields(payload, probe)
 
 

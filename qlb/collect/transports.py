@@ -6,8 +6,9 @@ A transport makes one call for one request body and classifies what came back:
   through the ingest validation, which may still make the response invalid;
 - ``invalid``: HTTP 200 whose body could not be read (stored invalid, with the reason and raw body);
 - ``unavailable``: HTTP 4xx other than 408 and 429 (stored as ``unavailable``);
-- ``stop``: HTTP 408, 429, 5xx, a timeout, a connection error, or a Python target that raised:
-  nothing is stored for that world and, once retries are spent, the collection stops.
+- ``stop``: HTTP 408, 429, 5xx, a timeout, a connection error, or a Python target that raised
+  (the reason names its file, line and function): nothing is stored for that world and, once
+  retries are spent, the collection stops.
 
 HTTP goes through ``httpx`` with one client (and kept-alive connection) per dispatching thread.
 An API key is only ever held in memory, in the clients' headers.
@@ -15,13 +16,18 @@ An API key is only ever held in memory, in the clients' headers.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import json
+import logging
 import os
 import socket
 import sys
+import sysconfig
 import threading
 import time
+import traceback
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, Protocol
 
 import httpx
@@ -31,6 +37,8 @@ from qlb.collect.answers import (
 )
 from qlb.collect.redact import redact, without_key
 from qlb.collect.requests import QUESTION_KEYS
+
+log = logging.getLogger(__name__)
 
 RAW_LIMIT = 64 * 1024        # bytes of the raw answer kept in the call archive
 RETRYABLE = frozenset({408, 429})
@@ -230,14 +238,26 @@ class OpenAITransport(_HTTPTransport):
         return answer_fields(parse_json_text(chat_content(payload)), probe)
 
 
+TARGET_RAISED = "the target raised"      # how a python target's exception starts its stop reason
+
+
+def stop_causes(transport: str) -> str:
+    """What makes a ``stop`` for ``transport``, in words for the user."""
+    if transport == "python":
+        return "the target function raised an exception (SystemExit included)"
+    return "an HTTP 408/429/5xx, a timeout or a connection error"
+
+
 class PythonTransport:
     """``python``: ``module:function`` called with the body (a dict); it returns the same answer
     object as a typed endpoint, or ``{"status": "unavailable", "reason": ...}`` to decline a world
     (stored as unavailable, as an HTTP 4xx would be). An exception it raises (``SystemExit``
-    included) stops the collection like a server error."""
+    included) stops the collection like a server error; the reason names the innermost frame of
+    the target's own code (file:line, function), and the whole traceback is logged (``-v``)."""
 
     def __init__(self, target: str) -> None:
         self.description = f"python {target}"
+        self.target = target
         self.function = load_target(target)
 
     def call(self, body: dict[str, Any], probe: str) -> Reply:
@@ -246,8 +266,11 @@ class PythonTransport:
         try:
             result = self.function(json.loads(json.dumps(body)))     # a fresh copy: the target may mutate it
         except (Exception, SystemExit) as exc:    # the target is user code: any exception is its failure, reported
+            log.info("the target %s raised:\n%s", self.target, "".join(
+                traceback.format_exception(type(exc), exc, exc.__traceback__.tb_next if exc.__traceback__ else None)
+            ).rstrip())
             return Reply("stop", None, (time.perf_counter() - start) * 1000, "",
-                         reason=f"the target raised {type(exc).__name__}: {exc}")
+                         reason=f"{TARGET_RAISED} {type(exc).__name__}: {exc}{raised_where(exc)}")
         latency = (time.perf_counter() - start) * 1000
         try:
             raw = json.dumps(result, allow_nan=True, default=str)
@@ -266,19 +289,119 @@ class PythonTransport:
         """Nothing to release."""
 
 
-def load_target(target: str) -> Callable[[dict[str, Any]], Any]:
-    """The function named ``module:function`` (ValueError with a plain message otherwise)."""
-    module_name, sep, attr = target.partition(":")
-    if not sep or not module_name or not attr:
-        raise ValueError(f"--target {target!r}: expected module:function")
-    here = os.getcwd()
-    if here not in sys.path:        # a module in the current folder is found, as `python -m` finds it
-        sys.path.append(here)
+def _library_folders() -> tuple[str, ...]:
+    """Where the standard library and installed packages live: their frames are not the target's own code."""
+    paths = sysconfig.get_paths()
+    return tuple(os.path.realpath(paths[k]) + os.sep for k in ("stdlib", "platstdlib", "purelib", "platlib")
+                 if paths.get(k))
+
+
+def _shown_path(filename: str) -> str:
+    """A frame's file as a user reads it: relative to the current folder when inside it."""
     try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise ValueError(f"--target {target!r}: cannot import {module_name!r}: {exc} (looked in the current "
-                         f"folder {here} and on the Python path; add the module's folder to PYTHONPATH)") from None
+        rel = os.path.relpath(filename)
+    except ValueError:                 # another drive (Windows)
+        return filename
+    return filename if rel.startswith("..") else rel
+
+
+def raised_where(exc: BaseException) -> str:
+    """", at FILE:LINE, in FUNCTION" for the innermost frame of the user's own code in the
+    exception's traceback (not this module, the standard library, installed packages or the import
+    machinery; the innermost frame of all when there is none); "" without a traceback."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__)
+              if os.path.realpath(f.filename) != os.path.realpath(__file__)]
+    if not frames:
+        return ""
+    library = _library_folders()
+    own = [f for f in frames if not f.filename.startswith("<")
+           and not os.path.realpath(f.filename).startswith(library)]
+    frame = own[-1] if own else frames[-1]
+    return f", at {_shown_path(frame.filename)}:{frame.lineno}, in {frame.name}"
+
+
+def _is_file_form(module: str) -> bool:
+    """Whether ``--target``'s module part is a file path (./mymodel.py, models/mymodel.py) rather than a module name."""
+    return module.endswith(".py") or "/" in module or os.sep in module or module.startswith(".")
+
+
+def _module_name_for(path: Path, attr: str) -> str:
+    """The module:function form of a file path: ``mymodel:decide`` for ./mymodel.py,
+    ``models.mymodel:decide`` for models/mymodel.py (in backticks); a file outside the current
+    folder needs its folder on PYTHONPATH."""
+    full = Path(os.path.abspath(path))
+    stem = full.with_suffix("") if full.suffix == ".py" else full
+    rel = os.path.relpath(stem)
+    if rel.startswith("..") or os.path.isabs(rel):
+        return f"`{stem.name}:{attr}` with PYTHONPATH={stem.parent}"
+    return f"`{rel.replace(os.sep, '.')}:{attr}`"
+
+
+def _module_from_file(path: Path, target: str, attr: str) -> Any:
+    """Import the module of an existing .py file (its folder joins the Python path, so the file's
+    own imports of its neighbours work, as ``python FILE`` would find them)."""
+    path = Path(os.path.abspath(path))
+    name = path.stem
+    loaded = sys.modules.get(name)
+    if loaded is not None and getattr(loaded, "__file__", None) and os.path.realpath(loaded.__file__) == str(
+            os.path.realpath(path)):
+        return loaded
+    folder = str(path.parent)
+    if folder not in sys.path:
+        sys.path.append(folder)
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ValueError(f"--target {target!r}: {path} cannot be imported as a Python module; use a module "
+                         f"name importable from the current folder (here {_module_name_for(path, attr)})")
+    module = importlib.util.module_from_spec(spec)
+    registered = name not in sys.modules        # never shadow a module of that name already imported
+    if registered:
+        sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        if registered:
+            del sys.modules[name]
+        raise ValueError(f"--target {target!r}: importing {_shown_path(str(path))} raised "
+                         f"{type(exc).__name__}: {exc}{raised_where(exc)}") from None
+    return module
+
+
+def load_target(target: str) -> Callable[[dict[str, Any]], Any]:
+    """The function ``--target`` names: ``module:function`` with the module importable from the
+    current folder or the Python path (``mymodel:decide`` for ./mymodel.py, ``pkg.mod:decide``),
+    or ``FILE.py:function`` for a .py file that exists (./mymodel.py:decide). ValueError with a
+    plain message otherwise, suggesting the module form."""
+    module_name, sep, attr = target.rpartition(":")
+    if not sep or not module_name or not attr:
+        raise ValueError(f"--target {target!r}: expected module:function (e.g. mymodel:decide for ./mymodel.py)")
+    here = os.getcwd()
+    if _is_file_form(module_name):
+        path = Path(module_name)
+        if path.suffix != ".py" and path.with_suffix(".py").is_file():
+            path = path.with_suffix(".py")
+        if not path.is_file():
+            raise ValueError(f"--target {target!r}: no file {path} (looked from the current folder {here}); "
+                             f"use a module name importable from the current folder (here "
+                             f"{_module_name_for(path, attr)}) or the path of an existing .py file")
+        module = _module_from_file(path, target, attr)
+    else:
+        if here not in sys.path:        # a module in the current folder is found, as `python -m` finds it
+            sys.path.append(here)
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as exc:
+            if exc.name and exc.name != module_name and not module_name.startswith(exc.name + "."):
+                # the module was found; something it imports was not
+                raise ValueError(f"--target {target!r}: importing {module_name!r} failed: {exc}"
+                                 f"{raised_where(exc)}") from None
+            raise ValueError(f"--target {target!r}: cannot import {module_name!r}: {exc} (looked in the current "
+                             f"folder {here} and on the Python path; use a module name importable from the "
+                             f"current folder, as `mymodel:decide` for ./mymodel.py, or add the module's folder "
+                             f"to PYTHONPATH)") from None
+        except Exception as exc:        # the user's module failed while it was imported
+            raise ValueError(f"--target {target!r}: importing {module_name!r} raised {type(exc).__name__}: {exc}"
+                             f"{raised_where(exc)}") from None
     function = getattr(module, attr, None)
     if not callable(function):
         raise ValueError(f"--target {target!r}: {module_name} has no function {attr!r}")

@@ -6,9 +6,9 @@ Dispatch (``qlb.collect.dispatch``): at most ``concurrency`` requests in flight 
 ``interval`` seconds between dispatches, retries only when asked. Answers are validated and
 stored by this process in small batches while the requests go on. A world that already has a stored response is
 never asked again (``replace_invalid`` asks again exactly the worlds whose stored response is
-invalid or unavailable). An HTTP 408/429/5xx, a timeout or a connection error stops the
-collection once its retries are spent: the answers so far stay stored and the same command
-resumes.
+invalid or unavailable). An HTTP 408/429/5xx, a timeout, a connection error or a Python target
+that raised stops the collection once its retries are spent: the answers so far stay stored and
+the same command resumes.
 
 Several models are collected at once (``collect_many``): each is its own collection, dispatched
 in a thread of its own with its own requests in flight and its own stop, and this process, the
@@ -16,13 +16,14 @@ only one holding the warehouse, stores every model's answers as they arrive.
 """
 from __future__ import annotations
 
+import difflib
 import logging
 import os
 import queue
 import threading
 import time
 import uuid
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from datetime import datetime, timezone
 from typing import Any, Callable, Iterator, Sequence
 
@@ -64,8 +65,10 @@ class CollectOptions(TransportSpec):
     backoff: float = 1.0
     replace_invalid: bool = False
 
-    def check(self) -> None:
-        """Raise CollectError for settings that cannot work (before anything is asked)."""
+    def check(self, asking: bool = True) -> None:
+        """Raise CollectError for settings that cannot work (before anything is asked). With
+        ``asking`` False (``--show-request``: a request body is built, nothing is sent) the python
+        target and the API key are not needed."""
         if self.probe not in PROBES:
             raise CollectError(f"unknown probe {self.probe!r}; expected native or refusal")
         if self.transport not in TRANSPORTS:
@@ -74,13 +77,13 @@ class CollectOptions(TransportSpec):
             raise CollectError(f"--transport {self.transport} needs --base-url")
         if self.transport == "openai" and not self.endpoint_model:
             raise CollectError("--transport openai needs --endpoint-model (the server's model name)")
-        if self.transport == "python" and not self.target:
+        if self.transport == "python" and not self.target and asking:
             raise CollectError("--transport python needs --target module:function")
         if self.concurrency < 1 or self.retries < 0 or self.interval < 0 or self.timeout <= 0:
             raise CollectError("--concurrency must be >= 1, --retries and --interval >= 0, --timeout > 0")
         if self.limit is not None and self.limit < 0:
             raise CollectError("--limit must be >= 0")
-        if self.api_key_env and os.environ.get(self.api_key_env) is None:
+        if asking and self.api_key_env and os.environ.get(self.api_key_env) is None:
             raise CollectError(f"--api-key-env {self.api_key_env}: that environment variable is not set")
 
     @property
@@ -106,9 +109,17 @@ class CollectOptions(TransportSpec):
         return out
 
 
+REASONS_IN_JSON = 10         # the most frequent reasons ``--json`` lists
+
+
 @dataclass
 class CollectResult:
-    """The ``qlb collect --json`` summary."""
+    """The ``qlb collect --json`` summary. Of the worlds (of the chosen splits) not asked:
+    ``skipped_existing`` had a stored answer this command does not ask again (with
+    ``replace_invalid``: a valid one); ``skipped_unanswered`` had none, and ``replace_invalid``
+    asks only invalid or unavailable answers again; ``left_for_later`` were left by ``limit``.
+    ``reasons``: why the answers stored this time that are not valid are not
+    (``{"outcome", "reason", "count", "example_world"}``, most frequent first)."""
 
     collection_id: str | None
     model: str
@@ -120,12 +131,23 @@ class CollectResult:
     unavailable: int = 0
     skipped_existing: int = 0
     stopped: str | None = None
+    skipped_unanswered: int = 0
+    left_for_later: int = 0
+    reasons: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def none_valid(self) -> bool:
+        """Answers were stored, and not one of them is valid (the model or its reading is broken)."""
+        return self.stored > 0 and self.valid == 0
 
     def to_json(self) -> dict[str, Any]:
-        """The keys COLLECT.md section 4 fixes."""
+        """The keys COLLECT.md section 4 fixes, then ``skipped_unanswered``, ``left_for_later`` and
+        the most frequent ``reasons`` (at most ``REASONS_IN_JSON``)."""
         return {"collection_id": self.collection_id, "model": self.model, "probe": self.probe, "asked": self.asked,
                 "stored": self.stored, "valid": self.valid, "invalid": self.invalid,
-                "unavailable": self.unavailable, "skipped_existing": self.skipped_existing, "stopped": self.stopped}
+                "unavailable": self.unavailable, "skipped_existing": self.skipped_existing, "stopped": self.stopped,
+                "skipped_unanswered": self.skipped_unanswered, "left_for_later": self.left_for_later,
+                "reasons": self.reasons[:REASONS_IN_JSON]}
 
 
 def make_transport(opts: CollectOptions) -> Transport:
@@ -136,33 +158,56 @@ def make_transport(opts: CollectOptions) -> Transport:
         raise CollectError(str(exc)) from None
 
 
-def planned_worlds(con: duckdb.DuckDBPyConnection, opts: CollectOptions) -> tuple[list[dict[str, Any]], int]:
-    """(the worlds to ask, in world_id order; how many were skipped for a stored response)."""
-    if queries.fetch_df(con, "dataset_by_id", [opts.dataset_id]).empty:
-        raise CollectError(f"no dataset {opts.dataset_id!r} in the warehouse (ingest its worlds first)")
+@dataclass(frozen=True)
+class Plan:
+    """The worlds one command asks (in world_id order) and why the others of the chosen splits are
+    not asked (see ``CollectResult``)."""
+
+    rows: list[dict[str, Any]]
+    skipped_existing: int = 0
+    skipped_unanswered: int = 0
+    left_for_later: int = 0
+
+
+def unknown_dataset(con: duckdb.DuckDBPyConnection, dataset_id: str) -> str | None:
+    """Why ``dataset_id`` cannot be collected into (it is not in the warehouse: the datasets that
+    are, and the nearest name), or None when it is there."""
+    if not queries.fetch_df(con, "dataset_by_id", [dataset_id]).empty:
+        return None
+    names = queries.fetch_df(con, "datasets")["dataset_id"].tolist()
+    near = difflib.get_close_matches(dataset_id, names, n=1)
+    return (f"no dataset {dataset_id!r} in the warehouse (have: {', '.join(names) or 'none'})"
+            + (f"; did you mean {near[0]!r}?" if near else "; ingest its worlds first"))
+
+
+def planned_worlds(con: duckdb.DuckDBPyConnection, opts: CollectOptions) -> Plan:
+    """The worlds to ask, and how many of the others were skipped and why."""
+    problem = unknown_dataset(con, opts.dataset_id)
+    if problem:
+        raise CollectError(problem)
     worlds = queries.fetch_df(con, "collect_worlds", [opts.dataset_id])
     if worlds.empty:
         raise CollectError(f"dataset {opts.dataset_id!r} has no worlds (ingest them first)")
     if opts.splits:
         worlds = worlds[worlds["split"].isin(list(opts.splits))]
     stored = stored_worlds(con, opts.dataset_id, opts.model, opts.probe)
+    answered = worlds["world_id"].isin(set(stored["world_id"]))
     if opts.replace_invalid:
-        wanted = set(stored.loc[stored["replaceable"], "world_id"])
-        todo = worlds[worlds["world_id"].isin(wanted)]
-        skipped = len(worlds) - len(todo)
+        todo = worlds[worlds["world_id"].isin(set(stored.loc[stored["replaceable"], "world_id"]))]
+        unanswered = int((~answered).sum())          # nothing to replace: --replace-invalid does not ask them
     else:
-        done = set(stored["world_id"])
-        todo = worlds[~worlds["world_id"].isin(done)]
-        skipped = len(worlds) - len(todo)
+        todo = worlds[~answered]
+        unanswered = 0
     rows = todo.to_dict("records")
     if opts.limit is not None:
         rows = rows[: opts.limit]
-    return rows, skipped
+    return Plan(rows, skipped_existing=len(worlds) - len(todo) - unanswered, skipped_unanswered=unanswered,
+                left_for_later=len(todo) - len(rows))
 
 
 def first_request(con: duckdb.DuckDBPyConnection, opts: CollectOptions) -> dict[str, Any] | None:
     """The request body of the first world the command would ask (``--show-request``), or None."""
-    rows, _ = planned_worlds(con, opts)
+    rows = planned_worlds(con, opts).rows
     if not rows:
         return None
     world = rows[0]
@@ -225,9 +270,11 @@ class _Collection:
     the batch of answers not yet stored."""
 
     def __init__(self, con: duckdb.DuckDBPyConnection, opts: CollectOptions, transport: Transport | None) -> None:
-        rows, skipped = planned_worlds(con, opts)
+        plan = planned_worlds(con, opts)
+        rows = plan.rows
         self.opts, self.rows = opts, rows
-        self.result = CollectResult(None, opts.model, opts.probe, skipped_existing=skipped)
+        self.result = CollectResult(None, opts.model, opts.probe, skipped_existing=plan.skipped_existing,
+                                    skipped_unanswered=plan.skipped_unanswered, left_for_later=plan.left_for_later)
         self.own_transport = transport is None
         self.transport = transport if (transport is not None or not rows) else make_transport(opts)
         self.items: list[tuple[str, str, dict[str, Any]]] = []
@@ -292,6 +339,7 @@ class _Collection:
             store.archive_only(self.stop_calls, result.stopped)
         for k in ("asked", "stored", "valid", "invalid", "unavailable"):
             setattr(result, k, getattr(store.counts, k))
+        result.reasons = store.reasons.most_frequent()
         log.info("collection %s: %d stored (%d valid, %d invalid, %d unavailable)%s", result.collection_id,
                  result.stored, result.valid, result.invalid, result.unavailable,
                  f"; stopped: {result.stopped}" if result.stopped else "")

@@ -133,10 +133,10 @@ def test_cli_ingest_ontology(tmp_path, capsys):
     out = capsys.readouterr()
     sha = ontology_sha256(LENDING_PATH.read_text("utf-8"))
     assert out.out.strip() == (f"{LENDING_PATH}: ontology {sha} (2 domains, 7 classes, 19 mechanisms) -> "
-                               "dataset 'lending'")
+                               f"dataset 'lending', warehouse {wh} (new warehouse)")      # the file written, and new
     assert out.err == ""
     assert main(args) == 0
-    assert "unchanged" in capsys.readouterr().out
+    assert capsys.readouterr().out.strip().endswith(f"unchanged: dataset 'lending' already uses it (warehouse {wh})")
     assert main(args + ["--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["sha256"] == sha and report["changed"] is False and report["problems"] == []
