@@ -204,7 +204,7 @@ def grid_text(at: AppTest) -> str:
 PAGES = [
     ("pages/overview.py", "Dataset: ", True),
     ("pages/data.py", "uses the default **TUPLE** ontology", True),
-    ("pages/refusal.py", "The 17 released scores of ", True),
+    ("pages/refusal.py", "The 17 scores of ", True),
     ("pages/recovery.py", "probability of the second hypothesis per test world for ", True),
     ("pages/fronts.py", "**On the front:** ", True),
     ("pages/sensitivity.py", "What the frozen selective routing policy did on each test world", True),
