@@ -66,11 +66,11 @@ def runs_table(runs: pd.DataFrame) -> pd.DataFrame:
     """The runs as shown: who and when, the counts, whether it stopped early (transport, endpoint
     and settings are in ``provenance_table``)."""
     out = runs[["model", "probe"]].copy()
-    out["started (UTC)"] = [_when(t) for t in runs["started_at"]]
     for c in ("stored", "valid", "invalid", "unavailable"):
         out[c] = runs[c].astype(int)
     out["skipped"] = runs["skipped_existing"].astype(int)
     out["stopped early"] = ["yes" if isinstance(s, str) and s else "" for s in runs["stopped"]]
+    out["started (UTC)"] = [_when(t) for t in runs["started_at"]]        # last: the counts first at 1,024 px
     return out
 
 
@@ -95,8 +95,10 @@ def outcome_figure(outcomes: pd.DataFrame) -> go.Figure:
         customdata=outcomes[["share", "ci_low", "ci_high"]].fillna(0),
         hovertemplate="%{x}: %{y} answers<br>share %{customdata[0]:.1%} "
                       "[95%: %{customdata[1]:.1%}, %{customdata[2]:.1%}]<extra></extra>"))
-    fig.update_layout(height=300, margin=dict(l=10, r=10, t=30, b=10), yaxis_title="stored answers",
-                      xaxis_title="outcome", showlegend=False)
+    top = float(outcomes["answers"].max()) if len(outcomes) else 0.0
+    fig.update_layout(height=300, margin=dict(l=10, r=10, t=30, b=10), xaxis_title="outcome", showlegend=False,
+                      yaxis=dict(title="stored answers", rangemode="tozero",       # counts: never below zero, and a
+                                 range=None if top > 0 else [0, 1], dtick=None if top > 0 else 1))  # run of none: 0-1
     return fig
 
 
@@ -322,7 +324,11 @@ def render() -> None:
           "Newest first. stored = valid + invalid + unavailable; skipped: worlds that already had a stored "
           "answer and were not asked again (under --replace-invalid, a valid one); worlds that --limit left for "
           "a later run, or that had no answer for --replace-invalid to replace, are not counted. Why a run "
-          "stopped early is shown when you select it below.")
+          "stopped early is shown when you select it below.",
+          column_config={c: st.column_config.NumberColumn(c, width="small", format="localized")   # whole at 1,024 px
+                         for c in ("stored", "valid", "invalid", "unavailable", "skipped")}
+          | {"probe": st.column_config.TextColumn("probe", width="small"),
+             "stopped early": st.column_config.TextColumn("stopped early", width="small")})
     with st.expander("Provenance of every run (ids, transport and endpoint, instruction version, settings)"):
         table(provenance_table(runs), "collection_provenance",
               "asked: worlds asked this run. settings never hold an API key, only its environment variable's "
@@ -338,7 +344,7 @@ def render() -> None:
                if run["transport"] == "python" and run["stopped"].startswith(TARGET_RAISED) else "Rerun")
         st.warning(f"This run stopped early (reason below). {fix} the same `qlb collect` command to resume: "
                    "worlds with a stored answer are never asked again.", icon=":material/pause_circle:")
-        st.code(run["stopped"], language="text")
+        st.code(run["stopped"], language="text", wrap_lines=True)
     outcomes_section(run, da.collection_latency(path, dataset))
     reasons_section(path, run)
     inspector(path, dataset, run)
