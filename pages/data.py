@@ -15,6 +15,7 @@ from dashboard.routing import page_entry
 from dashboard.widgets import current_dataset, finding, md_text, own_dataset, simulated_banner, table
 from qlb.present.names import utc_minute
 from qlb.records.ontology import Domain, Ontology, OntologyError
+from warehouse.answers import COLLECTED
 from warehouse.ingest import KINDS, IngestError, ValidationReport
 
 MAX_UPLOAD_MB = 100
@@ -367,14 +368,24 @@ def quarantine_section(path: str, dataset: str) -> None:
     if invalid.empty:
         st.success("No invalid responses.")
         return
-    shown = pd.DataFrame({"model": invalid["model"], "world_id": invalid["world_id"], "line": invalid["line_no"],
+    shown = pd.DataFrame({"model": invalid["model"], "world_id": invalid["world_id"],
+                          "source": [source_of(f, n) for f, n in zip(invalid["file_name"], invalid["line_no"])],
                           "reason": invalid["invalid_reason"].fillna(""),
                           "response as stored": [_response_text(c, p, f) for c, p, f in
                                                  zip(invalid["choice"], invalid["probabilities"],
                                                      invalid["confidence"])]})
     table(shown, "invalid_responses", f"{len(invalid):,} invalid responses (at most 2,000 shown), with the reason "
                                       "and the response as stored.",
-          column_config=widths(model=90, world=65, line=55, reason=225, response_as_stored=120))
+          column_config=widths(model=90, world=65, source=110, reason=225, response_as_stored=120))
+
+
+def source_of(file_name: object, line_no: object) -> str:
+    """Where an invalid response came from: ``collected (col-...)`` for an answer ``qlb collect`` stored (its
+    line number only counts the run's answers), else ``FILE, line N``."""
+    name = str(file_name) if isinstance(file_name, str) else ""
+    if name.startswith(COLLECTED):
+        return f"collected ({name[len(COLLECTED):]})"
+    return f"{name}, line {int(line_no):,}" if name else f"line {int(line_no):,}"
 
 
 def render() -> None:

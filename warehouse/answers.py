@@ -26,6 +26,8 @@ from warehouse import queries
 from warehouse.db import transaction
 from warehouse.ingest import RecordRejected, insert_rows, make_validator, validate_record
 
+COLLECTED = "collect:"       # an ingest of collected answers is filed under "collect:<collection id>"
+
 KIND_OF_PROBE = {"native": "responses", "refusal": "refusal"}
 
 
@@ -131,7 +133,7 @@ class AnswerStore:
         with transaction(con):
             self.ingest_id = int(queries.fetch_df(con, "next_ingest_id", [])["next_id"][0])
             queries.execute(con, "insert_ingest", [self.ingest_id, info.dataset_id, self.kind,
-                                                   f"collect:{collection_id}", "collect", self._sha(0), info.model,
+                                                   f"{COLLECTED}{collection_id}", "collect", self._sha(0), info.model,
                                                    0, 0, 0, 0, started, started])
             queries.execute(con, "insert_model_if_absent",
                             [info.dataset_id, info.model, False, f"collected with qlb collect ({info.transport})",

@@ -127,8 +127,10 @@ FROM rejects WHERE dataset_id = ? AND (? IS NULL OR kind = ?)
 ORDER BY ingest_id, line_no LIMIT ?;
 
 -- name: invalid_responses
-SELECT model, world_id, status, choice, probabilities, confidence, invalid_reason, line_no
-FROM responses WHERE dataset_id = ? AND NOT valid ORDER BY model, world_id LIMIT ?;
+SELECT r.model, r.world_id, r.status, r.choice, r.probabilities, r.confidence, r.invalid_reason, r.line_no,
+       i.file_name
+FROM responses r LEFT JOIN ingests i ON i.ingest_id = r.ingest_id
+WHERE r.dataset_id = ? AND NOT r.valid ORDER BY r.model, r.world_id LIMIT ?;
 
 -- name: table_counts
 SELECT 'worlds' AS table_name, count(*) AS n FROM worlds WHERE dataset_id = ?
