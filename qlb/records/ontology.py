@@ -12,6 +12,7 @@ whitespace, so reformatting a file does not change its version.
 """
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import math
@@ -312,6 +313,17 @@ _TYPE_NAMES = {"string_type": "a string", "dict_type": "an object", "model_type"
                "int_type": "a number", "bool_type": "true or false", "none_required": "null"}
 
 
+@lru_cache(maxsize=1)
+def _known_keys() -> tuple[str, ...]:
+    """Every key an ontology file's objects may have (the spec models' fields and aliases): what a typo'd key is
+    compared with for a suggestion."""
+    keys: set[str] = set()
+    for model in (OntologySpec, DomainSpec, AuthoredCostsSpec, CostProfileSpec):
+        for name, info in model.model_fields.items():
+            keys.add(info.alias or name)
+    return tuple(sorted(keys))
+
+
 def _plain(err: Mapping[str, Any]) -> str:
     """One pydantic error as a plain message."""
     kind = err["type"]
@@ -321,7 +333,9 @@ def _plain(err: Mapping[str, Any]) -> str:
     if kind == "missing":
         return "required key is missing"
     if kind == "extra_forbidden":
-        return "unknown key"
+        loc = err.get("loc") or ()
+        near = difflib.get_close_matches(str(loc[-1]), _known_keys(), n=1, cutoff=0.8) if loc else []
+        return "unknown key" + (f" (did you mean {near[0]!r}?)" if near else "")
     if kind in _TYPE_NAMES:
         return f"must be {_TYPE_NAMES[kind]} (got {_short(err.get('input'))})"
     if kind == "finite_number":

@@ -196,7 +196,7 @@ RULES = [
     ("profile_without_authored", _set("/cost_profiles", {"review_half": {"review_x": 0.5}}),
      f"{SRC}: cost_profiles: needs the profile 'authored' (the costs as authored; may be {{}})"),
     ("profile_unknown_multiplier", _set("/cost_profiles", {"authored": {}, "p": {"review_y": 0.5}}),
-     f"{SRC}: cost_profiles.p.review_y: unknown key"),
+     f"{SRC}: cost_profiles.p.review_y: unknown key (did you mean 'review_x'?)"),
     ("profile_negative", _set("/cost_profiles", {"authored": {}, "p": {"check_x": -0.5}}),
      f"{SRC}: cost_profiles.p.check_x: must be non-negative (got -0.5)"),
     ("profile_id", _set("/cost_profiles", {"authored": {}, "my profile": {}}),
@@ -209,8 +209,8 @@ RULES = [
      f"{SRC}: cost_profiles.p: asymmetric_class0_column_x and asymmetric_column_class both name a column to scale; "
      "use one"),
     # the shape of the file itself
-    ("unknown_top_key", _set("/domain", {}), f"{SRC}: domain: unknown key"),
-    ("unknown_domain_key", _set("description", {}), f"{SRC}: {D}.description: unknown key"),
+    ("unknown_top_key", _set("/domain", {}), f"{SRC}: domain: unknown key (did you mean 'domains'?)"),
+    ("unknown_domain_key", _set("description", {}), f"{SRC}: {D}.description: unknown key (did you mean 'descriptions'?)"),
 ]
 
 
@@ -448,3 +448,17 @@ def test_an_undescribed_label_reads_as_words_and_keeps_its_acronyms(identifier, 
     capitals (an all-capitals class ``IT_OUTAGE`` read "It outage")."""
     from qlb.records.ontology import humanise
     assert humanise(identifier) == label
+
+
+def test_a_typoed_key_is_unknown_with_the_key_it_was_meant_to_be():
+    doc = three_by_three()
+    domain = doc["domains"]["support"]
+    domain["recipient_rol"] = domain.pop("recipient_role")
+    doc["cost_profile"] = {}
+    doc["domains"]["support"]["zzz"] = 1
+    with pytest.raises(OntologyError) as exc:
+        parse_ontology(as_text(doc), "own.json")
+    text = str(exc.value)
+    assert "own.json: domains.support.recipient_rol: unknown key (did you mean 'recipient_role'?)" in text
+    assert "own.json: cost_profile: unknown key (did you mean 'cost_profiles'?)" in text
+    assert "domains.support.zzz: unknown key (line" in text            # nothing close: no suggestion
