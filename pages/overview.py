@@ -207,7 +207,9 @@ def render() -> None:
             pivot.columns.name = None
             table(pivot, "worlds_by_domain_split",
                   "Worlds per domain and split (a pair never straddles splits).")
-        models = da.query(path, "model_summary", (dataset,))
+        every = da.query(path, "model_summary", (dataset,))
+        answered = (every["native_responses"] + every["refusal_responses"]) > 0
+        models = every[answered]                              # the models the figure above counts
         if not models.empty:
             st.markdown("**Models**")
             if st.toggle("Chart of the response outcomes", key="overview_chart",
@@ -223,6 +225,10 @@ def render() -> None:
             table(models[list(REFUSAL_COLUMNS)].rename(columns=REFUSAL_COLUMNS), "models_refusal",
                   "Refusal-probe responses per model (the refusal audit's input) and how many were unavailable.")
             model_descriptions(models, simulated)
+        if (~answered).any():
+            silent = every.loc[~answered, "model"].tolist()
+            st.caption(f"Registered without any stored answer, so not counted: {md_text(', '.join(silent))} "
+                       "(a collection that stopped before its first answer; the Collection page says why).")
     elif section == sections[1]:
         corpus = da.query(path, "corpus_summary", (dataset,))
         if corpus.empty:

@@ -93,10 +93,11 @@ def refusal_sentence(recovery: pd.Series, uniform: float) -> str:
            f"answers plus withheld responses whose residual scores still single it out; a uniform guess gets "
            f"{_pct(uniform, 2)})")
     leaking = recovery > LEAK_FACTOR * uniform
+    who = "for the one model audited" if len(recovery) == 1 else f"across {count_of(len(recovery))}"
     if leaking.all():
-        return f"Refusal does not stop the leak: across {count_of(len(recovery))}, {how}."
+        return f"Refusal does not stop the leak: {who}, {how}."
     if not leaking.any():
-        return f"Refusal stops the leak: across {count_of(len(recovery))}, {how}."
+        return f"Refusal stops the leak: {who}, {how}."
     return (f"Refusal stops the leak for {how_many(int((~leaking).sum()), len(recovery))} only: {how}; "
             f"{count_of(int(leaking.sum()))} {'stays' if leaking.sum() == 1 else 'stay'} above {LEAK_FACTOR:g} times "
             f"a uniform guess.")

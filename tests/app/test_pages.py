@@ -833,3 +833,21 @@ def test_glossary_names_the_attacker_families_and_wcpq(demo_warehouse, monkeypat
         at.text_input(key="glossary_find").set_value("workflow-constrained").run()
         assert any(line.startswith("- **WCPQ**") for line in texts(at).splitlines())
 
+
+
+def test_a_model_registered_without_answers_is_named_not_counted(demo_warehouse, tmp_path, monkeypatch):
+    """A collection that stops before its first answer leaves a model with no answer: the Overview counted it
+    among the models (8 where every audit page said 7) and listed it with zeros."""
+    import shutil
+
+    import duckdb
+    wh = tmp_path / "qlb.duckdb"
+    shutil.copy(demo_warehouse, wh)
+    con = duckdb.connect(str(wh))
+    con.execute("INSERT INTO models VALUES ('simulated-reference', 'm-silent', false, NULL)")
+    con.close()
+    with opened(wh, "pages/overview.py", monkeypatch) as at:
+        assert not at.exception, [e.value for e in at.exception]
+        assert stats(at)["Models"] == "9"
+        assert all("m-silent" not in f["model"].tolist() for f in frames(at) if "model" in f.columns)
+        assert any("Registered without any stored answer, so not counted: m\\-silent" in c.value for c in at.caption)

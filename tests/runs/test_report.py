@@ -88,7 +88,8 @@ def test_findings_of_a_one_model_run_read_as_one_model():
         "test world.",
     ]
     assert refusal_sentence(pd.Series([0.97]), 1 / 16).startswith(
-        "Refusal does not stop the leak: across 1 model, the fine-grained mechanism is recovered from refusal-probe "
+        "Refusal does not stop the leak: for the one model audited, the fine-grained mechanism is recovered from "
+        "refusal-probe "
         "responses in 97.0% of cases")
 
 
