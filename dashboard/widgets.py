@@ -23,6 +23,7 @@ import streamlit as st
 
 from dashboard import data_access
 from warehouse.build_status import STAGE_NAMES
+from warehouse.db import DEFAULT_PATH
 from qlb.present.names import Column, as_shown, name, readable
 from qlb.present.report import spreadsheet_safe, worlds_sentence
 
@@ -222,7 +223,7 @@ def simulated_banner(simulated: bool, path: str | None = None, dataset: str | No
     """Show the SIMULATED-data warning when the dataset is simulated; when some of its models'
     answers were collected from real models (``qlb collect``), say which (escaped)."""
     if not simulated:
-        simulated_worlds_note(path, dataset)
+        generated_worlds_note(path, dataset)
         return
     real = data_access.query(path, "real_models", (dataset,))["model"].tolist() if path and dataset else []
     if not real:
@@ -236,7 +237,13 @@ def simulated_banner(simulated: bool, path: str | None = None, dataset: str | No
         f'models (<code>qlb collect</code>) on these simulated worlds.</div>'), unsafe_allow_html=True)
 
 
-def simulated_worlds_note(path: str | None, dataset: str | None) -> None:
+def warehouse_args(path: str) -> list[str]:
+    """``--warehouse PATH`` for a command shown on a page, so it writes where the dashboard reads; nothing for the
+    default warehouse."""
+    return [] if Path(path).resolve() == Path(DEFAULT_PATH).resolve() else ["--warehouse", str(path)]
+
+
+def generated_worlds_note(path: str | None, dataset: str | None) -> None:
     """``worlds_sentence`` as a note under the title of a dataset of real answers."""
     if not path or not dataset:
         return

@@ -12,7 +12,7 @@ import streamlit as st
 from dashboard import data_access as da
 from dashboard.highlight import document_html, legend_html, policy_chips
 from dashboard.routing import page_entry
-from dashboard.widgets import audit_page_start, chart, finding, html_block, md_text, table
+from dashboard.widgets import audit_page_start, chart, finding, html_block, md_text, table, warehouse_args
 from qlb.present.figures import f1_figure, plot_text, plot_texts
 from qlb.present.names import QL_METRIC_HELP, QL_METRIC_NAMES, pct, pct_interval, points_interval
 from qlb.quasileak.scoring import HEADLINE, METRIC_KEYS, explain_targets, verify_group
@@ -137,12 +137,13 @@ def render() -> None:
     if runs.empty:
         held = da.datasets(path)
         documents = held.loc[held["dataset_id"] == dataset, "documents"]
-        run = shlex.join(["qlb", "quasileak", "run", "--dataset", dataset, "--detector", "lexicon-cues"])
+        where = warehouse_args(path)
+        run = shlex.join(["qlb", "quasileak", "run", "--dataset", dataset, "--detector", "lexicon-cues"] + where)
         if documents.empty or int(documents.iloc[0]) == 0:     # a detector needs documents to read
             c1.info("This dataset has no QuasiLeak corpus yet. Load one on the Data page or with the first command "
                     "below, then load its detectors' predictions or run a built-in detector on it (the second), and "
                     "press Recompute now.")
-            st.code(shlex.join(["qlb", "ingest", "corpus", "CORPUS.jsonl", "--dataset", dataset]) + "\n" + run,
+            st.code(shlex.join(["qlb", "ingest", "corpus", "CORPUS.jsonl", "--dataset", dataset] + where) + "\n" + run,
                     language="bash", wrap_lines=True)
         else:
             c1.info("No QuasiLeak scores yet. Load detector predictions (Data page), or run a built-in detector with "

@@ -296,8 +296,8 @@ def learned_figure(points: pd.DataFrame, colours: dict[str, str]) -> go.Figure:
     rows = int(np.ceil(points["model"].nunique() / 4)) + 3          # the legend's lines above the plot
     cost = points["mean_cost"].dropna()
     pad = max(0.05 * float(cost.max() - cost.min()), 0.01) if len(cost) else 0.01
-    low = float(min(points["ci_low"].min(), 0.5))
-    high = float(max(points["ci_high"].max(), 0.5))
+    low = float(np.nanmin([*points["accuracy"], *points["ci_low"], 0.5]))      # a point without an interval too
+    high = float(np.nanmax([*points["accuracy"], *points["ci_high"], 0.5]))
     fig.update_layout(height=460 + 22 * rows, margin=dict(l=10, r=10, t=30, b=10),
                       legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0, tracegroupgap=2),
                       xaxis=dict(title="mean cost per case of the frozen recipients (authored costs, mean of the "

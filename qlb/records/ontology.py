@@ -134,8 +134,9 @@ class Domain(_Picklable):
         return None
 
 
-_SHORT_WORDS = frozenset({"A", "AN", "AS", "AT", "BE", "BY", "DO", "GO", "IF", "IN", "IS", "NO", "OF", "ON", "OR",
-                          "SO", "TO", "UP", "WE", "THE", "AND", "FOR", "NOT", "BUT", "OUT", "OFF", "ALL", "ANY"})
+_SHORT_WORDS = frozenset({"A", "AM", "AN", "AS", "AT", "BE", "BY", "DO", "GO", "HE", "IF", "IN", "IS", "ME", "MY",
+                          "NO", "OF", "ON", "OR", "SO", "TO", "UP", "WE", "THE", "AND", "FOR", "NOT", "BUT",
+                          "OUT", "OFF", "ALL", "ANY", "HER", "HIS", "OUR", "NEW", "OLD"})
 
 
 def _acronym(word: str, shouting: bool) -> bool:
@@ -313,19 +314,16 @@ _TYPE_NAMES = {"string_type": "a string", "dict_type": "an object", "model_type"
                "int_type": "a number", "bool_type": "true or false", "none_required": "null"}
 
 
-@lru_cache(maxsize=1)
-def _known_keys() -> tuple[str, ...]:
-    """Every key an ontology file's objects may have (the spec models' fields and aliases): what a typo'd key is
-    compared with for a suggestion."""
-    keys: set[str] = set()
-    for model in (OntologySpec, DomainSpec, AuthoredCostsSpec, CostProfileSpec):
-        for name, info in model.model_fields.items():
-            keys.add(info.alias or name)
-    return tuple(sorted(keys))
+def _model_keys(title: str) -> tuple[str, ...]:
+    """The keys the spec model named ``title`` allows (its fields or their aliases): what a typo'd key of its object
+    is compared with for a suggestion."""
+    model = globals().get(title)
+    fields_of = getattr(model, "model_fields", {})
+    return tuple(sorted(info.alias or name for name, info in fields_of.items()))
 
 
-def _plain(err: Mapping[str, Any]) -> str:
-    """One pydantic error as a plain message."""
+def _plain(err: Mapping[str, Any], keys: tuple[str, ...] = ()) -> str:
+    """One pydantic error as a plain message (``keys``: those the object allows, for an unknown key's suggestion)."""
     kind = err["type"]
     ctx = err.get("ctx") or {}
     if kind == "ontology":
@@ -334,7 +332,7 @@ def _plain(err: Mapping[str, Any]) -> str:
         return "required key is missing"
     if kind == "extra_forbidden":
         loc = err.get("loc") or ()
-        near = difflib.get_close_matches(str(loc[-1]), _known_keys(), n=1, cutoff=0.8) if loc else []
+        near = difflib.get_close_matches(str(loc[-1]), keys, n=1, cutoff=0.8) if len(loc) == 1 else []
         return "unknown key" + (f" (did you mean {near[0]!r}?)" if near else "")
     if kind in _TYPE_NAMES:
         return f"must be {_TYPE_NAMES[kind]} (got {_short(err.get('input'))})"
@@ -360,7 +358,8 @@ def _validate_with(handler, data: Any, extra: list[InitErrorDetails], title: str
         errors: list[InitErrorDetails] = []
     except ValidationError as exc:
         result = None
-        errors = [_problem(e["loc"], _plain(e), e.get("input")) for e in exc.errors(include_url=False)]
+        keys = _model_keys(title)
+        errors = [_problem(e["loc"], _plain(e, keys), e.get("input")) for e in exc.errors(include_url=False)]
     errors += extra
     if errors:
         raise ValidationError.from_exception_data(title, errors)
@@ -592,7 +591,8 @@ class CostProfileSpec(BaseModel):
         extra = []
         if isinstance(data, dict):
             for key in PROFILE_MULTIPLIERS + (PROFILE_COLUMN_X,):
-                bad = _multiplier_problem(data.get(key))
+                bad = ("must be a number (got None): leave the key out for 1" if key in data and data[key] is None
+                       else _multiplier_problem(data.get(key)))
                 if bad:
                     extra.append(_problem((key,), bad, data))
             bad = _id_problem(data.get(PROFILE_COLUMN_CLASS), "class", ())
@@ -728,6 +728,11 @@ def _notes(source: str, domains: Mapping[str, Domain], profiles: Mapping[str, Ma
         if lacking:
             out.append(f"{source}: cost_profiles.{name}: class {cls!r} is not a class of domain "
                        f"{', '.join(map(repr, lacking))}; there the profile scales no asymmetric column")
+    tuple_profiles = _tuple_costs()[1]
+    for name, p in profiles.items():
+        if name in tuple_profiles and dict(p) != dict(tuple_profiles[name]) and source != PACKAGED_SOURCE:
+            out.append(f"{source}: cost_profiles.{name}: TUPLE has a profile of this name with other multipliers; "
+                       f"the pages say what this one changes, but a name of your own avoids reading it as TUPLE's")
     return tuple(out)
 
 

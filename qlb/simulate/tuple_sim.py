@@ -86,6 +86,8 @@ CLASS_ROLES = ("hard", "lookalike", "easy", "easy")       # in the order of a do
 HARD_TAIL_DROP = 3.5
 # Every model states its class probabilities to this many decimals, summing to exactly 1.
 PROBABILITY_DECIMALS = 4
+# Every simulated world's private note starts so (warehouse/queries.sql counts such worlds by it: ``datasets``).
+SIMULATED_NOTE = "SIMULATED internal report. "
 SPLIT_PATTERN = ("train",) * 6 + ("validation",) * 2 + ("test",) * 2  # per mechanism pair (10 pairs)
 # Any other ontology: pairs per (domain, class), split 60/20/20 per class (14/5/5 of 24).
 CUSTOM_PAIRS_PER_CLASS = 24
@@ -193,7 +195,7 @@ def _tuple_worlds(seed: int) -> list[dict]:
                         case_context=_fill(str(rng.choice(CONTEXTS[domain])), rng),
                     )
                     for mech in (s0, s1):
-                        note = "SIMULATED internal report. " + _fill(DIAGNOSTIC_NOTES[mech], rng)
+                        note = SIMULATED_NOTE + _fill(DIAGNOSTIC_NOTES[mech], rng)
                         worlds.append(dict(world_id=f"w_{len(worlds) + 1:04d}", **public, mechanism=mech,
                                            diagnostic_note=note))
     # JSON key order as in CONTRACT.md
@@ -308,7 +310,7 @@ def _custom_worlds(seed: int, onto: Ontology, pairs_per_class: int) -> list[dict
                     case_context=_fill_custom(str(rng.choice(CUSTOM_CONTEXTS)), rng, **texts),
                 )
                 for mech in (s0, s1):
-                    note = "SIMULATED internal report. " + _fill_custom(
+                    note = SIMULATED_NOTE + _fill_custom(
                         str(rng.choice(CUSTOM_NOTES)), rng, mech_text=_sentence(dom.describe(mech)), **texts)
                     worlds.append(dict(world_id=f"w_{len(worlds) + 1:0{wd}d}", **public, mechanism=mech,
                                        diagnostic_note=note))

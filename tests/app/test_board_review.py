@@ -97,20 +97,26 @@ def test_a_richer_release_reading_below_a_poorer_one_is_explained_from_the_numbe
 
 def test_the_cost_table_says_why_adapted_temperature_reads_cheaper_and_counts_it():
     """Adapted recipients on the (invertible) temperature release paid less than the frozen native ones in 152 of 162
-    cells of a nine-model run, which the caption had called chance: the note counts it and names the reason."""
+    cells of a nine-model run, which the caption had called chance: the note counts it and names the reason when a
+    sign test says it is more often than chance, and gives the count alone when it is not (2 of 3 is a coin flip)."""
     from pages.defenses import temperature_note
-    rows = []
-    for model, native, smooth in [("a", 0.45, 0.25), ("b", 0.35, 0.29), ("c", 0.30, 0.32)]:
-        rows += [{"model": model, "defense": "native", "recipient": "frozen", "task": "selective",
-                  "profile": "authored", "mean_cost": native},
-                 {"model": model, "defense": "temperature", "recipient": "adapted", "task": "selective",
-                  "profile": "authored", "mean_cost": smooth},
-                 {"model": model, "defense": "temperature", "recipient": "frozen", "task": "selective",
-                  "profile": "authored", "mean_cost": 9.0}]
-    note = temperature_note(pd.DataFrame(rows))
-    assert "pay less than the native ones in 2 of 3 model–task–profile cells" in note
-    assert "(mean -0.080)" in note and "public inverse" in note
-    assert temperature_note(pd.DataFrame(rows).query("defense != 'temperature'")) == ""
-    one_in_three = pd.DataFrame(rows).query("model != 'b'")                # 1 of 2 cheaper: no systematic reason
-    assert temperature_note(one_in_three).endswith("in 1 of 2 model–task–profile cells of the models shown (mean "
-                                                   "-0.090), within what refitting and reselecting moves.")
+
+    def frame(pairs):
+        rows = []
+        for i, (native, smooth) in enumerate(pairs):
+            rows += [{"model": f"m{i}", "defense": "native", "recipient": "frozen", "task": "selective",
+                      "profile": "authored", "mean_cost": native},
+                     {"model": f"m{i}", "defense": "temperature", "recipient": "adapted", "task": "selective",
+                      "profile": "authored", "mean_cost": smooth},
+                     {"model": f"m{i}", "defense": "temperature", "recipient": "frozen", "task": "selective",
+                      "profile": "authored", "mean_cost": 9.0}]
+        return pd.DataFrame(rows)
+
+    systematic = temperature_note(frame([(0.45, 0.35)] * 9 + [(0.30, 0.32)]))      # 9 of 10: p = 0.011
+    assert "pay less than the native ones in 9 of 10 model–task–profile cells of the models shown (mean -0.088)" \
+        in systematic
+    assert "public inverse" in systematic
+    coin = temperature_note(frame([(0.45, 0.44), (0.35, 0.349), (0.30, 0.31)]))       # 2 of 3: p = 0.5
+    assert coin.endswith("in 2 of 3 model–task–profile cells of the models shown (mean +0.000), within what "
+                         "refitting and reselecting moves.")
+    assert temperature_note(frame([(0.45, 0.35)]).query("defense != 'temperature'")) == ""

@@ -105,6 +105,9 @@ def test_figure_11_axes_hold_the_points_and_never_go_negative():
     assert 0 <= y0 <= min(pts["ci_low"].min(), 0.5) and max(pts["ci_high"].max(), 0.5) <= y1 <= 1
     one = learned_figure(pts.iloc[:1].assign(mean_cost=0.0), {"m": "#123456"})
     assert one.layout.xaxis.range[0] == 0 and one.layout.xaxis.range[1] > 0
+    bare = pts.assign(ci_low=float("nan"), ci_high=float("nan"), accuracy=[0.92] + [0.55] * (len(pts) - 1))
+    bare = learned_figure(bare, {"m": "#123456"})                   # no intervals: the points still fit
+    assert bare.layout.yaxis.range[0] <= 0.5 and bare.layout.yaxis.range[1] >= 0.92
 
 
 def test_an_unchanged_recovery_with_its_interval_reads_in_one_bracket():

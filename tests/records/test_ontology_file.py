@@ -442,6 +442,7 @@ def test_a_deeply_nested_file_is_one_problem_not_a_crash(depth):
     ("missed_transfer", "Missed transfer"), ("APPROVE", "Approve"), ("IT_OUTAGE", "IT outage"),
     ("ID_MISMATCH", "ID mismatch"), ("OUT_OF_STOCK", "Out of stock"), ("NO_SHOW", "No show"),
     ("SMS_DELIVERY", "SMS delivery"), ("check_KYC_docs", "Check KYC docs"), ("DNS_failure", "DNS failure"),
+    ("MY_ACCOUNT", "My account"), ("US_CITIZEN", "US citizen"),
 ])
 def test_an_undescribed_label_reads_as_words_and_keeps_its_acronyms(identifier, label):
     """Where an own ontology describes no label, the pages show its identifier as words: acronyms keep their
@@ -462,3 +463,30 @@ def test_a_typoed_key_is_unknown_with_the_key_it_was_meant_to_be():
     assert "own.json: domains.support.recipient_rol: unknown key (did you mean 'recipient_role'?)" in text
     assert "own.json: cost_profile: unknown key (did you mean 'cost_profiles'?)" in text
     assert "domains.support.zzz: unknown key (line" in text            # nothing close: no suggestion
+
+
+def test_the_suggestion_comes_from_the_keys_allowed_where_the_typo_is():
+    """A typo is compared with its own object's keys: `review` in a profile is `review_x`, in the authored costs
+    `review_x` is `review` (it had suggested the rejected key itself)."""
+    doc = three_by_three()
+    doc["cost_profiles"] = {"authored": {}, "cheap": {"review": 0.5}}
+    doc["authored_costs"] = {"wrong_route": 10, "review": 2, "check": 0.4, "unavailable_fallback": "review",
+                             "review_x": 1}
+    doc["domains"]["support"]["check"] = {}
+    with pytest.raises(OntologyError) as exc:
+        parse_ontology(as_text(doc), "own.json")
+    text = str(exc.value)
+    assert "cost_profiles.cheap.review: unknown key (did you mean 'review_x'?)" in text
+    assert "authored_costs.review_x: unknown key (did you mean 'review'?)" in text
+    assert "domains.support.check: unknown key (did you mean 'checks'?)" in text
+
+
+def test_a_null_multiplier_is_a_problem_and_a_reused_tuple_profile_name_a_note():
+    doc = three_by_three()
+    doc["cost_profiles"] = {"authored": {}, "mine": {"inspect_x": None}}
+    with pytest.raises(OntologyError, match=r"cost_profiles\.mine\.inspect_x: must be a number \(got None\)"):
+        parse_ontology(as_text(doc), "own.json")
+    doc["cost_profiles"] = {"authored": {}, "review_half": {"check_x": 3}, "check_quarter": {"check_x": 0.25}}
+    notes = parse_ontology(as_text(doc), "own.json").notes
+    assert notes == ("own.json: cost_profiles.review_half: TUPLE has a profile of this name with other multipliers; "
+                     "the pages say what this one changes, but a name of your own avoids reading it as TUPLE's",)

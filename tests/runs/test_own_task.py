@@ -165,9 +165,9 @@ def test_a_dataset_without_a_corpus_is_told_to_load_one_first(own, monkeypatch):
     with opened(path, "pages/quasileak.py", monkeypatch, query={"dataset": f"own-{name}"}) as at:
         assert not at.exception
         assert any("has no QuasiLeak corpus yet" in i.value for i in at.info)
-        assert at.code[0].value.splitlines() == [
-            f"qlb ingest corpus CORPUS.jsonl --dataset own-{name}",
-            f"qlb quasileak run --dataset own-{name} --detector lexicon-cues"]
+        assert at.code[0].value.splitlines() == [           # this warehouse, where the page reads
+            f"qlb ingest corpus CORPUS.jsonl --dataset own-{name} --warehouse {path}",
+            f"qlb quasileak run --dataset own-{name} --detector lexicon-cues --warehouse {path}"]
 
 
 def test_real_answers_on_generated_worlds_are_said_to_be_on_simulated_cases(own, monkeypatch):
