@@ -125,9 +125,9 @@ class ValidationReport:
 
     def messages(self, group_repeats: bool = False) -> list[str]:
         """``FILE:LINE: field: reason`` for every rejected line. With ``group_repeats``, a field and
-        reason that more than ``REPEATS_LISTED`` lines share is one message, at its first line, with
-        how many other lines gave it and the first ``REPEATS_LISTED`` of them (each line is still a
-        reject of its own, in the quarantine)."""
+        reason that more than ``REPEATS_LISTED`` lines share is one message, at its first line, that
+        still names every other line, as ranges (``lines 2-40, 42``; CONTRACT.md: every rejected line
+        is reported; each is also a reject of its own in the quarantine)."""
         if not group_repeats:
             return [f"{self.file_name}:{r.line_no}: " + (f"{r.field}: " if r.field else "") + r.reason
                     for r in self.rejects]
@@ -142,15 +142,28 @@ class ValidationReport:
                 out += [(n, f"{self.file_name}:{n}: {said}") for n in lines]
                 continue
             others = lines[1:]
-            more = f" and {len(others) - REPEATS_LISTED:,} more" if len(others) > REPEATS_LISTED else ""
             out.append((lines[0], f"{self.file_name}:{lines[0]}: {said} (the same on {len(others):,} more lines: "
-                                  f"{', '.join(str(n) for n in others[:REPEATS_LISTED])}{more})"))
+                                  f"{line_ranges(others)})"))
         return [message for _, message in sorted(out, key=lambda m: m[0])]
 
     @property
     def foreign_domains(self) -> dict[str, int]:
         """Domains the dataset's ontology lacks, named by rejected worlds, with their number of lines."""
         return dict(getattr(self.validator, "foreign_domains", None) or {})
+
+
+def line_ranges(lines: list[int]) -> str:
+    """Sorted line numbers as ranges: ``2-40, 42, 44-45``."""
+    out: list[str] = []
+    start = prev = lines[0]
+    for n in [*lines[1:], None]:
+        if n is not None and n == prev + 1:
+            prev = n
+            continue
+        out.append(f"{start}" if start == prev else f"{start}-{prev}")
+        if n is not None:
+            start = prev = n
+    return ", ".join(out)
 
 
 @dataclass(frozen=True)

@@ -23,12 +23,12 @@ def own_task_files(tmp_path):
     return onto_file, write_lines(tmp_path / "support_worlds.jsonl", worlds), len(worlds)
 
 
-def test_a_reason_on_many_lines_is_said_once_with_its_first_lines():
+def test_a_reason_on_many_lines_is_said_once_naming_every_line():
     report = ValidationReport("worlds", "w.jsonl", "jsonl", "", "d", None)
     report.rejects = ([Reject(n, None, "domain 'x' is not a domain", "") for n in range(1, 9)]
                       + [Reject(n, "split", "bad split", "") for n in (4, 20)])
     assert report.messages(group_repeats=True) == [
-        "w.jsonl:1: domain 'x' is not a domain (the same on 7 more lines: 2, 3, 4, 5, 6 and 2 more)",
+        "w.jsonl:1: domain 'x' is not a domain (the same on 7 more lines: 2-8)",      # every line, as ranges
         "w.jsonl:4: split: bad split",              # a reason on a few lines: each line, as before
         "w.jsonl:20: split: bad split",
     ]
@@ -48,7 +48,7 @@ def test_worlds_of_another_task_into_a_new_dataset_say_why_once(tmp_path, capsys
     lines = err.splitlines()
     assert len(lines) == 2, err
     assert lines[0].startswith("support_worlds.jsonl:1: domain 'support' is not a domain of the dataset's ontology")
-    assert lines[0].endswith(f"(the same on {n - 1} more lines: 2, 3, 4, 5, 6 and {n - 6} more)")
+    assert lines[0].endswith(f"(the same on {n - 1} more lines: 2-{n})")
     assert lines[1] == (
         "qlb ingest: dataset 'support-adit' is new, so it uses the built-in TUPLE ontology (domains delivery, "
         f"equipment, it), which lacks the domain these worlds name: support ({n} lines). If they are your own "
@@ -79,3 +79,9 @@ def test_the_success_line_names_the_warehouse_and_a_new_one(tmp_path, worlds_fil
     assert (report["warehouse"], report["new_warehouse"], report["already_ingested"]) == (wh, False, True)
     assert main(["ingest", "worlds", str(worlds_file), "--dataset", "d", "--warehouse", wh]) == 0
     assert capsys.readouterr().out.endswith(f"(same sha256); nothing changed (warehouse {wh})\n")
+
+
+def test_line_ranges_name_every_line():
+    from warehouse.ingest import line_ranges
+    assert line_ranges([2, 3, 4, 5, 7, 9, 10]) == "2-5, 7, 9-10"
+    assert line_ranges([5]) == "5" and line_ranges([1, 2]) == "1-2"
