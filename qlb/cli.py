@@ -120,9 +120,11 @@ def build_parser() -> argparse.ArgumentParser:
                      help="local parallel processes for the (model, domain) tasks (joblib; default 1)")
     aud.add_argument("--scheduler", metavar="ADDRESS", default=None,
                      help="run the (model, domain) tasks of the decoding, utility and defense audits on a Dask "
-                          "scheduler: its address (tcp://HOST:PORT) or local:N for N worker processes on this "
-                          "machine; only this process reads and writes the warehouse; the numbers are those of a "
-                          "local run (default: $QLB_SCHEDULER unless --jobs is given)")
+                          "scheduler: its address (HOST:PORT or tcp://HOST:PORT, port 8786 by default; tls://HOST:PORT "
+                          "with Dask's TLS settings) or local:N for N worker processes on this machine; connected "
+                          "only when there are tasks to run (never for a reused run); only this process reads and "
+                          "writes the warehouse; the numbers are those of a local run, and every task checks that "
+                          "its worker runs the same qlb (default: $QLB_SCHEDULER unless --jobs is given)")
     aud.add_argument("--families", nargs="+", metavar="FAMILY", choices=list(DECODER_FAMILIES),
                      help="decoder families of the decoding audit's attacker library (default: all five, "
                           "TUPLE.md section 4; fewer is quicker and recovers less, and the run records which)")
@@ -272,9 +274,9 @@ def _collect_parser(sub) -> None:
                     "stored answer is never asked again. Under the summary it prints the most frequent reasons "
                     "why answers are not valid (count, reason, an example world).",
         epilog="exit codes:\n"
-               "  0  done\n"
-               "  1  answers were stored but not one is valid (a warning says so: fix the model, then rerun with "
-               "--replace-invalid), or another failure\n"
+               "  0  done (if answers were stored but not one is valid, a warning on stderr says so: fix the "
+               "model, then rerun with --replace-invalid)\n"
+               "  1  another failure\n"
                "  2  bad usage (an unknown dataset, a --target that cannot be imported, ...)\n"
                "  4  stopped early: an HTTP 408/429/5xx, a timeout or a connection error (typed, openai), or the "
                "python target raised\n"
@@ -503,22 +505,21 @@ def _check_dataset_exists(path: str, dataset: str, kind: str) -> None:
         _resolve_dataset(con, dataset, hint)
 
 
-def _datasets_before(path: str, dataset: str) -> tuple[list[str], int, bool]:
-    """Before an ingest: the warehouse's datasets, the worlds ``dataset`` has, and whether it has an
-    ontology of its own (none of either for a dataset or a warehouse that is not there yet)."""
+def _datasets_before(con, dataset: str) -> tuple[list[str], int, bool]:
+    """Before an ingest, on its own connection (the writer, which brings an older warehouse up to
+    date first; None: no warehouse yet): the warehouse's datasets, the worlds ``dataset`` has, and
+    whether it has an ontology of its own."""
     from warehouse import queries
-    from warehouse.db import reader
     from warehouse.ontologies import stored_ontology
 
-    if not Path(path).exists():
+    if con is None:
         return [], 0, False
-    with reader(path) as con:
-        datasets = queries.fetch_df(con, "datasets")
-        known = datasets["dataset_id"].tolist()
-        if dataset not in known:
-            return known, 0, False
-        worlds = int(datasets.loc[datasets["dataset_id"] == dataset, "worlds"].iloc[0])
-        return known, worlds, stored_ontology(con, dataset) is not None
+    datasets = queries.fetch_df(con, "datasets")
+    known = datasets["dataset_id"].tolist()
+    if dataset not in known:
+        return known, 0, False
+    worlds = int(datasets.loc[datasets["dataset_id"] == dataset, "worlds"].iloc[0])
+    return known, worlds, stored_ontology(con, dataset) is not None
 
 
 def _foreign_domains_hint(dataset: str, foreign: dict[str, int], datasets: list[str], worlds: int) -> str:
@@ -535,7 +536,7 @@ def _foreign_domains_hint(dataset: str, foreign: dict[str, int], datasets: list[
             f"the domain{'s' if len(foreign) > 1 else ''} these worlds name: {named}. ")
     if worlds == 0:
         text += (f"If they are your own decision task, attach its ontology first, then ingest this file again: "
-                 f"`qlb ingest ontology FILE --dataset {dataset}`.")
+                 f"`{shlex.join(['qlb', 'ingest', 'ontology', 'FILE', '--dataset', dataset])}`.")
     else:
         text += ("A dataset with worlds keeps its ontology: ingest them into a new dataset, its ontology "
                  "attached first (`qlb ingest ontology FILE --dataset NEW`).")
@@ -558,7 +559,6 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
     if args.kind in NEEDS_FIRST:
         _check_dataset_exists(path, args.dataset, args.kind)
     new_warehouse = not Path(path).exists()
-    datasets, worlds_before, own_ontology = _datasets_before(path, args.dataset)
     bar = _progress(args.file.name, count_lines(args.file))
 
     def progress(n: int) -> None:
@@ -567,6 +567,7 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
     if args.dry_run:
         con = open_reader(path) if Path(path).exists() else None
         try:
+            datasets, worlds_before, own_ontology = _datasets_before(con, args.dataset)
             report = validate_file(con, IngestRequest(args.kind, args.file, args.dataset, model=args.model), progress=progress)
         finally:
             if con is not None:
@@ -574,13 +575,15 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
         ingest_id, duplicate = None, False
     else:
         with writer(path) as con:
+            datasets, worlds_before, own_ontology = _datasets_before(con, args.dataset)
             result = ingest_file(con, IngestRequest(args.kind, args.file, args.dataset, model=args.model), progress=progress)
         report, ingest_id, duplicate = result.report, result.ingest_id, result.duplicate
     bar.close()
     for msg in report.messages(group_repeats=True):
         print(msg, file=sys.stderr)
     if args.kind == "worlds" and report.foreign_domains and not own_ontology:
-        print(_foreign_domains_hint(args.dataset, report.foreign_domains, datasets, worlds_before), file=sys.stderr)
+        worlds_now = worlds_before + (0 if args.dry_run or duplicate else len(report.accepted))   # some may be in
+        print(_foreign_domains_hint(args.dataset, report.foreign_domains, datasets, worlds_now), file=sys.stderr)
     out = {"file": str(args.file), "kind": args.kind, "dataset": args.dataset, "ingest_id": ingest_id,
            "already_ingested": duplicate, "dry_run": args.dry_run, "lines": report.n_lines,
            "accepted": len(report.accepted), "invalid": report.n_invalid, "rejected": len(report.rejects),
@@ -820,7 +823,8 @@ def _cmd_collect(args: argparse.Namespace, argv: Sequence[str]) -> int:
                   + f" {'is not' if result.stored == 1 else 'is'} valid ({result.invalid} invalid, "
                     f"{result.unavailable} unavailable; the audits read them as unavailable): fix the model or what "
                     "it returns (the reasons are listed with the summary and on the Collection page), then ask "
-                    "these worlds again by adding --replace-invalid", file=sys.stderr)
+                    "these worlds again " + ("with the same command" if args.replace_invalid
+                                             else "by adding --replace-invalid"), file=sys.stderr)
     stopped = [r for r in results if r.stopped]
     for result in stopped:
         resume = f"resume with: qlb {shlex.join(list(argv))}" if result is stopped[-1] else ""
@@ -829,9 +833,8 @@ def _cmd_collect(args: argparse.Namespace, argv: Sequence[str]) -> int:
         print(f"qlb collect: stopped: {result.stopped}; {result.stored} answers stored"
               + (f" for {result.model!r}" if several else "") + (f"; {resume}" if resume else ""),
               file=sys.stderr)
-    if stopped:
-        return EXIT_STOPPED
-    return EXIT_FAILURE if any(r.none_valid for r in results) else EXIT_OK
+    # a collection that ran to its end is done (COLLECT.md: exit 0), whatever its answers: the warning says the rest
+    return EXIT_STOPPED if stopped else EXIT_OK
 
 
 def _cmd_migrate(args: argparse.Namespace) -> int:
@@ -855,15 +858,16 @@ def _report_run(con, run: str | None, dataset: str | None) -> tuple[str, str, bo
     it is an audit run (of ``dataset``, when named), else the newest of the most complete runs (of
     ``dataset``, when named). An unknown run is an error listing the newest runs; a run of another
     dataset than ``dataset`` is bad usage naming both."""
+    from qlb.runs.report import default_run
     from warehouse import queries
 
     runs = queries.fetch_df(con, "all_runs", [])
     pool = runs if dataset is None else runs[runs["dataset_id"] == dataset]
     if run is None:
-        if pool.empty:
+        best = default_run(runs, dataset)
+        if best is None:
             raise _UserError(f"no audit run for dataset {dataset!r} (run `qlb audit --dataset {dataset}`)" if dataset
                              else "the warehouse holds no audit run yet (run `qlb demo` or `qlb audit`)")
-        best = pool.sort_values(["n_results", "started_at"], ascending=False).iloc[0]
         return str(best["run_id"]), str(best["dataset_id"]), True
     match = runs[runs["run_id"] == run]
     if match.empty:
@@ -942,14 +946,17 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     from qlb.tuple.learned_wcpq import LEARNED_VARIANTS
     from qlb.present.names import cost_interval, pct_interval
     from qlb.runs.audit import AuditOptions, audit_inputs, run_audits, unknown_models
+    from qlb.stats.parallel import SchedulerError
     from warehouse.db import default_path, writer
     from warehouse.ontologies import dataset_ontology
 
     path = args.warehouse or default_path()
-    if not Path(path).exists():
-        raise _UserError(f"{path}: no warehouse here yet (run `qlb demo` or `qlb ingest`)")
     from qlb.tuple.release_views import VIEWS
+    # --jobs/--scheduler are checked first (bad usage); a scheduler is connected to only when the audit
+    # sends its first task: after the dataset and models are checked, and never when a run is reused
     with _audit_workers(args) as jobs:
+        if not Path(path).exists():
+            raise _UserError(f"{path}: no warehouse here yet (run `qlb demo` or `qlb ingest`)")
         bar = _progress("audit", None)
         bar.unit = "task"
         said: dict[str, int] = {}          # stage -> the quarter last written for it
@@ -965,6 +972,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
             bar.total, bar.n = total, done
             bar.refresh()
 
+        status = None
         try:
             with writer(path) as con:
                 dataset = _resolve_dataset(con, args.dataset)
@@ -985,6 +993,8 @@ def _cmd_audit(args: argparse.Namespace) -> int:
                     run = run_audits(con, dataset, options, progress)
             if args.in_stages:
                 run = _audit_in_stages(path, dataset, options, progress, status)
+        except SchedulerError as exc:       # the cluster failed the run: say what was stored and what to do
+            raise _UserError(_cluster_failure(exc, status)) from None
         finally:
             bar.close()
     if args.json:
@@ -1057,8 +1067,10 @@ def _audit_in_stages(path: str, dataset: str, options, progress, status) -> Any:
 @contextmanager
 def _audit_workers(args: argparse.Namespace) -> Iterator[Any]:
     """Where `qlb audit` runs its (model, domain) tasks: ``--scheduler`` (else $QLB_SCHEDULER
-    unless ``--jobs`` is given) names a Dask scheduler, connected for the command and closed
-    after it (its dashboard link on stderr); otherwise ``--jobs`` local processes."""
+    unless ``--jobs`` is given) names a Dask scheduler, checked here (bad usage), connected when
+    the audit sends its first task (so a bad dataset or model name, or a run to reuse, never waits
+    for it) and closed after the command, with a line on stderr when it connects (``_say_connected``);
+    otherwise ``--jobs`` local processes."""
     import os
 
     from qlb.stats.parallel import SCHEDULER_ENV_VAR, SchedulerError, check_scheduler, dask_workers
@@ -1076,12 +1088,48 @@ def _audit_workers(args: argparse.Namespace) -> Iterator[Any]:
         raise _UsageError(f"{source}: {exc}") from None
     import distributed  # noqa: F401  (its import sets its loggers to INFO; -v shows them, else warnings only)
     logging.getLogger("distributed").setLevel(logging.INFO if args.verbose else logging.WARNING)
-    with dask_workers(scheduler) as workers:
-        n = len(workers.client.scheduler_info(n_workers=-1)["workers"])
-        print(f"qlb audit: Dask scheduler {workers.client.scheduler.address} ({n} worker{'s' * (n != 1)}); "
-              f"dashboard: {workers.dashboard or 'none (the scheduler serves no dashboard)'}",
-              file=sys.stderr, flush=True)
-        yield workers
+    # a scheduler lost mid-run is one line of ours (SchedulerLost); without -v, not also the client's
+    # tracebacks of every reconnection attempt
+    client_log = logging.getLogger("distributed.client")
+    level = client_log.level
+    if not args.verbose:
+        client_log.setLevel(logging.CRITICAL)
+    try:
+        with dask_workers(scheduler, lazy=True, connected=_say_connected) as workers:
+            yield workers
+    finally:
+        client_log.setLevel(level)
+
+
+def _say_connected(workers: Any) -> None:
+    """On stderr, once connected: the scheduler, its number of workers and its dashboard; a
+    warning when it has no worker yet (an adaptive cluster starts without: the audit waits)."""
+    from tqdm import tqdm
+
+    n = len(workers.client.scheduler_info(n_workers=-1)["workers"])
+    tqdm.write(f"qlb audit: Dask scheduler {workers.address} ({n} worker{'s' * (n != 1)}); "
+               f"dashboard: {workers.dashboard or 'none (the scheduler serves no dashboard)'}", file=sys.stderr)
+    if n == 0:
+        tqdm.write(f"qlb audit: warning: the Dask scheduler at {workers.address} has no workers yet; the audit "
+                   f"waits for them (start one with `dask worker {workers.address} --nthreads 1`)", file=sys.stderr)
+
+
+AUDIT_STAGE_WORDS = {"refusal": "refusal and QuasiLeak", "decoding": "decoding", "utility": "utility and fronts",
+                     "defenses": "defenses"}
+
+
+def _cluster_failure(exc: Exception, status: Any) -> str:
+    """One line for an audit the cluster failed (``SchedulerError``): what went wrong, what was
+    stored (``--in-stages`` stores the stages before; a rerun drops that unfinished run and
+    redoes it) and, for a lost scheduler, what to do."""
+    from qlb.stats.parallel import SchedulerLost
+
+    stored = status.status.stored if status is not None else []
+    kept = (f"stored so far: {', '.join(AUDIT_STAGE_WORDS.get(s, s) for s in stored)} (unfinished run "
+            f"{status.status.run_id}: a rerun drops it and redoes every stage)" if stored else "nothing was stored")
+    if isinstance(exc, SchedulerLost):
+        return f"{exc}; {kept}; rerun the same command once the scheduler is back"
+    return f"{exc}; {kept}" if stored else str(exc)
 
 
 def _cmd_quasileak(args: argparse.Namespace) -> int:

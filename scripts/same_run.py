@@ -2,10 +2,11 @@
 
     python scripts/same_run.py BEFORE.duckdb AFTER.duckdb [--dataset NAME] [--tol 1e-12]
 
-Compares the newest audit run of the dataset in each warehouse (``warehouse.compare``): every
-table with a ``run_id`` column, rows matched by their text and integer columns, floating-point
-columns to ``--tol`` (absolute), lists element-wise. Prints one line per table and exits 1 on
-any difference.
+Compares the newest finished audit run of the dataset in each warehouse (``warehouse.compare``):
+every table with a ``run_id`` column, rows matched by their text and integer columns,
+floating-point columns to ``--tol`` (absolute), lists element-wise. Prints one line per table and
+exits 1 on any difference. A newer run that has not finished (an audit in stages still running,
+or stopped midway) is passed over, and said so on stderr.
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import duckdb  # noqa: E402
 
-from warehouse.compare import compare_runs, newest_audit_run  # noqa: E402
+from warehouse.compare import compare_runs, newest_audit_run, unfinished_audit_runs  # noqa: E402
 
 
 def main() -> int:
@@ -31,8 +32,15 @@ def main() -> int:
     a, b = duckdb.connect(args.before, read_only=True), duckdb.connect(args.after, read_only=True)
     try:
         ra, rb = newest_audit_run(a, args.dataset), newest_audit_run(b, args.dataset)
-        if ra is None or rb is None:
-            sys.exit(f"no audit run of dataset {args.dataset!r} in {args.before if ra is None else args.after}")
+        for path, con, run in ((args.before, a, ra), (args.after, b, rb)):
+            unfinished = unfinished_audit_runs(con, args.dataset)
+            if unfinished and run is not None:
+                print(f"{path}: the newest audit run of {args.dataset!r}, {unfinished[0]}, has not finished (an audit "
+                      f"in stages still running, or stopped midway); comparing the newest finished one, {run}",
+                      file=sys.stderr)
+            if run is None:
+                sys.exit(f"no finished audit run of dataset {args.dataset!r} in {path}"
+                         + (f" (unfinished: {', '.join(unfinished)})" if unfinished else ""))
         tables = compare_runs(a, ra, b, rb, args.tol)
     finally:
         a.close()

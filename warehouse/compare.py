@@ -17,9 +17,24 @@ SKIP_COLUMNS = frozenset({"run_id", "started_at", "finished_at", "created_at"})
 
 
 def newest_audit_run(con: duckdb.DuckDBPyConnection, dataset_id: str) -> str | None:
-    """The newest audit run of the dataset, or None."""
-    rows = queries.fetch_df(con, "newest_audit_run", [dataset_id])
-    return None if rows.empty else str(rows["run_id"][0])
+    """The newest finished audit run of the dataset, or None. A run an audit in stages is still
+    storing, or left when it was stopped midway, holds only some of its tables: it is no run to
+    compare (``unfinished_audit_runs`` names those newer than this one)."""
+    runs = queries.fetch_df(con, "newest_audit_run", [dataset_id])
+    finished = runs.loc[runs["finished"], "run_id"]
+    return None if finished.empty else str(finished.iloc[0])
+
+
+def unfinished_audit_runs(con: duckdb.DuckDBPyConnection, dataset_id: str) -> list[str]:
+    """The dataset's audit runs started after its newest finished one that have not finished,
+    newest first (an audit in stages still running, or stopped midway)."""
+    runs = queries.fetch_df(con, "newest_audit_run", [dataset_id])
+    newer = []
+    for run_id, finished in zip(runs["run_id"], runs["finished"]):
+        if finished:
+            break
+        newer.append(str(run_id))
+    return newer
 
 
 def result_tables(con: duckdb.DuckDBPyConnection) -> list[str]:

@@ -518,7 +518,10 @@ UNION ALL SELECT line_no FROM ql_documents WHERE ingest_id = ?
 UNION ALL SELECT line_no FROM ql_predictions WHERE ingest_id = ?;
 
 -- name: newest_audit_run
-SELECT run_id FROM runs WHERE dataset_id = ? AND kind = 'audit' ORDER BY started_at DESC, run_id DESC LIMIT 1;
+-- The dataset's audit runs, newest first, and whether each finished (a run stored in stages has no
+-- finished_at until its last stage is stored): warehouse.compare takes the newest finished one.
+SELECT run_id, finished_at IS NOT NULL AS finished FROM runs WHERE dataset_id = ? AND kind = 'audit'
+ORDER BY started_at DESC, run_id DESC;
 
 -- name: run_result_tables
 -- Every table that holds a run's results (a run_id column), for comparing two runs.

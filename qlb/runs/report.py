@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import duckdb
+import pandas as pd
 
 from qlb.present.report import RunData, render_report
 from qlb.records.ontology import load_ontology
@@ -12,16 +13,23 @@ from warehouse import queries
 from warehouse.ontologies import dataset_ontology
 
 
+def default_run(runs: pd.DataFrame, dataset: str | None = None) -> pd.Series | None:
+    """Of ``runs`` (``all_runs``), the run a report shows by default: the newest of the most complete runs (of
+    ``dataset``, when named); None when there is none."""
+    pool = runs if dataset is None else runs[runs["dataset_id"] == dataset]
+    return None if pool.empty else pool.sort_values(["n_results", "started_at"], ascending=False).iloc[0]
+
+
 def load_run(con: duckdb.DuckDBPyConnection, run_id: str | None = None, dataset: str | None = None) -> RunData:
     """The run (default: the newest audit run of the dataset with the most results) and its tables."""
     runs = queries.fetch_df(con, "all_runs", [])
     if runs.empty:
         raise ValueError("the warehouse holds no audit run yet (run `qlb demo` or `qlb audit`)")
     if run_id is None:
-        pool = runs if dataset is None else runs[runs["dataset_id"] == dataset]
-        if pool.empty:
+        best = default_run(runs, dataset)
+        if best is None:
             raise ValueError(f"no audit run for dataset {dataset!r}")
-        run_id = str(pool.sort_values(["n_results", "started_at"], ascending=False)["run_id"].iloc[0])
+        run_id = str(best["run_id"])
     match = runs[runs["run_id"] == run_id]
     if match.empty:
         raise ValueError(f"no run {run_id!r} in the warehouse")

@@ -1,10 +1,14 @@
 """Audits on a Dask cluster (issue 18): a real `dask scheduler` and two `dask worker` processes
 on 127.0.0.1 (random ports, each in its own process group, killed at the end) run the
 (model, domain) tasks; every stored number equals a local run's to 1e-12, also when one worker
-is killed (SIGKILL) while it fits; only the process that runs the audit opens the warehouse."""
+is killed (SIGKILL) while it fits; only the process that runs the audit opens the warehouse.
+What goes wrong is one line and stores nothing: a worker without qlb or with other code (also
+one that joins halfway), an address that is no scheduler, a scheduler lost mid-run; and the
+cluster is not connected to at all when the input is wrong or a run can be reused."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import signal
@@ -121,9 +125,9 @@ class DaskCluster:
                                 and json.loads(info.read_text())["address"])
         self.client = distributed.Client(self.address, timeout=WAIT)     # the test's own observer
 
-    def _start(self, name: str, *args: str) -> subprocess.Popen:
+    def _start(self, name: str, *args: str, pythonpath: str = str(ROOT)) -> subprocess.Popen:
         log = open(self.folder / f"{name}.log", "wb")
-        env = {**os.environ, "PYTHONPATH": str(ROOT)}            # the workers may unpickle test helpers
+        env = {**os.environ, "PYTHONPATH": pythonpath}           # the workers may unpickle test helpers
         try:
             return subprocess.Popen([DASK, *args], cwd=self.folder, env=env, stdout=log, stderr=subprocess.STDOUT,
                                     stdin=subprocess.DEVNULL, start_new_session=True)
@@ -139,11 +143,22 @@ class DaskCluster:
         """Start workers until ``n`` live ones are registered with the scheduler."""
         live = [name for name, p in self.workers.items() if p.poll() is None]
         for _ in range(n - len(live)):
-            name = f"w{len(self.workers) + len(self.killed)}"
-            self.workers[name] = self._start(name, "worker", self.address, "--name", name, "--nthreads", "1",
-                                             "--nworkers", "1", "--host", "127.0.0.1", "--no-dashboard",
-                                             "--local-directory", str(self.folder / name))
+            self.start_worker()
         wait_for(f"{n} workers", lambda: len(self.live_workers()) >= n)
+
+    def start_worker(self, pythonpath: str = str(ROOT)) -> str:
+        """Start one worker (its Python finds qlb through ``pythonpath`` first); its name."""
+        name = f"w{len(self.workers) + len(self.killed)}"
+        self.workers[name] = self._start(name, "worker", self.address, "--name", name, "--nthreads", "1",
+                                         "--nworkers", "1", "--host", "127.0.0.1", "--no-dashboard",
+                                         "--local-directory", str(self.folder / name), pythonpath=pythonpath)
+        return name
+
+    def lose_scheduler(self) -> None:
+        """SIGKILL the scheduler (its machine is gone); the test's own client is closed first."""
+        self.client.close()
+        os.killpg(self.scheduler.pid, signal.SIGKILL)
+        self.scheduler.wait(timeout=WAIT)
 
     def kill(self, name: str) -> None:
         """SIGKILL a worker's whole process group (nanny and worker): a lost machine."""
@@ -181,6 +196,68 @@ def cluster(dask_cluster) -> DaskCluster:
     return dask_cluster
 
 
+@pytest.fixture
+def bare_cluster(tmp_path):
+    """A scheduler of the test's own, with no worker yet (as an adaptive cluster starts)."""
+    cluster = DaskCluster(tmp_path)
+    try:
+        yield cluster
+    finally:
+        cluster.close()
+
+
+def qlb_with_other_code(folder: Path) -> Path:
+    """A copy of qlb whose engine has one function more: what a worker with another checkout runs."""
+    shutil.copytree(ROOT / "qlb", folder / "qlb", ignore=shutil.ignore_patterns("__pycache__"))
+    with open(folder / "qlb" / "tuple" / "utility.py", "a", encoding="utf-8") as fh:
+        fh.write("\n\ndef _changed_on_that_worker() -> int:\n    return 1\n")
+    return folder
+
+
+def without_qlb(folder: Path) -> Path:
+    """A sitecustomize that makes `import qlb` fail: a worker where qlb is not installed."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "sitecustomize.py").write_text(
+        "import sys\n\n\nclass NoQlb:\n    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'qlb' or name.startswith('qlb.'):\n"
+        "            raise ModuleNotFoundError(f'No module named {name!r}')\n\n\n"
+        "sys.meta_path.insert(0, NoQlb())\n")
+    return folder
+
+
+class AuditInThread:
+    """`qlb audit ...` run by ``main`` in a thread of this process, its stderr (captured by
+    ``capsys``) gathered as it comes."""
+
+    def __init__(self, argv: list[str], capsys) -> None:
+        self.capsys, self.err, self.code = capsys, "", None
+        self.thread = threading.Thread(target=lambda: setattr(self, "code", main(argv)), daemon=True)
+        self.thread.start()
+
+    def stderr(self) -> str:
+        self.err += self.capsys.readouterr().err
+        return self.err
+
+    def finish(self, timeout: float = WAIT) -> tuple[int | None, list[str]]:
+        self.thread.join(timeout=timeout)
+        assert not self.thread.is_alive(), f"the audit did not finish within {timeout:g} s"
+        return self.code, self.stderr().strip().splitlines()
+
+
+@pytest.fixture
+def distributed_errors():
+    """The ERROR records of distributed's loggers (whatever handlers they print to)."""
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler(logging.ERROR)
+    handler.emit = records.append
+    logger = logging.getLogger("distributed")
+    logger.addHandler(handler)
+    try:
+        yield records
+    finally:
+        logger.removeHandler(handler)
+
+
 # ---------------------------------------------------------------- tests
 
 def test_qlb_audit_through_QLB_SCHEDULER_stores_the_numbers_of_a_local_run(cluster, small, tmp_path, monkeypatch,
@@ -216,12 +293,21 @@ def test_a_worker_killed_mid_audit_is_replaced_and_the_numbers_stay_the_same(clu
     runner = threading.Thread(target=audit, daemon=True)
     runner.start()
 
+    busy_keys: list[str] = []
+
     def busy_worker() -> str | None:
         """A worker running a task of the audit right now (the first stage: decoding)."""
         names = {address: name for name, address in cluster.live_workers().items()}
-        return next((names[a] for a, keys in cluster.client.processing().items() if keys and a in names), None)
+        for address, keys in cluster.client.processing().items():
+            if keys and address in names:
+                busy_keys.extend(keys)
+                return names[address]
+        return None
 
     victim = wait_for("a worker to start a task", busy_worker)
+    # a task's key says its stage, model and domain (the dashboard and a KilledWorker name it so)
+    assert busy_keys[0].startswith("decoding-") and busy_keys[0].split(" ", 1)[1] in (f"{MODEL}/support",
+                                                                                        f"{MODEL}/claims")
     cluster.kill(victim)
     runner.join(timeout=4 * WAIT)
     assert not runner.is_alive(), "the audit did not finish after a worker was killed"
@@ -280,8 +366,148 @@ def test_an_unreachable_or_malformed_scheduler_is_one_line(small, tmp_path, monk
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [f"qlb audit: error: cannot reach the Dask scheduler at {address}: no answer within 1 s "
                    "(OSError; is a `dask scheduler` running there?)"]
-    for bad in ("local:0", "local:two", "my-laptop"):
+    for bad in ("local:0", "local:two", "my-laptop", "http://127.0.0.1:8787", "inproc://x:1", "ucx://host:8786"):
         assert main(["audit", "--warehouse", str(path), "--scheduler", bad]) == 2
-        assert "expected local:N" in capsys.readouterr().err
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "expected HOST:PORT or tcp://HOST:PORT" in err[0] and "local:N" in err[0], err
+    assert "the scheduler itself listens on tcp://HOST:8786" in (
+        main(["audit", "--warehouse", str(path), "--scheduler", "http://127.0.0.1:8787"]) and capsys.readouterr().err)
+    # the forms it accepts: host:port as tcp://host:port; tls:// with Dask's TLS settings, which are not set here
+    assert main(["audit", "--warehouse", str(path), "--scheduler", address.removeprefix("tcp://")]) == 1
+    assert "cannot reach the Dask scheduler at 127.0.0.1:" in capsys.readouterr().err
+    assert main(["audit", "--warehouse", str(path), "--scheduler", address.replace("tcp://", "tls://")]) == 1
+    assert "needs Dask's TLS settings" in capsys.readouterr().err
     assert main(["audit", "--warehouse", str(path), "--scheduler", "local:1", "--jobs", "2"]) == 2
     assert audit_runs(path) == 0
+
+
+class NoScheduler:
+    """A port on 127.0.0.1 that accepts connections (the kernel does, for a listening socket)
+    and then either never answers (``hang_up=False``: the dashboard's port, say) or closes them."""
+
+    def __init__(self, hang_up: bool) -> None:
+        self.socket = socket.socket()
+        self.socket.bind(("127.0.0.1", 0))
+        self.socket.listen()
+        self.address = f"tcp://127.0.0.1:{self.socket.getsockname()[1]}"
+        if hang_up:
+            threading.Thread(target=self._hang_up, daemon=True).start()
+
+    def _hang_up(self) -> None:
+        try:
+            while True:
+                self.socket.accept()[0].close()
+        except OSError:                        # the socket was closed: the test is over
+            pass
+
+    def close(self) -> None:
+        self.socket.close()
+
+
+@pytest.mark.parametrize("hang_up, why", [(False, "no Dask handshake within 2 s"),
+                                          (True, "it hung up: CommClosedError")])
+def test_an_address_that_is_no_scheduler_fails_within_the_deadline(hang_up, why, small, tmp_path, monkeypatch,
+                                                                   capsys):
+    """A port that accepts the connection but never speaks Dask's protocol used to leave `qlb
+    audit` waiting forever for the first handshake."""
+    monkeypatch.setattr(parallel, "CONNECT_TIMEOUT", 1.0)
+    monkeypatch.setattr(parallel, "HANDSHAKE_TIMEOUT", 1.0)
+    path = copy_of(small, tmp_path)
+    server = NoScheduler(hang_up)
+    try:
+        started = time.monotonic()
+        audit = AuditInThread(["audit", "--warehouse", str(path), "--models", MODEL, "--no-decoding",
+                               "--scheduler", server.address], capsys)
+        code, err = audit.finish(timeout=20)
+    finally:
+        server.close()
+    assert time.monotonic() - started < 10
+    assert code == 1 and err == [f"qlb audit: error: {server.address} answers, but not as a Dask scheduler ({why}): "
+                                 "is it the scheduler's port? `dask scheduler` listens on 8786 by default (8787 is "
+                                 "its dashboard)"]
+    assert audit_runs(path) == 0
+
+
+def test_the_cluster_is_not_connected_to_for_bad_input_or_a_reused_run(small, tmp_path, capsys):
+    """Input is checked, and a run to reuse found, before the scheduler is asked: an address
+    where nothing answers would cost its 10 s timeout."""
+    path = copy_of(small, tmp_path)
+    nowhere = ["--scheduler", f"tcp://127.0.0.1:{free_port()}"]
+    args = ["audit", "--warehouse", str(path), "--dataset", DATASET, "--models", MODEL, "--no-decoding"]
+    started = time.monotonic()
+    assert main([*args[:-3], "--models", "nosuch", *nowhere]) == 2
+    assert "no responses of model 'nosuch'" in capsys.readouterr().err
+    assert main([*args, "--jobs", "1"]) == 0                  # a local run, then the same on the cluster: reused
+    capsys.readouterr()
+    assert main([*args, *nowhere, "--json"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["reused_existing_run"] is True and "Dask" not in err
+    # no (model, domain) task at all: nothing to send, nothing to connect to
+    assert main([*args, "--no-utility", "--force", *nowhere]) == 0
+    assert "Dask" not in capsys.readouterr().err
+    assert time.monotonic() - started < 8
+    assert audit_runs(path) == 2
+
+
+def test_a_worker_without_qlb_is_named(bare_cluster, tmp_path):
+    name = bare_cluster.start_worker(pythonpath=str(without_qlb(tmp_path / "no-qlb")))
+    wait_for("the worker", lambda: name in bare_cluster.live_workers())
+    address = bare_cluster.live_workers()[name]
+    with pytest.raises(SchedulerError) as error:
+        with dask_workers(bare_cluster.address):
+            pass
+    assert str(error.value) == (f"worker {address} cannot run qlb (ModuleNotFoundError(\"No module named 'qlb'\")); "
+                                "install the same qlb and requirements.txt there (the same container image, or "
+                                "`pip install -e .` of the same checkout)")
+
+
+def test_a_worker_that_joins_later_with_other_code_fails_the_run(bare_cluster, small, tmp_path, capsys):
+    """Checked by every task, not only when the audit connects: the scheduler has no worker
+    then (the audit warns, once, and waits); the one that joins runs other code."""
+    path = copy_of(small, tmp_path / "wh")
+    audit = AuditInThread(["audit", "--warehouse", str(path), "--models", MODEL, "--no-decoding",
+                           "--scheduler", bare_cluster.address], capsys)
+    wait_for("the audit to send its first tasks", lambda: "utility 0/" in audit.stderr())
+    name = bare_cluster.start_worker(pythonpath=f"{qlb_with_other_code(tmp_path / 'other')}{os.pathsep}{ROOT}")
+    code, err = audit.finish()
+    address = bare_cluster.live_workers().get(name)
+    assert code == 1 and address
+    assert err[0] == f"qlb audit: Dask scheduler {bare_cluster.address} (0 workers); dashboard: http://127.0.0.1:" + \
+        err[0].split("dashboard: http://127.0.0.1:")[1]
+    assert [line for line in err if "no workers" in line] == [
+        f"qlb audit: warning: the Dask scheduler at {bare_cluster.address} has no workers yet; the audit waits for "
+        f"them (start one with `dask worker {bare_cluster.address} --nthreads 1`)"]
+    assert err[-1].startswith(f"qlb audit: error: worker {address} runs other code than this process (qlb: ")
+    assert err[-1].endswith("; install the same qlb and requirements.txt there (the same container image, or "
+                            "`pip install -e .` of the same checkout) and restart it")
+    assert audit_runs(path) == 0                               # its results were not stored
+
+
+@pytest.mark.parametrize("in_stages", [False, True])
+def test_a_scheduler_lost_mid_run_is_one_line(in_stages, bare_cluster, small, tmp_path, capsys, distributed_errors):
+    bare_cluster.ensure_workers(1)
+    path = copy_of(small, tmp_path)
+    stage = "utility" if in_stages else "decoding"      # in stages: lost after the decoding was stored
+    audit = AuditInThread(["audit", "--warehouse", str(path), "--models", MODEL, "--families", "prior",
+                           "--scheduler", bare_cluster.address] + (["--in-stages"] if in_stages else []), capsys)
+    wait_for(f"a {stage} task to run", lambda: any(
+        k.startswith(f"{stage}-") for keys in bare_cluster.client.processing().values() for k in keys))
+    bare_cluster.lose_scheduler()
+    code, err = audit.finish()
+    assert code == 1
+    if in_stages:
+        with reader(path) as con:
+            run_id = con.execute("SELECT run_id FROM runs WHERE dataset_id = ? AND finished_at IS NULL",
+                                 [DATASET]).fetchone()[0]
+        assert err[-1] == (f"qlb audit: error: the Dask scheduler at {bare_cluster.address} was lost during the "
+                           f"utility stage; stored so far: refusal and QuasiLeak, decoding (unfinished run {run_id}: "
+                           "a rerun drops it and redoes every stage); rerun the same command once the scheduler is "
+                           "back")
+    else:
+        assert err[-1] == (f"qlb audit: error: the Dask scheduler at {bare_cluster.address} was lost during the "
+                           "decoding stage; nothing was stored; rerun the same command once the scheduler is back")
+        assert audit_runs(path) == 0
+    # the lines before are the scheduler's and the progress's; distributed's client said nothing
+    assert all(line.startswith(("qlb audit: Dask scheduler", "qlb audit: decoding", "qlb audit: utility"))
+               for line in err[:-1]), err
+    assert [r.getMessage() for r in distributed_errors] == []

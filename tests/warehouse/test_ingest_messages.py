@@ -10,7 +10,7 @@ import duckdb
 from qlb.cli import main
 from qlb.simulate.tuple_sim import simulate_worlds
 from qlb.records.ontology import parse_ontology
-from tests.conftest import native, write_lines
+from tests.conftest import native, two_pairs, write_lines
 from tests.records.ontologies import as_text, three_by_three
 from warehouse.ingest import Reject, ValidationReport
 
@@ -85,3 +85,24 @@ def test_line_ranges_name_every_line():
     from warehouse.ingest import line_ranges
     assert line_ranges([2, 3, 4, 5, 7, 9, 10]) == "2-5, 7, 9-10"
     assert line_ranges([5]) == "5" and line_ranges([1, 2]) == "1-2"
+
+
+def test_ingest_into_an_empty_database_file_sets_it_up(tmp_path, worlds_file, capsys):
+    """The lookup before an ingest had opened a read-only handle, which refuses a file not at the current schema
+    (an empty DuckDB file, an older warehouse) that the writer brings up to date: it now runs on the writer."""
+    wh = tmp_path / "empty.duckdb"
+    duckdb.connect(str(wh)).close()
+    assert main(["ingest", "worlds", str(worlds_file), "--dataset", "d", "--warehouse", str(wh)]) == 0
+    assert "stored 4" in capsys.readouterr().out
+
+
+def test_the_ontology_hint_after_some_worlds_were_stored_says_to_use_a_new_dataset(tmp_path, capsys):
+    """Foreign worlds next to TUPLE ones: those stored make the dataset one with worlds, whose ontology cannot be
+    attached any more; the hint says to use a new dataset (it advised attaching the ontology, which is refused)."""
+    onto_file, worlds_file, n = own_task_files(tmp_path)
+    mixed = tmp_path / "mixed.jsonl"
+    write_lines(mixed, [json.loads(line) for line in worlds_file.read_text().splitlines()] + two_pairs())
+    assert main(["ingest", "worlds", str(mixed), "--dataset", "my set", "--warehouse", str(tmp_path / "w.duckdb")]) == 3
+    err = capsys.readouterr().err
+    assert "A dataset with worlds keeps its ontology: ingest them into a new dataset" in err
+    assert "attach its ontology first" not in err
