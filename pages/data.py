@@ -376,7 +376,7 @@ def quarantine_section(path: str, dataset: str) -> None:
                                                      invalid["confidence"])]})
     table(shown, "invalid_responses", f"{len(invalid):,} invalid responses (at most 2,000 shown), with the reason "
                                       "and the response as stored.",
-          column_config=widths(model=90, world=65, source=110, reason=225, response_as_stored=120))
+          column_config=widths(model=90, world=65, source=75, reason=210, response_as_stored=120))   # 560: 1,024 px
 
 
 def source_of(file_name: object, line_no: object) -> str:
