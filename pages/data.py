@@ -381,11 +381,11 @@ def quarantine_section(path: str, dataset: str) -> None:
 
 def source_of(file_name: object, line_no: object) -> str:
     """Where an invalid response came from: ``collected (col-...)`` for an answer ``qlb collect`` stored (its
-    line number only counts the run's answers), else ``FILE, line N``."""
+    line number only counts the run's answers), else ``line N of FILE``."""
     name = str(file_name) if isinstance(file_name, str) else ""
     if name.startswith(COLLECTED):
         return f"collected ({name[len(COLLECTED):]})"
-    return f"{name}, line {int(line_no):,}" if name else f"line {int(line_no):,}"
+    return f"line {int(line_no):,}" + (f" of {name}" if name else "")       # the line first: it shows in a narrow cell
 
 
 def render() -> None:
