@@ -12,10 +12,9 @@ import streamlit as st
 
 from dashboard import data_access as da
 from dashboard.routing import page_entry
-from dashboard.widgets import current_dataset, finding, md_text, own_dataset, simulated_banner, table
+from dashboard.widgets import current_dataset, finding, md_text, own_dataset, simulated_banner, source_of, table
 from qlb.present.names import utc_minute
 from qlb.records.ontology import Domain, Ontology, OntologyError
-from warehouse.answers import COLLECTED
 from warehouse.ingest import KINDS, IngestError, ValidationReport
 
 MAX_UPLOAD_MB = 100
@@ -377,15 +376,6 @@ def quarantine_section(path: str, dataset: str) -> None:
     table(shown, "invalid_responses", f"{len(invalid):,} invalid responses (at most 2,000 shown), with the reason "
                                       "and the response as stored.",
           column_config=widths(model=90, world=65, source=75, reason=210, response_as_stored=120))   # 560: 1,024 px
-
-
-def source_of(file_name: object, line_no: object) -> str:
-    """Where an invalid response came from: ``collected (col-...)`` for an answer ``qlb collect`` stored (its
-    line number only counts the run's answers), else ``line N of FILE``."""
-    name = str(file_name) if isinstance(file_name, str) else ""
-    if name.startswith(COLLECTED):
-        return f"collected ({name[len(COLLECTED):]})"
-    return f"line {int(line_no):,}" + (f" of {name}" if name else "")       # the line first: it shows in a narrow cell
 
 
 def render() -> None:

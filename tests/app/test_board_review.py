@@ -99,7 +99,7 @@ def test_the_cost_table_says_why_adapted_temperature_reads_cheaper_and_counts_it
     """Adapted recipients on the (invertible) temperature release paid less than the frozen native ones in 152 of 162
     cells of a nine-model run, which the caption had called chance: the note counts it and names the reason when a
     sign test says it is more often than chance, and gives the count alone when it is not (2 of 3 is a coin flip)."""
-    from pages.defenses import temperature_note
+    from qlb.present.defense_notes import temperature_note
 
     def frame(pairs):
         rows = []

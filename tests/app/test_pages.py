@@ -111,7 +111,7 @@ def test_data_page_quarantine(app):
     assert len(invalid) == 9 and not invalid["response as stored"].str.contains("{", regex=False).any()
     assert invalid["response as stored"].str.match(r"choice \w+; \w+ [\d.]+ · ").all()
     assert invalid["source"].str.fullmatch(r"line [\d,]+ of native_responses\.jsonl").all()   # a file's line
-    from pages.data import source_of
+    from dashboard.widgets import source_of
     assert source_of("collect:col-20261204-162903-f11caa", 3) == "collected (col-20261204-162903-f11caa)"
     assert any("7 lines of this dataset were rejected when ingested &#40;2 refusal responses, 5 native responses"
                in m.value for m in at.markdown)
