@@ -19,7 +19,7 @@ from qlb.tuple.release_views import DECODER_FAMILIES
 from qlb.present.palette import model_colours
 from dashboard.routing import page_entry
 from dashboard.widgets import audit_page_start, chart, finding, md_text, pick_run, profile_help, table
-from qlb.tuple.costs import PROFILES, profile_order
+from qlb.tuple.costs import profile_order
 from qlb.tuple.recipients import candidate_ranks
 from qlb.tuple.workflows import TASKS, action_labels, policy_count, run_task
 
@@ -60,7 +60,8 @@ def render() -> None:
     main = res[res["defense"].isin(ORDER)]
     wcpq = res[res["defense"].isin(list(CODEBOOKS))].sort_values(["model", "defense"])
     params = da.run_parameters(path, dataset, run_id)
-    policies = policy_count(len(da.ontology(path, dataset).cost_profiles))
+    ontology = da.ontology(path, dataset)
+    policies = policy_count(ontology)
     findings(main, wcpq, models, len(set(everyone)), res, policies)
     control_note(da.query(path, "recovery_results", (run_id,)), main, params.get("defense_families"),
                  params.get("families") or list(DECODER_FAMILIES), policies)
@@ -69,7 +70,7 @@ def render() -> None:
     recovery_section(path, dataset, run_id, res, main, model_colours(everyone), shown)
     verification_section(wcpq, run_id, policies)
     learned_section(da.query(path, "learned_wcpq", (run_id,)), res, costs, model_colours(everyone), run_id, policies)
-    cost_section(costs[costs["model"].isin(shown)], run_id, policies, profile_descriptions(da.ontology(path, dataset)))
+    cost_section(costs[costs["model"].isin(shown)], run_id, policies, profile_descriptions(ontology))
     inspector(path, dataset, run_id, models)
 
 
@@ -89,7 +90,7 @@ def table_models(models: list[str]) -> list[str]:
 
 
 def findings(main: pd.DataFrame, wcpq: pd.DataFrame, models: list[str], n_models: int,
-             every: pd.DataFrame | None = None, policies: int = policy_count(len(PROFILES))) -> None:
+             every: pd.DataFrame | None = None, policies: int = policy_count()) -> None:
     """Three sentences: which models the run defended, which defenses lower recovery (and the largest drop, with its
     interval, over ``every`` defense result of the run, learned variants included), and what WCPQ does to recovery
     and to the recipient."""
@@ -108,7 +109,7 @@ def findings(main: pd.DataFrame, wcpq: pd.DataFrame, models: list[str], n_models
 
 
 def control_note(recovery: pd.DataFrame, main: pd.DataFrame, families: list[str] | None = None,
-                 decoding: list[str] | None = None, policies: int = policy_count(len(PROFILES))) -> None:
+                 decoding: list[str] | None = None, policies: int = policy_count()) -> None:
     """Why the native control here is not the full-native figure of the Release-view recovery page:
     the same responses, a different attacker (public workflow signatures, the defense audit's
     decoder families, named when they are fewer than the decoding audit's ``decoding`` families); both figures side by
@@ -167,7 +168,7 @@ def join(items: list[str], word: str = "and") -> str:
     return items[0] if len(items) == 1 else f"{'; '.join(items[:-1])} {word} {items[-1]}"
 
 
-def wcpq_sentence(w: pd.DataFrame, policies: int = policy_count(len(PROFILES))) -> str:
+def wcpq_sentence(w: pd.DataFrame, policies: int = policy_count()) -> str:
     """WCPQ's change in recovery per model (points, interval), its coverage range and whether the recipient's plans and
     costs are unchanged."""
     if len(w) <= TABLE_MODELS:
@@ -238,7 +239,7 @@ def recovery_section(path: str, dataset: str, run_id: str, res: pd.DataFrame, ma
             table(s, "defense_noise_seeds", "Each seed has its own adapted decoders and recipients.")
 
 
-def verification_section(w: pd.DataFrame, run_id: str, policies: int = policy_count(len(PROFILES))) -> None:
+def verification_section(w: pd.DataFrame, run_id: str, policies: int = policy_count()) -> None:
     """Table 13: per model and codebook, the coverage, identity fallbacks, plan agreement and largest cost change."""
     st.subheader("WCPQ verification")
     if w.empty:
@@ -269,7 +270,7 @@ def verification_section(w: pd.DataFrame, run_id: str, policies: int = policy_co
 
 
 def learned_section(info: pd.DataFrame, res: pd.DataFrame, costs: pd.DataFrame, colours: dict[str, str],
-                    run_id: str, policies: int = policy_count(len(PROFILES))) -> None:
+                    run_id: str, policies: int = policy_count()) -> None:
     """The learned bounded-cost variants next to WCPQ strict: a finding, Figure 11 (recovery against the
     recipients' cost), Table 15 (recovery per variant) and their verification."""
     st.subheader("Learned WCPQ: trading a bounded cost for privacy")
@@ -303,7 +304,7 @@ def learned_section(info: pd.DataFrame, res: pd.DataFrame, costs: pd.DataFrame, 
                              "proxy log loss": st.column_config.NumberColumn(format="%.3f")})
 
 
-def cost_section(costs: pd.DataFrame, run_id: str, policies: int = policy_count(len(PROFILES)),
+def cost_section(costs: pd.DataFrame, run_id: str, policies: int = policy_count(),
                  described: dict[str, str] | None = None) -> None:
     """Mean test cost per model and defense with intervals for one task and profile, for adapted or frozen recipients;
     the native control and WCPQ (built so that no recipient needs a refit) are always the frozen full-native

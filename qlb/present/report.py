@@ -30,7 +30,6 @@ from qlb.present.robustness import (FAMILY_TRACKS, MAIN_TRACKS, both_correct_sen
                                     tracks_sentence, tracks_table)
 from qlb.present.rundata import RunData
 from qlb.records.ontology import Ontology
-from qlb.tuple.costs import PROFILES
 from qlb.tuple.refusal import rate_intervals
 from qlb.tuple.release_views import VIEWS
 from qlb.tuple.tracks import RobustnessChecks
@@ -137,12 +136,6 @@ def ends(frame: pd.DataFrame, value: str, shown, low: str = "ci_low", high: str 
     return f"{cell[0]}{who[0]} to {cell[1]}{who[1]}"
 
 
-def frozen_policies(d: RunData) -> int:
-    """How many frozen recipient policies WCPQ keeps per domain: one per workflow and cost profile of the
-    run's ontology (18 for TUPLE's six profiles)."""
-    return policy_count(len(d.ontology.cost_profiles) if d.ontology is not None else len(PROFILES))
-
-
 def _one_interval(frame: pd.DataFrame, low: str, high: str, scale: float = 100.0) -> tuple[float, float] | None:
     """The (low, high) of a one-row frame, scaled (to points); None for several rows or without the columns."""
     if len(frame) != 1 or low not in frame or high not in frame:
@@ -224,7 +217,7 @@ def headline(d: RunData) -> list[tuple[str, str]]:
             change = recovery_change(100 * w["diff_vs_native"], interval=_one_interval(w, "diff_ci_low", "diff_ci_high"))
             out.append(("defenses", f"The workflow-constrained quantizer {change} on {count_of(len(w))} (coverage "
                                     f"{text_range(_pct(w['coverage'].min()), _pct(w['coverage'].max()))}) while "
-                                    + (f"every one of the {frozen_policies(d)} frozen recipient policies keeps its "
+                                    + (f"every one of the {policy_count(d.ontology)} frozen recipient policies keeps its "
                                        "exact plan and cost in every test world." if agree
                                        else "NOT preserving every recipient plan (see the verification table).")))
         q = d.defenses[d.defenses["defense"] == "noise"]
@@ -540,7 +533,7 @@ def render_report(d: RunData) -> str:
         w = d.defenses[d.defenses["defense"].isin(["wcpq", "wcpq grid"])]
         w = w.assign(**{"plan agreement": [f"{int(a):,} of {int(n):,}" for a, n in
                                            zip(w["plan_agreement"], w["plan_comparisons"])]})
-        parts.append(f"<p class='caption'>WCPQ verification (test worlds × {frozen_policies(d)} frozen policies): the "
+        parts.append(f"<p class='caption'>WCPQ verification (test worlds × {policy_count(d.ontology)} frozen policies): the "
                      "main codebook "
                      "(the 0.1 grid, then training responses, then training-pair midpoints) and the grid alone as a "
                      "control.</p>"

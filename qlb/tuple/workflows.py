@@ -16,10 +16,14 @@ possible check answer; two releases with equal plans cost the same for every tru
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from qlb.tuple.costs import DomainCosts
+from qlb.tuple.costs import DomainCosts, profile_names
+
+if TYPE_CHECKING:
+    from qlb.records.ontology import Ontology
 
 TOL = 1e-12
 TASKS: tuple[str, ...] = ("selective", "clarification", "asymmetric")
@@ -28,9 +32,10 @@ FACTORS: tuple[float, ...] = tuple(round(0.5 + 0.1 * i, 1) for i in range(11))  
 REVIEW, FALLBACK, ACT_NOW = -1, -2, -1
 
 
-def policy_count(profiles: int) -> int:
-    """The frozen recipient policies of one domain: one per workflow and cost profile (3 x 6 = 18 in TUPLE)."""
-    return len(TASKS) * profiles
+def policy_count(ontology: Ontology | None = None) -> int:
+    """The frozen recipient policies of one domain of a decision task (default TUPLE's): one per workflow and cost
+    profile (3 x 6 = 18 in TUPLE)."""
+    return len(TASKS) * len(profile_names(ontology))
 
 
 def pick(expected: np.ndarray, preference: np.ndarray) -> np.ndarray:
