@@ -53,6 +53,9 @@ ENGINE_PACKAGES = ("qlb.records", "qlb.stats", "qlb.tuple")
 NUMERIC_PACKAGES = {"numpy": "numpy", "pandas": "pandas", "scipy": "scipy", "scikit-learn": "sklearn"}
 # the stage a task function's module belongs to, in the words of `qlb audit`'s progress (task keys, errors)
 TASK_STAGES = {"qlb.tuple.recovery": "decoding", "qlb.tuple.utility": "utility", "qlb.tuple.defense_audit": "defenses"}
+# the Dask settings of a qlb worker (why: in the file), which `local:N` starts its workers with and
+# README's cluster section asks a real cluster's workers to start with (DASK_CONFIG=...)
+WORKER_CONFIG = "dask-worker.yaml"
 _LOCAL = re.compile(r"local:(\d+)")
 _ADDRESS = re.compile(r"(?:(tcp|tls)://)?(\[[0-9a-fA-F:.]+\]|[^\s:/\[\]]+):(\d+)")   # [tcp:// | tls://]host:port
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://")
@@ -298,12 +301,16 @@ def dask_workers(spec: str, timeout: float | None = None, lazy: bool = False,
 
 def _open_client(spec: str, timeout: float) -> tuple[Any, Any]:
     """A ``distributed.Client`` of ``spec`` and the LocalCluster it started (None for an address)."""
-    from distributed import Client, LocalCluster       # imported here: only a cluster run pays for it
+    import dask                                       # imported here: only a cluster run pays for them
+    from distributed import Client, LocalCluster
 
     local = _LOCAL.fullmatch(spec)
     if local:
-        cluster = LocalCluster(n_workers=int(local.group(1)), threads_per_worker=1, processes=True,
-                               host="127.0.0.1", dashboard_address="127.0.0.1:0")
+        # set after distributed is imported (its defaults are in Dask's configuration then, and
+        # leaving the block restores them); each nanny takes the configuration as it starts
+        with dask.config.set(worker_config()):
+            cluster = LocalCluster(n_workers=int(local.group(1)), threads_per_worker=1, processes=True,
+                                   host="127.0.0.1", dashboard_address="127.0.0.1:0")
         try:
             return Client(cluster, timeout=timeout), cluster
         except BaseException:
@@ -325,6 +332,23 @@ def _open_client(spec: str, timeout: float) -> tuple[Any, Any]:
     except OSError as exc:
         raise SchedulerError(f"cannot reach the Dask scheduler at {spec}: no answer within {timeout:g} s "
                              f"({type(exc).__name__}; is a `dask scheduler` running there?)") from None
+
+
+def worker_config() -> dict[str, Any]:
+    """The settings of ``qlb/data/dask-worker.yaml`` as dotted keys for ``dask.config.set``
+    (``{"distributed.worker.profile.enabled": False, ...}``): each setting replaces its own key,
+    not a whole section of Dask's configuration."""
+    import yaml                      # Dask's own dependency, as it reads its configuration files
+
+    def leaves(tree: dict[str, Any], prefix: str) -> Iterator[tuple[str, Any]]:
+        for key, value in tree.items():
+            if isinstance(value, dict):
+                yield from leaves(value, f"{prefix}{key}.")
+            else:
+                yield f"{prefix}{key}", value
+
+    text = importlib.resources.files("qlb.data").joinpath(WORKER_CONFIG).read_text(encoding="utf-8")
+    return dict(leaves(yaml.safe_load(text), ""))
 
 
 def _connection_args() -> dict[str, Any]:

@@ -36,6 +36,7 @@ from warehouse.db import reader, writer
 from warehouse.ingest import IngestRequest, ingest_file
 from warehouse.ontologies import store_ontology
 
+dask = pytest.importorskip("dask")
 distributed = pytest.importorskip("distributed")
 
 DATASET = "small"
@@ -127,7 +128,8 @@ class DaskCluster:
 
     def _start(self, name: str, *args: str, pythonpath: str = str(ROOT)) -> subprocess.Popen:
         log = open(self.folder / f"{name}.log", "wb")
-        env = {**os.environ, "PYTHONPATH": pythonpath}           # the workers may unpickle test helpers
+        env = {**os.environ, "PYTHONPATH": pythonpath,          # the workers may unpickle test helpers
+               "DASK_CONFIG": str(ROOT / "qlb" / "data" / parallel.WORKER_CONFIG)}   # as README's cluster section
         try:
             return subprocess.Popen([DASK, *args], cwd=self.folder, env=env, stdout=log, stderr=subprocess.STDOUT,
                                     stdin=subprocess.DEVNULL, start_new_session=True)
@@ -342,11 +344,29 @@ def test_workers_with_other_code_are_refused(cluster):
         check_worker_code(cluster.client, {**code_fingerprint(), "qlb": "0123456789abcdef"})
 
 
+def assert_qlb_worker_settings(client) -> None:
+    """Every worker of ``client`` runs with qlb/data/dask-worker.yaml's settings: no statistical
+    profiler, and glibc's own memory thresholds (Dask's MALLOC_TRIM_THRESHOLD_ unset), which made
+    a fit about 25% slower together."""
+    profiling = client.run(dask.config.get, "distributed.worker.profile.enabled")
+    trim = client.run(os.getenv, "MALLOC_TRIM_THRESHOLD_")
+    assert profiling and set(profiling.values()) == {False} and set(trim.values()) == {None}, (profiling, trim)
+
+
+def test_a_real_clusters_workers_started_as_readme_says_run_with_qlbs_settings(cluster):
+    cluster.ensure_workers(1)
+    assert_qlb_worker_settings(cluster.client)
+
+
 def test_local_n_starts_and_stops_a_local_cluster():
+    here = dask.config.get("distributed.worker.profile.enabled")
     with dask_workers("local:1") as workers:
         assert isinstance(workers, Workers) and workers.dashboard.startswith("http://127.0.0.1:")
         assert len(workers.client.scheduler_info(n_workers=-1)["workers"]) == 1
         assert run_tasks(divmod, [(7, 2), (8, 3)], 2, workers) == [(3, 1), (2, 2)]
+        assert_qlb_worker_settings(workers.client)
+        assert dask.config.get("distributed.worker.profile.enabled") == here      # this process's: as it was
+        assert os.getenv("MALLOC_TRIM_THRESHOLD_") is None                          # nor set here by the nanny
     assert workers.client.status == "closed"
 
 
