@@ -11,10 +11,10 @@ import streamlit as st
 
 from dashboard import data_access as da
 from dashboard.routing import page_entry
-from dashboard.widgets import audit_page_start, chart, finding, md_text, table
+from dashboard.widgets import RUN_HELP, audit_page_start, chart, finding, md_text, table
 from qlb.present.figures import plot_text, plot_texts
-from qlb.present.names import (QL_METRIC_HELP, QL_METRIC_NAMES, TASK_NAMES, as_shown, cost_interval, count_of, name,
-                               pct_interval, profile_descriptions, utc_minute)
+from qlb.present.names import (QL_METRIC_HELP, QL_METRIC_NAMES, TASK_NAMES, as_shown, audit_names, cost_interval,
+                               name, pct_interval, profile_descriptions, run_label, utc_minute)
 from qlb.tuple.release_views import VIEWS
 
 INTRO = (
@@ -22,9 +22,6 @@ INTRO = (
     "Every table shows run A and run B, each with its own 95% interval, and the change B − A, on "
     "what both runs computed; rows only one run has are left out."
 )
-# audit names as stored in a run's parameters -> as a reader knows them, in the pages' order
-AUDIT_NAMES = {"refusal": "refusal", "decoding": "recovery", "utility": "utility", "defenses": "defenses",
-               "quasileak": "QuasiLeak"}
 QL_METRICS = ("complete_f1", "complete_recall", "strict_precision", "graded_f1", "graded_recall",
               "lenient_precision", "binding_error_rate", "over_flag_rate", "document_flag_recall", "span_f1")
 MOVED_POINTS = 0.01     # a rate that changed by less than one point has not moved
@@ -39,22 +36,6 @@ CHANGE_CONFIG = {CHANGE: st.column_config.NumberColumn(
 
 
 # ------------------------------------------------------------------------------------ the runs
-def run_label(run: pd.Series) -> str:
-    """A run as a reader picks it: when it started (UTC, to the minute), its audits, its models
-    when restricted, and the end of its id (``2026-12-02 00:07 UTC · refusal, QuasiLeak · run-…ec1b08``)."""
-    params = json.loads(run["parameters"])
-    models = params.get("models")
-    parts = [utc_minute(run["started_at"]), _audits(params)]
-    if models:
-        parts.append(count_of(len(models)))
-    return " · ".join(parts + [f"run-…{str(run['run_id'])[-6:]}"])
-
-
-def _audits(params: dict) -> str:
-    """A run's audits by the names a reader knows, in the pages' order."""
-    return ", ".join(label for key, label in AUDIT_NAMES.items() if key in params.get("audits", [])) or "no audit"
-
-
 def provenance(run: pd.Series, which: str) -> str:
     """One run's provenance as a Markdown line (data text escaped): its id, start, data
     fingerprint, code version, audits and models."""
@@ -62,7 +43,7 @@ def provenance(run: pd.Series, which: str) -> str:
     models = ", ".join(params.get("models") or ["all"])
     return (f"**Run {which}**: {md_text(run['run_id'])}, started {utc_minute(run['started_at'])}; "
             f"data fingerprint {md_text(str(run['dataset_fingerprint'])[:12])}, code {md_text(run['code_version'])}; "
-            f"audits: {md_text(_audits(params))}; models: {md_text(models)}.")
+            f"audits: {md_text(audit_names(params))}; models: {md_text(models)}.")
 
 
 def setup_note(ra: pd.Series, rb: pd.Series) -> str:
@@ -283,7 +264,7 @@ def view_picker(pairs: pd.DataFrame, key: str, helptext: str) -> str:
     """A picker of the release views both runs hold (full native first when there)."""
     views = [v for v in VIEWS if v in set(pairs["view"])]
     return st.selectbox("Release view", views, index=views.index("full_native") if "full_native" in views else 0,
-                        format_func=lambda v: name("view", v), key=key, help=helptext)
+                        format_func=lambda v: name("view", v), key=key, help=RUN_HELP)
 
 
 def recovery_section(pairs: pd.DataFrame) -> None:
@@ -364,13 +345,13 @@ def pick_runs(runs: pd.DataFrame) -> tuple[pd.Series, pd.Series] | None:
     by_id = runs.set_index("run_id", drop=False)
     ids = runs["run_id"].tolist()
     def label(run_id: str) -> str:
-        return run_label(by_id.loc[run_id])
+        run = by_id.loc[run_id]
+        return run_label(run_id, run["started_at"], run["parameters"])
 
-    helptext = "Newest first: when the run started (UTC) · its audits · the end of its run id."
     a = st.selectbox("Run A (before)", ids, index=1, key="run_a", bind="query-params", format_func=label,
-                     help=helptext)
+                     help=RUN_HELP)
     b = st.selectbox("Run B (after)", ids, index=0, key="run_b", bind="query-params", format_func=label,
-                     help=helptext)
+                     help=RUN_HELP)
     if a == b:
         st.warning("Pick two different runs.")
         return None

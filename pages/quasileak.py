@@ -12,7 +12,8 @@ import streamlit as st
 from dashboard import data_access as da
 from dashboard.highlight import document_html, legend_html, policy_chips
 from dashboard.routing import page_entry
-from dashboard.widgets import audit_page_start, chart, finding, html_block, md_text, table, warehouse_args
+from dashboard.widgets import (audit_page_start, chart, finding, html_block, md_text, run_select, table,
+                               warehouse_args)
 from qlb.present.figures import f1_figure, plot_text, plot_texts
 from qlb.present.names import QL_METRIC_HELP, QL_METRIC_NAMES, pct, pct_interval, points_interval
 from qlb.quasileak.scoring import HEADLINE, METRIC_KEYS, explain_targets, verify_group
@@ -150,7 +151,7 @@ def render() -> None:
                     "the command below, then press Recompute now.")
             st.code(run, language="bash", wrap_lines=True)
         return
-    run_id = c1.selectbox("Run", runs["run_id"].tolist(), key="ql_run", help="Newest first.")
+    run_id = run_select(c1, runs, "ql_run")
     scores = da.query(path, "ql_scores", (run_id,))
     split = scores["split"].iloc[0]
 

@@ -10,7 +10,7 @@ import streamlit as st
 
 from dashboard import data_access as da
 from dashboard.routing import page_entry
-from dashboard.widgets import (audit_page_start, chart, data_table, finding, md_text, model_domain_grid,
+from dashboard.widgets import (audit_page_start, chart, data_table, finding, md_text, model_domain_grid, run_select,
                                shown_frame, table)
 from qlb.present import names
 from qlb.present.figures import plot_text, plot_texts, routes_figure
@@ -156,7 +156,7 @@ def run_panel(path: str, dataset: str) -> str | None:
         c1.info("No refusal audit in this dataset yet: press Recompute now, or run `qlb audit`. "
                 "(A dataset needs worlds and refusal responses.)")
         return None
-    return c1.selectbox("Run", with_refusal, index=0, help="Newest first.", key="refusal_run")
+    return run_select(c1, runs[runs["run_id"].isin(with_refusal)], "refusal_run")
 
 
 def render() -> None:

@@ -215,7 +215,7 @@ FROM ql_scores s LEFT JOIN ql_detectors d ON d.dataset_id = s.dataset_id AND d.d
 WHERE s.run_id = ? ORDER BY s.detector, s.slice_kind, s.slice, s.metric;
 
 -- name: ql_runs
-SELECT DISTINCT r.run_id, r.started_at FROM runs r JOIN ql_scores s ON s.run_id = r.run_id
+SELECT DISTINCT r.run_id, r.started_at, r.parameters FROM runs r JOIN ql_scores s ON s.run_id = r.run_id
 WHERE r.dataset_id = ? ORDER BY r.started_at DESC, r.run_id DESC;
 
 -- name: ql_document
@@ -272,11 +272,11 @@ SELECT world_id, domain, pair_id, p_s1, correct, log_loss, candidate FROM decode
 WHERE run_id = ? AND model = ? AND view = ? AND defense = 'none' ORDER BY world_id LIMIT ?;
 
 -- name: decoding_runs
-SELECT DISTINCT r.run_id, r.started_at FROM runs r JOIN recovery_results x ON x.run_id = r.run_id
+SELECT DISTINCT r.run_id, r.started_at, r.parameters FROM runs r JOIN recovery_results x ON x.run_id = r.run_id
 WHERE r.dataset_id = ? ORDER BY r.started_at DESC, r.run_id DESC;
 
 -- name: utility_runs
-SELECT DISTINCT r.run_id, r.started_at FROM runs r JOIN utility_results u ON u.run_id = r.run_id
+SELECT DISTINCT r.run_id, r.started_at, r.parameters FROM runs r JOIN utility_results u ON u.run_id = r.run_id
 WHERE r.dataset_id = ? ORDER BY r.started_at DESC, r.run_id DESC;
 
 -- name: utility_results
@@ -303,7 +303,7 @@ FROM policy_actions WHERE run_id = ? AND model = ? AND view = ? AND task = ? AND
 ORDER BY world_id LIMIT ?;
 
 -- name: front_runs
-SELECT DISTINCT r.run_id, r.started_at FROM runs r JOIN front_points f ON f.run_id = r.run_id
+SELECT DISTINCT r.run_id, r.started_at, r.parameters FROM runs r JOIN front_points f ON f.run_id = r.run_id
 WHERE r.dataset_id = ? ORDER BY r.started_at DESC, r.run_id DESC;
 
 -- name: recipient_models_for
@@ -311,7 +311,7 @@ SELECT model, domain, view, policy, spec FROM recipient_models
 WHERE run_id = ? AND model = ? ORDER BY domain, view, policy;
 
 -- name: defense_runs
-SELECT DISTINCT r.run_id, r.started_at FROM runs r JOIN defense_results d ON d.run_id = r.run_id
+SELECT DISTINCT r.run_id, r.started_at, r.parameters FROM runs r JOIN defense_results d ON d.run_id = r.run_id
 WHERE r.dataset_id = ? ORDER BY r.started_at DESC, r.run_id DESC;
 
 -- name: defense_results

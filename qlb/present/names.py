@@ -11,6 +11,7 @@ made by ``pct_interval``, ``points_interval`` or ``cost_interval``.
 """
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -394,6 +395,34 @@ def under(profile: str) -> str:
 def listing(items: list[str]) -> str:
     """``a, b and c``."""
     return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
+
+
+# audit names as stored in a run's parameters -> as a reader knows them, in the pages' order
+AUDIT_NAMES = {"refusal": "refusal", "decoding": "recovery", "utility": "utility", "defenses": "defenses",
+               "quasileak": "QuasiLeak"}
+
+
+def audit_names(params: dict, every: str | None = None) -> str:
+    """A run's audits (its stored parameters' ``audits``) by the names a reader knows, in the pages'
+    order; ``every``, when given, stands for all five."""
+    held = [label for key, label in AUDIT_NAMES.items() if key in params.get("audits", [])]
+    if every and len(held) == len(AUDIT_NAMES):
+        return every
+    return ", ".join(held) or "no audit"
+
+
+def run_label(run_id: str, started_at: object, parameters: str | dict) -> str:
+    """A run as a reader picks it: when it started (UTC, to the minute), its audits, its models and
+    decoder families when restricted, and the end of its id (``2026-12-02 00:07 UTC · refusal,
+    QuasiLeak · 2 models · run-…ec1b08``; short enough for a picker at 1,024 px)."""
+    params = json.loads(parameters) if isinstance(parameters, str) else parameters
+    parts = [utc_minute(started_at), audit_names(params, every="every audit")]
+    if params.get("models"):
+        parts.append(count_of(len(params["models"])))
+    if params.get("families") and "decoding" in params.get("audits", []):
+        n = len(params["families"])
+        parts.append(f"{n} decoder famil{'y' if n == 1 else 'ies'}")
+    return " · ".join(parts + [f"run-…{str(run_id)[-6:]}"])
 
 
 def count_of(n: int, noun: str = "model") -> str:

@@ -358,7 +358,11 @@ def test_refusal_recompute_now_stores_a_quick_new_run(demo_warehouse, tmp_path, 
         assert not at.exception, [e.value for e in at.exception]
         after = at.selectbox(key="refusal_run").options
         assert len(after) == len(before) + 1
-        assert at.selectbox(key="refusal_run").value == after[0] not in before     # the picker shows the new run
+        picked = at.selectbox(key="refusal_run")
+        assert picked.index == 0 and after[0] not in before                      # the picker shows the new run
+        # by when it started, its audits and the end of its id (the value stays the run id)
+        assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d UTC · refusal, QuasiLeak · run-…(\w{6})", after[0])
+        assert after[0].endswith(picked.value[-6:])
     con = duckdb.connect(str(wh), read_only=True)
     try:   # the page's recompute never starts the minutes-long decoding audit
         params = con.execute("SELECT parameters FROM runs ORDER BY started_at DESC LIMIT 1").fetchone()[0]

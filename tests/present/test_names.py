@@ -1,7 +1,7 @@
 """The shared vocabulary: display names, column labels and interval cells."""
 import pandas as pd
 
-from qlb.present.names import COLUMNS, cost_interval, pct_interval, points_interval, readable
+from qlb.present.names import COLUMNS, cost_interval, pct_interval, points_interval, readable, run_label
 
 
 def test_readable_names_values_and_labels_columns():
@@ -28,3 +28,14 @@ def test_interval_cells():
 
 def test_every_column_has_a_known_kind():
     assert {c.kind for c in COLUMNS.values()} <= {"text", "rate", "share", "count", "points", "cost", "number", "flag"}
+
+
+def test_a_run_is_labelled_by_its_start_audits_models_and_id_end():
+    params = '{"audits": ["quasileak", "decoding", "refusal"], "models": ["sim-alder", "sim-birch"]}'
+    assert (run_label("run-20261204-abcdef123456", pd.Timestamp("2026-12-04 19:05:59"), params)
+            == "2026-12-04 19:05 UTC · refusal, recovery, QuasiLeak · 2 models · run-…123456")
+    assert run_label("r1", "2026-01-02 03:04", {"audits": []}) == "2026-01-02 03:04 UTC · no audit · run-…r1"
+    every = {"audits": ["refusal", "quasileak", "decoding", "utility", "defenses"], "models": None,
+             "families": ["prior", "logistic"]}
+    assert run_label("run-x-0123456", "2026-01-02 03:04", every) == (
+        "2026-01-02 03:04 UTC · every audit · 2 decoder families · run-…123456")
