@@ -15,6 +15,7 @@ from dashboard.routing import page_entry
 from dashboard.widgets import (audit_page_start, chart, csv_bytes, finding, md_text, model_domain_grid, pick_run,
                                shown_frame, table)
 from qlb.present import names
+from qlb.present.answers import status_sentence
 from qlb.present.figures import recovery_figure
 from qlb.present.robustness import (ALL_COLUMN, SUBSET_COLUMN, both_correct_sentence, both_correct_table, nesting_note,
                                     model_tracks, tracks_sentence)
@@ -165,7 +166,8 @@ def confidence_sentence(diff: pd.DataFrame) -> str | None:
 def findings(pooled: pd.DataFrame, diff: pd.DataFrame) -> None:
     """The page's findings over every model of the run: the choice against guessing, the full output against the
     choice, and what the stated confidence adds."""
-    for lead, text in (("The choice alone.", choice_sentence(pooled)),
+    for lead, text in (("The answer's status.", status_sentence(pooled)),
+                       ("The choice alone.", choice_sentence(pooled)),
                        ("The full output.", full_output_sentence(diff)),
                        ("The stated confidence.", confidence_sentence(diff))):
         if text is not None:

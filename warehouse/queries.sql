@@ -249,6 +249,27 @@ FROM worlds w LEFT JOIN responses r ON r.dataset_id = w.dataset_id AND r.world_i
 WHERE w.dataset_id = ?
 ORDER BY w.world_id;
 
+-- name: answer_sources
+-- Per model, probe and source, the dataset's stored answers: an ingested file, or a `qlb collect` run (file_name
+-- 'collect:<collection id>', with the run's transport, endpoint, endpoint model, settings and times); how many
+-- are valid answers, invalid (kept, never repaired; native only) and unavailable.
+SELECT a.model, a.probe, a.file_name, m.simulated, c.transport, c.endpoint, c.endpoint_model, c.settings,
+       c.started_at, c.finished_at, a.answers, a.valid, a.invalid, a.unavailable
+FROM (SELECT r.model, 'native' AS probe, i.file_name, count(*) AS answers,
+             count(*) FILTER (WHERE r.valid AND r.status = 'ok') AS valid,
+             count(*) FILTER (WHERE NOT r.valid) AS invalid,
+             count(*) FILTER (WHERE r.valid AND r.status = 'unavailable') AS unavailable
+      FROM responses r LEFT JOIN ingests i ON i.ingest_id = r.ingest_id WHERE r.dataset_id = ?
+      GROUP BY r.model, i.file_name
+      UNION ALL
+      SELECT f.model, 'refusal', i.file_name, count(*), count(*) FILTER (WHERE f.status = 'ok'), 0,
+             count(*) FILTER (WHERE f.status = 'unavailable')
+      FROM refusal_responses f LEFT JOIN ingests i ON i.ingest_id = f.ingest_id WHERE f.dataset_id = ?
+      GROUP BY f.model, i.file_name) a
+LEFT JOIN models m ON m.dataset_id = ? AND m.model = a.model
+LEFT JOIN collections c ON a.file_name = 'collect:' || c.collection_id
+ORDER BY a.model, a.probe, c.started_at NULLS FIRST, a.file_name;
+
 -- name: models_with_responses
 SELECT DISTINCT model FROM responses WHERE dataset_id = ? ORDER BY model;
 

@@ -20,6 +20,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 
 from qlb.present import figures
+from qlb.present.answers import answers_sentence, answers_table, status_sentence
 from qlb.present.fronts import front_of, who_sentence
 from qlb.present.learned import learned_points, learned_sentence, table15
 from qlb.present.names import (QL_METRIC_NAMES, TASK_NAMES, VIEW_NAMES, count_of, how_many, listing, pct, pct_interval,
@@ -84,13 +85,16 @@ def _pct(v: float, digits: int = 1) -> str:
 LEAK_FACTOR = 2.0       # recovery above this multiple of a uniform guess counts as a leak in the findings
 
 
-def refusal_sentence(recovery: pd.Series, uniform: float) -> str:
+def refusal_sentence(recovery: pd.Series, uniform: float, sizes: list[int] | None = None) -> str:
     """The refusal finding as the numbers have it: a leak when every model's overall recovery is
-    above ``LEAK_FACTOR`` times a uniform guess among a domain's mechanisms, no leak when none is."""
+    above ``LEAK_FACTOR`` times a uniform guess among a domain's mechanisms, no leak when none is.
+    ``sizes``: the domains' numbers of mechanisms, when they differ the guess is said to be their mean."""
     span = text_range(_pct(recovery.min()), _pct(recovery.max()))
+    guess = (f"a uniform guess gets {_pct(uniform, 2)}" if not sizes or len(sizes) == 1 else
+             f"a uniform guess among a domain's {text_range(str(sizes[0]), str(sizes[-1]))} mechanisms gets "
+             f"{_pct(uniform, 2)} on average over the domains")
     how = (f"the fine-grained mechanism is recovered from refusal-probe responses in {span} of cases (direct "
-           f"answers plus withheld responses whose residual scores still single it out; a uniform guess gets "
-           f"{_pct(uniform, 2)})")
+           f"answers plus withheld responses whose residual scores still single it out; {guess})")
     leaking = recovery > LEAK_FACTOR * uniform
     who = "for the one model audited" if len(recovery) == 1 else f"across {count_of(len(recovery))}"
     if leaking.all():
@@ -147,10 +151,14 @@ def headline(d: RunData) -> list[tuple[str, str]]:
     """Headline findings as (topic, sentence), computed from the run; the topic names the page
     behind the finding (refusal, recovery, utility, fronts, defenses, quasileak)."""
     out: list[tuple[str, str]] = []
+    answered = answers_sentence(d.answers)
+    if answered is not None:
+        out.append(("answers", answered))
     ref = d.refusal[d.refusal["domain"] == "all"] if not d.refusal.empty else d.refusal
     if not ref.empty:
         rec = ref["overall_recovery"].dropna()
-        out.append(("refusal", refusal_sentence(rec, d.uniform_reference)))
+        sizes = sorted({len(dom.mechanisms) for dom in d.ontology.domains.values()}) if d.ontology else []
+        out.append(("refusal", refusal_sentence(rec, d.uniform_reference, sizes)))
     pooled = d.recovery[d.recovery["scope"] == "pooled"] if not d.recovery.empty else d.recovery
     if not pooled.empty:
         parts = []
@@ -161,6 +169,9 @@ def headline(d: RunData) -> list[tuple[str, str]]:
         if parts:
             out.append(("recovery", "Against a 50% guessing baseline, " + "; ".join(parts)
                         + " (95% intervals in brackets)."))
+        status = status_sentence(pooled)
+        if status is not None:
+            out.append(("recovery", status))
         diff = d.recovery_diff[(d.recovery_diff["view_a"] == "full_native") & (d.recovery_diff["view_b"] == "choice")]
         gain = ends(diff, "difference", points_interval)
         if gain:
@@ -381,7 +392,10 @@ def provenance_table(d: RunData, params: dict) -> pd.DataFrame:
         ("Release views", ", ".join(VIEW_NAMES.get(v, v) for v in views) or "—"),
         ("Defended models", "—" if d.defenses.empty else
          ", ".join(params.get("defense_models") or sorted(set(d.defenses["model"])))),
-        ("Defense attackers", ", ".join(params.get("defense_families") or []) or "every family"),
+        ("Decoder families (recovery)", "—" if d.recovery.empty else
+         ", ".join(params.get("families") or []) or "all five (TUPLE.md section 4)"),
+        ("Defense attackers", "—" if d.defenses.empty else
+         ", ".join(params.get("defense_families") or []) or "every family"),
         ("Intervals", f"95%, {params.get('n_boot', '—'):,} bootstrap resamples, seed {params.get('seed', '—')}"
          if isinstance(params.get("n_boot"), int) else "95%"),
         ("Test split used for any choice", "yes" if bool(d.run["test_used_for_selection"]) else "no: every choice was "
@@ -452,6 +466,13 @@ def render_report(d: RunData) -> str:
                      f"finding.</p>")
     if d.ontology is not None:
         parts.append(task_section(d.ontology))
+    if not d.answers.empty:
+        parts.append("<h2>The answers audited</h2>" + _table(answers_table(d.answers), {"answers": "count", "valid": "count", "invalid (kept)": "count",
+                                                                   "unavailable": "count", "from": "text"})
+                     + "<p class='caption'>Per model and question, the answers stored in the dataset now and where "
+                       "they came from. An invalid answer is kept as it was given, never repaired, and enters every "
+                       "audit as unavailable, like an answer the model declined to give; every world stays in every "
+                       "figure's denominator.</p>")
     first = [True]
 
     def fig(f: go.Figure, caption: str) -> None:

@@ -63,8 +63,12 @@ def tracks_sentence(tracks: pd.DataFrame) -> str | None:
     families = tracks[tracks["track"].isin(DECODER_FAMILIES) & (tracks["track"] != "prior")]
     if not families.empty:
         mean = families.groupby("track")["accuracy"].mean().sort_values()
-        text += (f" A family's best configuration alone averages {pct(mean.iloc[0])} ({TRACK_NAMES[mean.index[0]]}) "
-                 f"to {pct(mean.iloc[-1])} ({TRACK_NAMES[mean.index[-1]]}) over the models.")
+        if len(mean) == 1:
+            text += (f" The one decoder family's best configuration alone ({TRACK_NAMES[mean.index[0]]}) averages "
+                     f"{pct(mean.iloc[0])} over the models.")
+        else:
+            text += (f" A family's best configuration alone averages {pct(mean.iloc[0])} ({TRACK_NAMES[mean.index[0]]}) "
+                     f"to {pct(mean.iloc[-1])} ({TRACK_NAMES[mean.index[-1]]}) over the models.")
     prior = tracks[tracks["track"] == "prior"]
     if not prior.empty and (prior["accuracy"] == 0.5).all():
         text += " The base rate stays at exactly 50%: it gives both worlds of a pair the same answer."

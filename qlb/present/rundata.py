@@ -32,3 +32,4 @@ class RunData:
     robustness: RobustnessChecks | None = None                    # Tables 29, 30 (the report computes them)
     learned: pd.DataFrame = field(default_factory=pd.DataFrame)   # learned WCPQ variants (``learned_wcpq``, H.2)
     ontology: Ontology | None = None                              # the decision task the run audited
+    answers: pd.DataFrame = field(default_factory=pd.DataFrame)   # the dataset's answers by source (``answer_sources``)

@@ -146,6 +146,8 @@ class AuditRun:
             out["refusal"] = refusal.to_contract_json(self.refusal_summary)
         if self.ql_scores is not None:
             out["quasileak"] = quasileak_json(self.ql_scores)
+        for key in ("recovery", "utility", "defenses"):    # CONTRACT.md's keys, empty when skipped (why: "skipped")
+            out.setdefault(key, {})
         out["skipped"] = self.skipped
         return out
 

@@ -2,6 +2,8 @@
 (qlb.present.report draws the HTML)."""
 from __future__ import annotations
 
+import json
+
 import duckdb
 import pandas as pd
 
@@ -43,7 +45,16 @@ def load_run(con: duckdb.DuckDBPyConnection, run_id: str | None = None, dataset:
                    get("utility_results"), get("utility_differences"), get("front_points"), get("defense_results"),
                    get("defense_costs"), get("ql_scores"), models, uniform_reference(ontology),
                    ontology.sha256 == load_ontology().sha256, get("coarse_accuracy"), learned=get("learned_wcpq"),
-                   ontology=ontology)
+                   ontology=ontology, answers=run_answers(con, run))
+
+
+def run_answers(con: duckdb.DuckDBPyConnection, run: pd.Series) -> pd.DataFrame:
+    """The dataset's answers by source (``answer_sources``) of the models the run audited (all, unless the run
+    names some)."""
+    answers = queries.fetch_df(con, "answer_sources", [run["dataset_id"]] * 3)
+    params = json.loads(run["parameters"]) if isinstance(run["parameters"], str) else {}
+    chosen = params.get("models")
+    return answers[answers["model"].isin(chosen)].reset_index(drop=True) if chosen else answers
 
 
 def build_report(con: duckdb.DuckDBPyConnection, run_id: str | None = None, dataset: str | None = None) -> str:

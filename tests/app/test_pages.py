@@ -537,7 +537,8 @@ def test_compare_runs_page(decoded_warehouse, monkeypatch):
     with opened(decoded_warehouse, "pages/compare.py", monkeypatch, 120) as at:
         assert not at.exception, [e.value for e in at.exception]
         labels = at.selectbox(key="run_a").options + at.selectbox(key="run_b").options
-        assert all(re.fullmatch(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC · [\w, ]+ · (\d models · )?run-…\w{6}", x)
+        assert all(re.fullmatch(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC · [\w, ]+ · (\d models · )?"
+                                r"(\d decoder famil(y|ies) · )?run-…\w{6}", x)
                    for x in labels), labels
         assert at.selectbox(key="run_a").value != at.selectbox(key="run_b").value
         shown = texts(at)

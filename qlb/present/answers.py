@@ -1,0 +1,120 @@
+"""The answers an audit read, for a reader who was not there when they were gathered: per model
+where they came from (a file loaded with ``qlb ingest``, or ``qlb collect`` runs: transport,
+endpoint, endpoint model, answer mode, when), how many are valid answers, and what the
+benchmark does with the others (TUPLE.md section 1: an invalid answer is kept, never repaired,
+and enters the audits as unavailable, so every world stays in every denominator). Also the
+finding a board must not miss when the status itself leaks: the no-output view releases only
+whether a model answered, and recovers the mechanism above 50% when the answers that fail
+differ between the two worlds of a pair.
+
+Pure: reads the warehouse's ``answer_sources`` rows (``qlb.runs.report.load_run`` fills
+``RunData.answers``) and a run's pooled recovery.
+"""
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+
+from qlb.present.names import count_of, how_many, pct, pct_interval, utc_minute
+
+PROBE_NAMES = {"native": "decision", "refusal": "refusal probe"}
+ANSWER_MODES = {"json": "JSON answers", "letters": "letter answers with log-probabilities"}
+COUNTS = ("answers", "valid", "invalid", "unavailable")
+
+
+def _settings(value: object) -> dict:
+    try:
+        return json.loads(value) if isinstance(value, str) else {}
+    except ValueError:
+        return {}
+
+
+def answer_source(rows: pd.DataFrame) -> str:
+    """Where one model's answers to one probe came from, in words: each ``qlb collect`` setting (transport
+    and answer mode, endpoint, endpoint model, how many runs, when) and each file loaded with ``qlb ingest``;
+    "simulated by qlb" first for a simulated model."""
+    parts = []
+    collected = rows[rows["transport"].notna()]
+    if not collected.empty:
+        keys = collected.assign(mode=[_settings(s).get("answer") for s in collected["settings"]])
+        for (transport, endpoint, model, mode), runs in keys.groupby(
+                ["transport", "endpoint", "endpoint_model", "mode"], dropna=False, sort=False):
+            how = str(transport) + (f", {ANSWER_MODES.get(mode, mode)}" if isinstance(mode, str) else "")
+            where = (f" from {endpoint}" if isinstance(endpoint, str) and endpoint else "") + (
+                f" as {model}" if isinstance(model, str) and model else "")
+            when = _period(runs["started_at"].min(), runs["finished_at"].max())
+            parts.append(f"qlb collect ({how}){where}; {count_of(len(runs), 'run')}, {when}")
+    files = [str(f) for f in rows.loc[rows["transport"].isna(), "file_name"].dropna()]
+    if files:
+        parts.append("qlb ingest of " + ", ".join(files))
+    said = "; ".join(parts) or "no record of its source"
+    simulated = rows["simulated"].fillna(False).astype(bool)
+    return f"simulated by qlb ({said})" if simulated.any() else said
+
+
+def _period(start: object, end: object) -> str:
+    """``2026-12-04 19:56 UTC``, ``2026-12-04 19:56 to 19:58 UTC`` or, over days, both in full."""
+    first, last = utc_minute(start, "?"), utc_minute(end, "?")
+    if first == last or last == "?":
+        return first
+    if first[:10] == last[:10]:
+        return f"{first[:-4]} to {last[11:]}"
+    return f"{first} to {last}"
+
+
+def answers_table(answers: pd.DataFrame) -> pd.DataFrame:
+    """One row per model and probe: answers stored, valid answers, invalid (kept) and unavailable, and where
+    they came from (``answer_source``)."""
+    rows = []
+    for (model, probe), g in answers.groupby(["model", "probe"], sort=False):
+        total = {c: int(g[c].sum()) for c in COUNTS}
+        rows.append({"model": model, "question": PROBE_NAMES.get(probe, probe), "answers": total["answers"],
+                     "valid": total["valid"], "invalid (kept)": total["invalid"], "unavailable": total["unavailable"],
+                     "from": answer_source(g)})
+    return pd.DataFrame(rows, columns=["model", "question", "answers", "valid", "invalid (kept)", "unavailable",
+                                       "from"])
+
+
+def answers_sentence(answers: pd.DataFrame) -> str | None:
+    """How many of each model's decision answers are valid answers, and what happens to the others; None
+    without answers."""
+    native = answers[answers["probe"] == "native"] if not answers.empty else answers
+    if native.empty:
+        return None
+    per = native.groupby("model")[list(COUNTS)].sum()
+    per = per.assign(share=per["valid"] / per["answers"])
+    rest = ("; the others enter every audit as unavailable (no prediction field released: kept, never repaired), so "
+            "every world stays in every figure's denominator.")
+    if len(per) == 1:
+        model, r = per.index[0], per.iloc[0]
+        head = f"{int(r['valid']):,} of the {int(r['answers']):,} decision answers of {model} ({pct(r['share'])}) are valid"
+        if r["valid"] == r["answers"]:
+            return head + "."
+        return (f"{head}; {int(r['invalid']):,} {'is' if r['invalid'] == 1 else 'are'} invalid and "
+                f"{int(r['unavailable']):,} unavailable" + rest)
+    ordered = per.sort_values(["share"]).reset_index()
+    lo, hi = ordered.iloc[0], ordered.iloc[-1]
+    if lo["share"] == 1:
+        return f"Every decision answer of the {count_of(len(per))} is valid."
+    span = (pct(lo["share"]) if pct(lo["share"]) == pct(hi["share"])         # the same for every model: no name
+            else f"{pct(lo['share'])} ({lo['model']}) to {pct(hi['share'])} ({hi['model']})")
+    return f"{span} of each model's decision answers are valid" + rest
+
+
+def status_sentence(pooled: pd.DataFrame) -> str | None:
+    """When releasing no output but the answer's status recovers the mechanism above 50% (the 95% interval
+    above it) for some model: that finding, and how to read the other views against it. None otherwise (the
+    demo's no-output view is exactly 50%)."""
+    none = pooled[pooled["view"] == "no_output"] if not pooled.empty else pooled
+    leak = none[none["ci_low"] > 0.5]
+    if leak.empty:
+        return None
+    ordered = leak.sort_values(["accuracy", "model"])
+    cells = [f"{pct_interval(r['accuracy'], r['ci_low'], r['ci_high'])} ({r['model']})"
+             for r in (ordered.iloc[0], ordered.iloc[-1])]
+    shown = cells[0] if len(ordered) == 1 else f"{cells[0]} to {cells[1]}"
+    return (f"Whether a model answers at all reveals the mechanism: releasing nothing but the answer's status (a "
+            f"valid answer or none), an attacker recovers it in {shown} of test worlds, above 50% for "
+            f"{how_many(len(leak), len(none))}. The answers that are invalid or unavailable differ between the two "
+            f"worlds of a pair; read the other views against this figure, not against 50%.")

@@ -1,0 +1,65 @@
+"""The answers an audit read, as the report and the Overview say them: where they came from, how many are valid,
+and the finding when the answer's status alone reveals the mechanism."""
+import json
+
+import pandas as pd
+
+from qlb.present.answers import answer_source, answers_sentence, answers_table, status_sentence
+
+COLLECTED = dict(simulated=False, transport="openai", endpoint="http://host:8000/v1/chat/completions",
+                 endpoint_model="router", settings=json.dumps({"answer": "letters"}))
+FILE = dict(simulated=False, transport=None, endpoint=None, endpoint_model=None, settings=None,
+            started_at=pd.NaT, finished_at=pd.NaT)
+
+
+def rows(*items: dict) -> pd.DataFrame:
+    return pd.DataFrame(list(items))
+
+
+def test_collected_runs_of_one_setting_are_one_source_with_their_period():
+    answers = rows(
+        {"model": "m", "probe": "native", "file_name": "collect:col-1", **COLLECTED, "answers": 200, "valid": 150,
+         "invalid": 40, "unavailable": 10, "started_at": pd.Timestamp("2026-12-04 19:52:10"),
+         "finished_at": pd.Timestamp("2026-12-04 19:55:59")},
+        {"model": "m", "probe": "native", "file_name": "collect:col-2", **COLLECTED, "answers": 88, "valid": 88,
+         "invalid": 0, "unavailable": 0, "started_at": pd.Timestamp("2026-12-04 20:00:00"),
+         "finished_at": pd.Timestamp("2026-12-04 20:01:30")},
+        {"model": "m", "probe": "refusal", "file_name": "my_refusal.csv", **FILE, "answers": 288, "valid": 280,
+         "invalid": 0, "unavailable": 8})
+    table = answers_table(answers)
+    assert table.to_dict("records") == [
+        {"model": "m", "question": "decision", "answers": 288, "valid": 238, "invalid (kept)": 40, "unavailable": 10,
+         "from": "qlb collect (openai, letter answers with log-probabilities) from http://host:8000/v1/chat/completions "
+                 "as router; 2 runs, 2026-12-04 19:52 to 20:01 UTC"},
+        {"model": "m", "question": "refusal probe", "answers": 288, "valid": 280, "invalid (kept)": 0,
+         "unavailable": 8, "from": "qlb ingest of my_refusal.csv"}]
+    # 238 of 288 = 82.6%; the 50 others are said with what the benchmark does with them
+    assert answers_sentence(answers) == (
+        "238 of the 288 decision answers of m (82.6%) are valid; 40 are invalid and 10 unavailable; the others "
+        "enter every audit as unavailable (no prediction field released: kept, never repaired), so every world "
+        "stays in every figure's denominator.")
+
+
+def test_a_simulated_model_says_so_and_all_valid_models_say_it_once():
+    sim = rows({"model": "sim-a", "probe": "native", "file_name": "native.jsonl", **(FILE | {"simulated": True}),
+                "answers": 10, "valid": 10, "invalid": 0, "unavailable": 0},
+               {"model": "sim-b", "probe": "native", "file_name": "native.jsonl", **(FILE | {"simulated": True}),
+                "answers": 10, "valid": 10, "invalid": 0, "unavailable": 0})
+    assert answer_source(sim[sim["model"] == "sim-a"]) == "simulated by qlb (qlb ingest of native.jsonl)"
+    assert answers_sentence(sim) == "Every decision answer of the 2 models is valid."
+    sim.loc[1, ["valid", "invalid"]] = [9, 1]
+    assert answers_sentence(sim).startswith("90.0% (sim-b) to 100.0% (sim-a) of each model's decision answers are valid")
+    sim.loc[0, ["valid", "invalid"]] = [9, 1]                  # the same share for both: said once, no model named
+    assert answers_sentence(sim).startswith("90.0% of each model's decision answers are valid; the others")
+    assert answers_sentence(sim.iloc[:0]) is None
+
+
+def test_the_status_finding_appears_only_when_no_output_is_above_50_percent():
+    pooled = pd.DataFrame({"model": ["a", "b", "a"], "view": ["no_output", "no_output", "choice"],
+                           "accuracy": [0.5, 0.717, 0.8], "ci_low": [0.5, 0.633, 0.7], "ci_high": [0.5, 0.817, 0.9]})
+    text = status_sentence(pooled)
+    assert text.startswith("Whether a model answers at all reveals the mechanism: releasing nothing but the answer's "
+                           "status (a valid answer or none), an attacker recovers it in 71.7% [63.3, 81.7] (b) of test "
+                           "worlds, above 50% for 1 of 2 models.")
+    assert status_sentence(pooled.assign(ci_low=[0.5, 0.49, 0.7])) is None        # an interval reaching 50%: no finding
+    assert status_sentence(pooled[pooled["view"] == "choice"]) is None
