@@ -254,16 +254,20 @@ ORDER BY w.world_id;
 -- 'collect:<collection id>', with the run's transport, endpoint, endpoint model, settings and times); how many
 -- are valid answers, invalid (kept, never repaired; native only) and unavailable.
 SELECT a.model, a.probe, a.file_name, m.simulated, c.transport, c.endpoint, c.endpoint_model, c.settings,
-       c.started_at, c.finished_at, a.answers, a.valid, a.invalid, a.unavailable
+       c.started_at, c.finished_at, a.answers, a.valid, a.invalid, a.unavailable, a.with_probabilities,
+       a.with_confidence
 FROM (SELECT r.model, 'native' AS probe, i.file_name, count(*) AS answers,
              count(*) FILTER (WHERE r.valid AND r.status = 'ok') AS valid,
              count(*) FILTER (WHERE NOT r.valid) AS invalid,
-             count(*) FILTER (WHERE r.valid AND r.status = 'unavailable') AS unavailable
+             count(*) FILTER (WHERE r.valid AND r.status = 'unavailable') AS unavailable,
+             count(*) FILTER (WHERE r.valid AND r.status = 'ok' AND r.probabilities IS NOT NULL) AS with_probabilities,
+             count(*) FILTER (WHERE r.valid AND r.status = 'ok' AND r.confidence IS NOT NULL) AS with_confidence
       FROM responses r LEFT JOIN ingests i ON i.ingest_id = r.ingest_id WHERE r.dataset_id = ?
       GROUP BY r.model, i.file_name
       UNION ALL
       SELECT f.model, 'refusal', i.file_name, count(*), count(*) FILTER (WHERE f.status = 'ok'), 0,
-             count(*) FILTER (WHERE f.status = 'unavailable')
+             count(*) FILTER (WHERE f.status = 'unavailable'),
+             count(*) FILTER (WHERE f.status = 'ok' AND f.scores IS NOT NULL), NULL
       FROM refusal_responses f LEFT JOIN ingests i ON i.ingest_id = f.ingest_id WHERE f.dataset_id = ?
       GROUP BY f.model, i.file_name) a
 LEFT JOIN models m ON m.dataset_id = ? AND m.model = a.model

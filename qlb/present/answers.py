@@ -102,6 +102,33 @@ def answers_sentence(answers: pd.DataFrame) -> str | None:
     return f"{span} of each model's decision answers are valid" + rest
 
 
+def answers_finding(answers: pd.DataFrame) -> str | None:
+    """The headline finding on the answers: ``answers_sentence``, then ``missing_fields_sentence`` capitalised."""
+    parts = [p for p in (answers_sentence(answers), missing_fields_sentence(answers)) if p]
+    return " ".join(p[0].upper() + p[1:] for p in parts) or None
+
+
+def missing_fields_sentence(answers: pd.DataFrame) -> str | None:
+    """The models whose valid decision answers never carry a confidence, or never class probabilities (a
+    letters-mode collection has no confidence; a server without log-probabilities gives none), and what that
+    makes of their release views; None when every model gives both with some answer."""
+    native = answers[answers["probe"] == "native"] if not answers.empty else answers
+    if native.empty or "with_confidence" not in native:
+        return None
+    per = native.groupby("model")[["valid", "with_probabilities", "with_confidence"]].sum()
+    per = per[per["valid"] > 0]
+    said = []
+    for column, what, view in (("with_confidence", "a confidence", "choice + confidence releases what the choice "
+                                                                     "does"),
+                               ("with_probabilities", "class probabilities", "full probabilities releases what the "
+                                                                             "choice does")):
+        none = sorted(per.index[per[column] == 0])
+        if none:
+            who = none[0] if len(none) == 1 else f"{', '.join(none[:-1])} or {none[-1]}"
+            said.append(f"no valid answer of {who} carries {what}, so for {'it' if len(none) == 1 else 'them'} {view}")
+    return ("; ".join(said) + ".") if said else None
+
+
 def status_sentence(pooled: pd.DataFrame) -> str | None:
     """When releasing no output but the answer's status recovers the mechanism above 50% (the 95% interval
     above it) for some model: that finding, and how to read the other views against it. None otherwise (the

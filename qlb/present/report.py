@@ -20,7 +20,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 
 from qlb.present import figures
-from qlb.present.answers import answers_sentence, answers_table, status_sentence
+from qlb.present.answers import answers_finding, answers_table, status_sentence
 from qlb.present.fronts import front_of, who_sentence
 from qlb.present.learned import learned_points, learned_sentence, table15
 from qlb.present.names import (QL_METRIC_NAMES, TASK_NAMES, VIEW_NAMES, count_of, how_many, listing, pct, pct_interval,
@@ -151,7 +151,7 @@ def headline(d: RunData) -> list[tuple[str, str]]:
     """Headline findings as (topic, sentence), computed from the run; the topic names the page
     behind the finding (refusal, recovery, utility, fronts, defenses, quasileak)."""
     out: list[tuple[str, str]] = []
-    answered = answers_sentence(d.answers)
+    answered = answers_finding(d.answers)
     if answered is not None:
         out.append(("answers", answered))
     ref = d.refusal[d.refusal["domain"] == "all"] if not d.refusal.empty else d.refusal

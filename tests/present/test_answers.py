@@ -4,7 +4,8 @@ import json
 
 import pandas as pd
 
-from qlb.present.answers import answer_source, answers_sentence, answers_table, status_sentence
+from qlb.present.answers import (answer_source, answers_finding, answers_sentence, answers_table,
+                                  missing_fields_sentence, status_sentence)
 
 COLLECTED = dict(simulated=False, transport="openai", endpoint="http://host:8000/v1/chat/completions",
                  endpoint_model="router", settings=json.dumps({"answer": "letters"}))
@@ -63,3 +64,20 @@ def test_the_status_finding_appears_only_when_no_output_is_above_50_percent():
                            "worlds, above 50% for 1 of 2 models.")
     assert status_sentence(pooled.assign(ci_low=[0.5, 0.49, 0.7])) is None        # an interval reaching 50%: no finding
     assert status_sentence(pooled[pooled["view"] == "choice"]) is None
+
+
+def test_models_whose_answers_never_carry_a_field_are_named_with_what_that_does_to_their_views():
+    answers = rows(
+        {"model": "letters", "probe": "native", "file_name": "a", **FILE, "answers": 10, "valid": 10, "invalid": 0,
+         "unavailable": 0, "with_probabilities": 10, "with_confidence": 0},
+        {"model": "nolp", "probe": "native", "file_name": "b", **FILE, "answers": 10, "valid": 10, "invalid": 0,
+         "unavailable": 0, "with_probabilities": 0, "with_confidence": 0},
+        {"model": "full", "probe": "native", "file_name": "c", **FILE, "answers": 10, "valid": 10, "invalid": 0,
+         "unavailable": 0, "with_probabilities": 1, "with_confidence": 1})
+    assert missing_fields_sentence(answers) == (
+        "no valid answer of letters or nolp carries a confidence, so for them choice + confidence releases what the "
+        "choice does; no valid answer of nolp carries class probabilities, so for it full probabilities releases what "
+        "the choice does.")
+    assert answers_finding(answers).startswith("Every decision answer of the 3 models is valid. No valid answer of "
+                                               "letters or nolp carries a confidence, so for them")
+    assert missing_fields_sentence(answers[answers["model"] == "full"]) is None
