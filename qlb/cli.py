@@ -274,14 +274,14 @@ def _collect_parser(sub) -> None:
                     "stored answer is never asked again. Under the summary it prints the most frequent reasons "
                     "why answers are not valid (count, reason, an example world).",
         epilog="exit codes:\n"
-               "  0  done (if answers were stored but not one is valid, a warning on stderr says so: fix the "
-               "model, then rerun with --replace-invalid)\n"
+               "  0  done (if answers were stored but not one is valid, a warning on stderr says so and what to "
+               "fix, then rerun with --replace-invalid)\n"
                "  1  another failure\n"
                "  2  bad usage (an unknown dataset, a --target that cannot be imported, ...)\n"
                "  4  stopped early: an HTTP 408/429/5xx, a timeout or a connection error (typed, openai), or the "
                "python target raised\n"
-               "     (its file, line and function named; -v logs the whole traceback); the answers so far are "
-               "kept and the same command resumes\n\n"
+               "     (its file, line and function named; -v logs the whole traceback), or Ctrl+C or SIGTERM; the "
+               "answers so far are kept and the same command resumes\n\n"
                "examples:\n"
                "  qlb collect native --dataset mine --model m1 --transport typed --base-url http://127.0.0.1:8000\n"
                "  qlb collect native --dataset mine --model m1 --transport openai --base-url http://127.0.0.1:8080/v1 "
@@ -299,8 +299,13 @@ def _collect_parser(sub) -> None:
                           "its own collection with its own --concurrency requests in flight")
     col.add_argument("--transport", required=True, choices=["typed", "openai", "python"])
     col.add_argument("--base-url", nargs="+", metavar="URL",
-                     help="endpoint base URL (typed, openai); with several models one for all or one per --model")
-    col.add_argument("--path", default="/v1/decisions", metavar="P", help="typed: request path (default /v1/decisions)")
+                     help="endpoint base URL (typed, openai), http:// or https://, e.g. http://HOST:PORT/v1 for an "
+                          "OpenAI-compatible server; the request path is appended to its path and its query "
+                          "(?api-version=...) kept; a credential in it is masked wherever it is stored or shown, "
+                          "but --api-key-env is the place for a key; with several models one for all or one per "
+                          "--model")
+    col.add_argument("--path", default="/v1/decisions", metavar="P",
+                     help="typed: request path, appended to the base URL's path (default /v1/decisions)")
     col.add_argument("--endpoint-model", nargs="+", metavar="M",
                      help="the model name sent in the request (openai: required); one for all or one per --model")
     col.add_argument("--api-key-env", metavar="VAR",
@@ -400,6 +405,9 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         summary["ingests"][kind] = {"ingest_id": r.ingest_id, "already_ingested": r.duplicate,
                                     "accepted": len(r.report.accepted), "invalid": r.report.n_invalid,
                                     "rejected": len(r.report.rejects)}
+    worlds_file = Path(result.export_dir) / "worlds.jsonl" if args.ontology is not None else None
+    if worlds_file is not None:
+        summary["worlds_file"] = str(worlds_file)
     if args.json:
         print(json.dumps(summary, indent=2))
     else:
@@ -419,7 +427,23 @@ def _cmd_demo(args: argparse.Namespace) -> int:
             print(f"audit run {result.run.run_id} {state}")
             for name, why in result.run.skipped.items():
                 print(f"skipped {name}: {_in_flag_words(why)}")
+        if worlds_file is not None:
+            print("\n".join(_own_worlds_next_steps(worlds_file, args.ontology, str(path))))
     return EXIT_OK
+
+
+def _own_worlds_next_steps(worlds_file: Path, ontology: Path, warehouse: str) -> list[str]:
+    """Where `qlb demo --ontology` wrote the simulated worlds of the user's task, and the commands
+    that load them into a dataset of the user's own and collect a real model's answers on them."""
+    def command(*words: str) -> str:
+        return "  " + shlex.join(["qlb", *words]).replace("'NAME'", "NAME")
+    return [f"SIMULATED worlds for your task: {worlds_file}",
+            "to collect your own model's answers on them, load them into a dataset of your own (NAME), the "
+            "ontology first:",
+            command("ingest", "ontology", str(ontology), "--dataset", "NAME", "--warehouse", warehouse),
+            command("ingest", "worlds", str(worlds_file), "--dataset", "NAME", "--warehouse", warehouse),
+            command("collect", "native", "--dataset", "NAME", "--model", "MODEL", "--transport", "openai",
+                    "--base-url", "http://HOST:PORT/v1", "--endpoint-model", "M", "--warehouse", warehouse)]
 
 
 def _cmd_ingest_ontology(args: argparse.Namespace) -> int:
@@ -734,9 +758,23 @@ def _plural(n: int, word: str, many: str | None = None) -> str:
     return f"{n:,} {word if n == 1 else many or word + 's'}"
 
 
-def _collect_summary(result, probe: str, dataset: str) -> list[str]:
-    """The text summary of one model's collection: the counts, why worlds were not asked, and the
-    most frequent reasons its answers are not valid."""
+def _collect_advice(result, opts) -> list[str]:
+    """What to do about the most frequent reasons of one model's collection, when their HTTP status
+    says (the key, the URL, the JSON schema); each piece of advice once."""
+    from qlb.runs.collect import reason_advice
+    advice = (reason_advice(r["reason"], opts) for r in result.reasons[:REASONS_SHOWN])
+    return list(dict.fromkeys(a for a in advice if a))
+
+
+def _ask_again(replace_invalid: bool) -> str:
+    """How to ask again the worlds whose stored answer is invalid or unavailable."""
+    return "rerun the same command" if replace_invalid else "add --replace-invalid"
+
+
+def _collect_summary(result, probe: str, dataset: str, opts=None) -> list[str]:
+    """The text summary of one model's collection: the counts, why worlds were not asked, the
+    most frequent reasons its answers are not valid, and what to do about them when their HTTP
+    status says (``opts``: the model's CollectOptions)."""
     lines = [f"{probe} answers of {result.model!r} in dataset {dataset!r}: {result.stored} stored "
              f"({result.valid} valid, {result.invalid} invalid, {result.unavailable} unavailable); "
              f"{_plural(result.skipped_existing, 'world')} skipped (already answered)"
@@ -755,7 +793,81 @@ def _collect_summary(result, probe: str, dataset: str) -> list[str]:
         if rest:
             lines.append(f"  {sum(r['count'] for r in rest):>6}  with {_plural(len(rest), 'other reason')} "
                          "(every reason: the Collection page)")
+    advice = _collect_advice(result, opts) if opts is not None else []
+    if advice:
+        lines.append(f"  what to do: {'; '.join(advice)}; then {_ask_again(opts.replace_invalid)} to ask those "
+                     "worlds again")
     return lines
+
+
+def _stop_hint(result, opts) -> str:
+    """A word on a stop whose cause the user can act on: a 429 asks to slow down."""
+    if result.stopped.startswith("HTTP 429"):
+        if opts.retries:
+            return (f"the server still asked to slow down after {_plural(opts.retries, 'retry', 'retries')}: "
+                    "raise --retries or --interval S")
+        return ("the server asks to slow down: add --retries N (each retry waits as the server's Retry-After "
+                "says) or --interval S")
+    return ""
+
+
+def _resume_line(argv: Sequence[str]) -> str:
+    """``resume with: qlb ...``, a credential typed into the command (a --base-url with a password or
+    a key parameter) masked, saying so."""
+    from qlb.collect.redact import MASK, redact_words
+    shown, masked = redact_words(list(argv))
+    line = f"resume with: qlb {shlex.join(shown)}"
+    if masked:
+        line += (f" (put your credential back where {MASK} is, or better: pass the key in an environment variable "
+                 "named by --api-key-env VAR, kept out of the URL)")
+    return line
+
+
+@contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """While answers arrive, SIGTERM (what `timeout`, a CI cancel or `kill` sends) stops the
+    collection as Ctrl+C does: the requests in flight end, the worker processes shut down, what
+    arrived is stored, and the collection records "terminated (SIGTERM)". A second SIGTERM during
+    that stop is ignored (SIGKILL still ends the process)."""
+    import signal
+    import threading
+    from qlb.runs.collect import Interrupted
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    fired: list[int] = []
+
+    def stop(signum, frame) -> None:
+        if not fired:
+            fired.append(signum)
+            raise Interrupted("terminated (SIGTERM)")
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
+
+
+@contextmanager
+def _logs_redacted() -> Iterator[None]:
+    """With -v, httpx logs every request's URL: mask a credential in it, as everywhere else."""
+    from qlb.collect.redact import redact
+
+    class Redact(logging.Filter):
+        def filter(self, record: logging.LogRecord) -> bool:
+            record.msg, record.args = redact(record.getMessage()), None
+            return True
+
+    handlers, masking = list(logging.getLogger().handlers), Redact()
+    for handler in handlers:
+        handler.addFilter(masking)
+    try:
+        yield
+    finally:
+        for handler in handlers:
+            handler.removeFilter(masking)
 
 
 def _cmd_collect(args: argparse.Namespace, argv: Sequence[str]) -> int:
@@ -803,7 +915,7 @@ def _cmd_collect(args: argparse.Namespace, argv: Sequence[str]) -> int:
         bar.refresh()
 
     try:
-        with writer(path) as con:
+        with writer(path) as con, _sigterm_as_interrupt(), _logs_redacted():
             results = collect_many(con, options, progress=progress)
     except CollectError as exc:
         raise _UsageError(str(exc)) from None
@@ -813,26 +925,33 @@ def _cmd_collect(args: argparse.Namespace, argv: Sequence[str]) -> int:
         summaries = [r.to_json() for r in results]
         print(json.dumps(summaries[0] if len(summaries) == 1 else summaries, indent=2))
     else:
-        for result in results:
-            print("\n".join(_collect_summary(result, args.probe, args.dataset)))
+        for result, opts in zip(results, options):
+            print("\n".join(_collect_summary(result, args.probe, args.dataset, opts)))
     several = len(results) > 1
-    for result in results:
+    for result, opts in zip(results, options):
+        whose = f" of {result.model!r}" if several else ""
         if result.none_valid:
             which = "the one answer" if result.stored == 1 else f"none of the {result.stored:,} answers"
+            todo = "; ".join(_collect_advice(result, opts)) or "fix the model or what it returns"
             print(f"qlb collect: warning: {which} stored" + (f" for {result.model!r}" if several else "")
                   + f" {'is not' if result.stored == 1 else 'is'} valid ({result.invalid} invalid, "
-                    f"{result.unavailable} unavailable; the audits read them as unavailable): fix the model or what "
-                    "it returns (the reasons are listed with the summary and on the Collection page), then ask "
-                    "these worlds again " + ("with the same command" if args.replace_invalid
-                                             else "by adding --replace-invalid"), file=sys.stderr)
-    stopped = [r for r in results if r.stopped]
-    for result in stopped:
-        resume = f"resume with: qlb {shlex.join(list(argv))}" if result is stopped[-1] else ""
+                    f"{result.unavailable} unavailable; the audits read them as unavailable): {todo} (the reasons "
+                    "are listed with the summary and on the Collection page), then ask these worlds again "
+                  + ("with the same command" if args.replace_invalid else "by adding --replace-invalid"),
+                  file=sys.stderr)
+        if result.no_logprobs:
+            print(f"qlb collect: warning: the server returned no logprobs for {_plural(result.no_logprobs, 'answer')}"
+                  f"{whose}: the probability views of this model will be empty; does it support logprobs?",
+                  file=sys.stderr)
+    stopped = [(r, o) for r, o in zip(results, options) if r.stopped]
+    for result, opts in stopped:
+        resume = _resume_line(argv) if result is stopped[-1][0] else ""
         if result.stopped.startswith(TARGET_RAISED):        # rerunning would raise again: the model needs a fix
             resume = f"fix the model, then {resume}" if resume else "fix the model before resuming"
-        print(f"qlb collect: stopped: {result.stopped}; {result.stored} answers stored"
-              + (f" for {result.model!r}" if several else "") + (f"; {resume}" if resume else ""),
-              file=sys.stderr)
+        hint = _stop_hint(result, opts)
+        print(f"qlb collect: stopped: {result.stopped}; {_plural(result.stored, 'answer')} stored"
+              + (f" for {result.model!r}" if several else "") + (f"; {hint}" if hint else "")
+              + (f"; {resume}" if resume else ""), file=sys.stderr)
     # a collection that ran to its end is done (COLLECT.md: exit 0), whatever its answers: the warning says the rest
     return EXIT_STOPPED if stopped else EXIT_OK
 

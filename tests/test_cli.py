@@ -140,7 +140,7 @@ def test_audit_on_a_tiny_dataset_says_what_it_skipped(tmp_path, worlds_file, cap
     assert "no refusal responses" in doc["skipped"]["refusal"]
     assert "training pairs" in doc["skipped"]["decoding m/delivery"]
     assert "no QuasiLeak corpus" in doc["skipped"]["quasileak"]
-    assert "recovery" not in doc
+    assert doc["recovery"] == {} and doc["defenses"] == {}     # CONTRACT.md's keys stay, empty; "skipped" says why
 
 
 def test_audit_and_report_refuse_what_is_not_there(tmp_path, worlds_file, capsys):
@@ -287,6 +287,26 @@ def test_demo_progress_off_a_terminal_and_its_summary(tmp_path, monkeypatch, cap
     assert main(["demo", "--warehouse", str(tmp_path / "w.duckdb")]) == 0
     # the engine's parameter name is put as the flag the user knows
     assert capsys.readouterr().out.splitlines()[-1] == "skipped decoding: not requested (--no-decoding)"
+
+
+def test_demo_with_an_ontology_says_where_the_worlds_are_and_how_to_load_them(tmp_path, monkeypatch, capsys):
+    import qlb.demo
+    from tests.records.ontologies import as_text, three_by_three
+    onto = tmp_path / "support.json"
+    onto.write_text(as_text(three_by_three()))
+    monkeypatch.setattr(qlb.demo, "build_demo", _fake_build({}))
+    wh = tmp_path / "w.duckdb"
+    worlds = tmp_path / "exports" / "worlds.jsonl"
+    assert main(["demo", "--warehouse", str(wh), "--ontology", str(onto)]) == 0
+    out = capsys.readouterr().out
+    assert f"SIMULATED worlds for your task: {worlds}" in out
+    assert f"qlb ingest ontology {onto} --dataset NAME --warehouse {wh}" in out
+    assert f"qlb ingest worlds {worlds} --dataset NAME --warehouse {wh}" in out
+    assert "qlb collect native --dataset NAME" in out
+    assert main(["demo", "--warehouse", str(wh), "--ontology", str(onto), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["worlds_file"] == str(worlds)
+    assert main(["demo", "--warehouse", str(wh)]) == 0                        # the default demo: nothing to load
+    assert "qlb ingest worlds" not in capsys.readouterr().out
 
 
 def test_a_reader_that_goes_away_is_not_an_error():

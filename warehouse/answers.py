@@ -14,7 +14,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import duckdb
 import pandas as pd
@@ -61,7 +61,7 @@ class Call:
     raw_answer: str
     outcome: str            # valid | invalid | unavailable | stop
     reason: str | None
-    called_at: datetime = field(default_factory=_now)
+    called_at: datetime = field(default_factory=_now)     # when the attempt was made (UTC)
 
 
 @dataclass
@@ -98,21 +98,29 @@ def stored_worlds(con: duckdb.DuckDBPyConnection, dataset_id: str, model: str, p
     return queries.fetch_df(con, f"collect_stored_{probe}", [dataset_id, model])
 
 
+def _as_given(reason: str) -> str:
+    return reason
+
+
 @dataclass
 class Reasons:
-    """Why stored answers were not valid: per (outcome, reason) how many answers and the first
-    world that gave it, in the order first seen."""
+    """Why stored answers were not valid: per (outcome, kind of reason) how many answers, the
+    first world that gave it and its reason as given, in the order first seen. ``kind`` says which
+    reasons count as one (the collector's: a reason quoting the start of each answer counts with
+    the others of its kind, the first one's quote shown); by default each reason is its own."""
 
-    seen: dict[tuple[str, str], list] = field(default_factory=dict)     # -> [answers, first world]
+    seen: dict[tuple[str, str], list] = field(default_factory=dict)     # -> [answers, first world, reason]
+    kind: Callable[[str], str] = _as_given
 
     def add(self, outcome: str, reason: str, world_id: str) -> None:
         """Count one invalid or unavailable answer."""
-        entry = self.seen.setdefault((outcome, reason), [0, world_id])
+        entry = self.seen.setdefault((outcome, self.kind(reason)), [0, world_id, reason])
         entry[0] += 1
 
     def most_frequent(self) -> list[dict[str, Any]]:
         """``{"outcome", "reason", "count", "example_world"}``, most frequent first (ties: first seen first)."""
-        rows = [{"outcome": o, "reason": r, "count": n, "example_world": w} for (o, r), (n, w) in self.seen.items()]
+        rows = [{"outcome": o, "reason": r, "count": n, "example_world": w}
+                for (o, _), (n, w, r) in self.seen.items()]
         return sorted(rows, key=lambda row: -row["count"])
 
 
@@ -121,13 +129,13 @@ class AnswerStore:
     the stored answers that are not valid are not."""
 
     def __init__(self, con: duckdb.DuckDBPyConnection, info: CollectionInfo, collection_id: str,
-                 skipped_existing: int) -> None:
+                 skipped_existing: int, reason_kind: Callable[[str], str] = _as_given) -> None:
         self.con, self.info, self.collection_id = con, info, collection_id
         self.kind = KIND_OF_PROBE[info.probe]
         self.validator = make_validator(self.kind, con, info.dataset_id, info.model)
         self.response_type = NativeResponse if info.probe == "native" else RefusalResponse
         self.counts = Counts()
-        self.reasons = Reasons()
+        self.reasons = Reasons(kind=reason_kind)
         self.line_no = 0
         started = _now()
         with transaction(con):

@@ -114,20 +114,25 @@ def _context() -> Any:
 
 def dispatch(items: Sequence[Item], plan: DispatchPlan, transport: Transport,
              make_transport: Callable[[], Transport] | None = None,
-             sleep: Callable[[float], None] = time.sleep) -> Iterator[Result]:
+             sleep: Callable[[float], None] = time.sleep, cancel: threading.Event | None = None) -> Iterator[Result]:
     """Yield every world's replies as they arrive. ``make_transport`` (a picklable factory)
     lets requests be spread over worker processes; without it, or for one request in flight,
     everything runs in threads of this process over ``transport``. Closing the generator early
-    stops dispatching."""
+    stops dispatching; so does setting ``cancel`` (from another thread: the generator then ends
+    within a tenth of a second, its worker processes shut down, without waiting for the next reply)."""
     processes = worker_processes(plan.concurrency) if make_transport is not None else 1
     if processes <= 1:
-        yield from _in_threads(items, plan, transport, sleep)
+        yield from _in_threads(items, plan, transport, sleep, cancel)
     else:
-        yield from _in_processes(items, plan, make_transport, processes)
+        yield from _in_processes(items, plan, make_transport, processes, cancel)
+
+
+def _cancelled(cancel: threading.Event | None) -> bool:
+    return cancel is not None and cancel.is_set()
 
 
 def _in_threads(items: Sequence[Item], plan: DispatchPlan, transport: Transport,
-                sleep: Callable[[float], None]) -> Iterator[Result]:
+                sleep: Callable[[float], None], cancel: threading.Event | None = None) -> Iterator[Result]:
     todo: queue.SimpleQueue = queue.SimpleQueue()
     for item in items:
         todo.put(item)
@@ -142,7 +147,7 @@ def _in_threads(items: Sequence[Item], plan: DispatchPlan, transport: Transport,
     for t in threads:
         t.start()
     try:
-        while any(t.is_alive() for t in threads) or not done.empty():
+        while (any(t.is_alive() for t in threads) or not done.empty()) and not _cancelled(cancel):
             try:
                 yield done.get(timeout=0.05)
             except queue.Empty:
@@ -152,7 +157,7 @@ def _in_threads(items: Sequence[Item], plan: DispatchPlan, transport: Transport,
 
 
 def _in_processes(items: Sequence[Item], plan: DispatchPlan, make_transport: Callable[[], Transport],
-                  processes: int) -> Iterator[Result]:
+                  processes: int, cancel: threading.Event | None = None) -> Iterator[Result]:
     ctx = _context()
     todo, done = ctx.Queue(), ctx.Queue()
     for item in items:
@@ -169,6 +174,8 @@ def _in_processes(items: Sequence[Item], plan: DispatchPlan, make_transport: Cal
     received = 0
     try:
         while received < len(items):
+            if _cancelled(cancel):
+                return
             try:
                 result = done.get(timeout=0.1)
             except queue.Empty:
@@ -188,10 +195,14 @@ def _in_processes(items: Sequence[Item], plan: DispatchPlan, make_transport: Cal
             received += 1
             yield result
     finally:
+        # also on an exception raised here (Ctrl+C, or SIGTERM turned into one by the command line): the
+        # workers never outlive the collection, whatever request they were waiting on
         stop.set()
         for w in workers:
             if w.is_alive():
                 w.terminate()
+        for w in workers:
+            w.join(timeout=5)
         # bodies (and end markers) nobody will take any more: do not wait to flush them at exit
         todo.cancel_join_thread()
         todo.close()

@@ -9,7 +9,10 @@ from __future__ import annotations
 import re
 
 MASK = "***"
-_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)[^/\s@'\"]+@")
+# user-info runs to the last "@" before the path: a password typed with an "@" in it is masked whole
+_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)[^/?#\s'\"]+@")
+# a value runs to the next "&", "#", space or quote: "/" is legal inside a query value (a signature may hold one),
+# so a URL is masked as qlb builds it, its query after the path (``qlb.collect.transports.endpoint_url``)
 _SECRET_PARAM = re.compile(r"(?P<name>[?&;](?:[A-Za-z0-9_.-]*?)(?:key|token|secret|password|passwd|pwd|sig|signature|"
                            r"auth|credential)[A-Za-z0-9_.-]*=)[^&#\s'\"]*", re.IGNORECASE)
 
@@ -20,6 +23,12 @@ def redact(text: str) -> str:
     replaced by ``***``."""
     text = _USERINFO.sub(lambda m: m.group("scheme") + MASK + "@", text)
     return _SECRET_PARAM.sub(lambda m: m.group("name") + MASK, text)
+
+
+def redact_words(words: list[str]) -> tuple[list[str], bool]:
+    """``words`` (a command line) each redacted, and whether any credential was masked."""
+    shown = [redact(w) for w in words]
+    return shown, shown != list(words)
 
 
 _WORD = re.compile(r"[A-Za-z0-9_\-*.~+/=]{6,}")

@@ -20,6 +20,7 @@ import importlib.util
 import json
 import logging
 import os
+import re
 import socket
 import sys
 import sysconfig
@@ -27,22 +28,32 @@ import threading
 import time
 import traceback
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Protocol
+from urllib.parse import quote
 
 import httpx
 
 from qlb.collect.answers import (
-    AnswerError, answer_fields, chat_content, letters, letters_answer, parse_json_text, score_key, typed_answer,
+    AnswerError, answer_fields, chat_content, content_json, has_logprobs, letters, letters_answer, parse_json_text,
+    score_key, typed_answer,
 )
 from qlb.collect.redact import redact, without_key
-from qlb.collect.requests import QUESTION_KEYS
+from qlb.collect.requests import QUESTION_KEYS, letters_instruction
 
 log = logging.getLogger(__name__)
 
 RAW_LIMIT = 64 * 1024        # bytes of the raw answer kept in the call archive
 RETRYABLE = frozenset({408, 429})
 OUTCOMES = ("answer", "invalid", "unavailable", "stop")
+MESSAGE_LIMIT = 200          # characters of a server's error message kept in a reason
+CHAT_PATH = "/chat/completions"
+
+
+def utc_now() -> datetime:
+    """Now, in UTC without a zone (as the warehouse stores times)."""
+    return datetime.now(timezone.utc).replace(tzinfo=None)
 
 
 @dataclass
@@ -56,6 +67,8 @@ class Reply:
     fields: dict[str, Any] | None = None
     reason: str | None = None
     retry_after: float | None = None   # seconds, from a Retry-After header
+    called_at: datetime | None = None  # when the call was made (UTC; set by call_with_retries)
+    no_logprobs: bool = False          # --answer letters: the server sent no top_logprobs with this answer
 
 
 class Transport(Protocol):
@@ -76,6 +89,85 @@ def truncate(text: str) -> str:
     """The first 64 KiB of a raw answer (whole characters)."""
     data = text.encode("utf-8", errors="replace")
     return text if len(data) <= RAW_LIMIT else data[:RAW_LIMIT].decode("utf-8", errors="ignore")
+
+
+def endpoint_url(base_url: str, path: str) -> str:
+    """Where requests go: ``path`` appended to the base URL's own path, the base URL's query
+    (``?api-version=...``) and user-info kept (``http://h/v1?v=2`` + ``/chat/completions`` is
+    ``http://h/v1/chat/completions?v=2``). A query in ``path`` joins the base URL's."""
+    url = httpx.URL(base_url)
+    path, _, query = path.partition("?")
+    joined = url.path.rstrip("/") + "/" + path.lstrip("/") if path.strip("/") else url.path
+    queries = [q for q in (url.query.decode("ascii"), quote(query, safe="=&%+/:,;@!$'()*~?")) if q]
+    return str(url.copy_with(path=joined, query="&".join(queries).encode("ascii") if queries else None))
+
+
+def base_url_problem(base_url: str, form: str) -> str | None:
+    """Why ``base_url`` cannot be asked (not http or https, no host), in words naming the
+    expected ``form``; None when it can. The URL in the words is redacted."""
+    shown = redact(base_url)
+    try:
+        url = httpx.URL(base_url)
+    except (httpx.InvalidURL, TypeError, ValueError) as exc:
+        return f"--base-url {shown}: not a URL ({redact(str(exc))}); expected {form}"
+    if url.scheme in ("http", "https") and url.host:
+        return None
+    if url.scheme in ("http", "https"):
+        return f"--base-url {shown}: no host; expected {form}"
+    if "://" not in base_url:
+        try:
+            fixed = httpx.URL("http://" + base_url)
+        except (httpx.InvalidURL, ValueError):
+            fixed = None
+        hint = f"; did you mean {redact('http://' + base_url)}?" if fixed is not None and fixed.host else ""
+        return f"--base-url {shown}: no http:// or https:// in front; expected {form}{hint}"
+    return f"--base-url {shown}: the scheme is {url.scheme!r}; qlb asks over http or https: expected {form}"
+
+
+_HTML_TITLE = re.compile(r"<title[^>]*>(.*?)</title>|<h1[^>]*>(.*?)</h1>", re.I | re.S)
+_HTML_TAG = re.compile(r"<[^>]+>")
+
+
+def error_message(text: str) -> str | None:
+    """The server's own words in an error body: an OpenAI-style ``{"error": {"message": ...}}``
+    (or ``{"error": "..."}``, ``{"message"|"detail": "..."}``), an HTML page's title, or a
+    plain-text body; white space squeezed, cut to ``MESSAGE_LIMIT`` characters. None when the
+    body says nothing readable. Mask credentials in ``text`` first."""
+    text = text.strip()
+    if not text:
+        return None
+    try:
+        message = _json_message(json.loads(text))
+    except ValueError:
+        if text.startswith("<"):
+            m = _HTML_TITLE.search(text)
+            message = _HTML_TAG.sub(" ", m.group(1) or m.group(2)) if m else None
+        else:
+            message = text
+    if not message or not message.strip():
+        return None
+    message = " ".join(message.split())
+    return message if len(message) <= MESSAGE_LIMIT else message[:MESSAGE_LIMIT - 3].rstrip() + "..."
+
+
+def _json_message(payload: Any) -> str | None:
+    if isinstance(payload, str):
+        return payload
+    if not isinstance(payload, dict):
+        return None
+    error = payload.get("error")
+    if isinstance(error, dict):
+        payload = {**payload, **error}
+    elif isinstance(error, str) and error.strip():
+        return error
+    for key in ("message", "detail", "msg", "error_description"):
+        value = payload.get(key)
+        if isinstance(value, str) and value.strip():
+            return value
+    detail = payload.get("detail")          # FastAPI's validation errors: a list of {"msg": ...}
+    if isinstance(detail, list) and detail and isinstance(detail[0], dict) and isinstance(detail[0].get("msg"), str):
+        return detail[0]["msg"]
+    return None
 
 
 def _retry_after(response: httpx.Response) -> float | None:
@@ -125,8 +217,13 @@ class _HTTPTransport:
         """What is POSTed for one request body."""
         return body
 
+    def lacks_logprobs(self, payload: Any) -> bool:
+        """Whether a read answer should have carried logprobs and did not (openai letters)."""
+        return False
+
     def call(self, body: dict[str, Any], probe: str) -> Reply:
-        """POST one request and classify the answer (COLLECT.md section 3)."""
+        """POST one request and classify the answer (COLLECT.md section 3). The reason of an
+        error status carries the server's own message, if its body has one (credentials masked)."""
         start = time.perf_counter()
         try:
             response = self.client.post(self.url, content=json.dumps(self.payload(body, probe)))
@@ -141,11 +238,16 @@ class _HTTPTransport:
         status = response.status_code
         if status == 200:
             try:
-                return Reply("answer", status, latency, truncate(text), self.read(parse_json_text(text), body, probe))
+                payload = parse_json_text(text)
+                fields = self.read(payload, body, probe)
             except AnswerError as exc:
                 return Reply("invalid", status, latency, truncate(text), reason=str(exc))
-        why = f"HTTP {status} {response.reason_phrase}".strip()
+            return Reply("answer", status, latency, truncate(text), fields, no_logprobs=self.lacks_logprobs(payload))
         text = redact(without_key(text, self._key))   # an error body may echo the key or the URL: never archived
+        why = f"HTTP {status} {response.reason_phrase}".strip()
+        message = error_message(text)
+        if message:
+            why = f"{why}: {message}"
         if status in RETRYABLE or status >= 500:
             return Reply("stop", status, latency, truncate(text), reason=why, retry_after=_retry_after(response))
         if 400 <= status < 500:
@@ -165,8 +267,8 @@ class TypedTransport(_HTTPTransport):
 
     def __init__(self, base_url: str, path: str = "/v1/decisions", api_key: str | None = None,
                  timeout: float = 180.0) -> None:
-        super().__init__(base_url.rstrip("/") + path, api_key, timeout)
-        self.description = f"typed {self.url}"
+        super().__init__(endpoint_url(base_url, path), api_key, timeout)
+        self.description = f"typed {redact(self.url)}"
 
     def read(self, payload, body, probe):
         """``answers.<question key>``, or the top-level object."""
@@ -195,29 +297,30 @@ class OpenAITransport(_HTTPTransport):
 
     def __init__(self, base_url: str, endpoint_model: str, answer: str = "json", schema: bool = True,
                  api_key: str | None = None, timeout: float = 180.0) -> None:
-        super().__init__(base_url.rstrip("/") + "/chat/completions", api_key, timeout)
+        super().__init__(endpoint_url(base_url, CHAT_PATH), api_key, timeout)
         if answer not in ("json", "letters"):
             raise ValueError(f"unknown answer format {answer!r}; expected json or letters")
         self.endpoint_model, self.answer, self.schema = endpoint_model, answer, schema
-        self.description = f"openai {self.url} ({answer})"
+        self.description = f"openai {redact(self.url)} ({answer})"
 
     def messages(self, body: dict[str, Any], probe: str) -> list[dict[str, str]]:
         """The system message (instruction and answer rules) and the user message (state and
-        criteria as JSON)."""
+        criteria as JSON). ``letters``: an instruction of its own (choose one lettered candidate,
+        answer its letter alone) and the criteria by letter, A, B, C, ... in their order
+        (``"A": "<key>: <description>"``)."""
         question = body["questions"][0]
         criteria = question["criteria"]
         if self.answer == "letters":
-            lettered = dict(zip(letters(len(criteria)), criteria))
-            rules = ("The candidates are lettered in the user message. Answer with the single letter of your "
-                     "choice and nothing else.")
-            user = {"state": body["state"], "criteria": criteria,
-                    "candidates": {letter: f"{key}: {criteria[key]}" for letter, key in lettered.items()}}
+            labels = letters(len(criteria))
+            system = letters_instruction(probe, labels, list(criteria))
+            user = {"state": body["state"],     # COLLECT.md: state and criteria, the criteria shown by their letters
+                    "criteria": {letter: f"{key}: {criteria[key]}" for letter, key in zip(labels, criteria)}}
         else:
             fields = ('{"choice": <one criteria key>, "' + score_key(probe) + '": {<criteria key>: <number>, ...}'
                       + (', "confidence": <number from 0 to 1>}' if probe == "native" else "}"))
-            rules = f"Answer with one JSON object and nothing else: {fields}."
+            system = f"{question['instruction']}\n\nAnswer with one JSON object and nothing else: {fields}."
             user = {"state": body["state"], "criteria": criteria}
-        return [{"role": "system", "content": f"{question['instruction']}\n\n{rules}"},
+        return [{"role": "system", "content": system},
                 {"role": "user", "content": json.dumps(user, ensure_ascii=False)}]
 
     def payload(self, body, probe):
@@ -232,10 +335,14 @@ class OpenAITransport(_HTTPTransport):
         return out
 
     def read(self, payload, body, probe):
-        """The JSON answer in the message content, or the letters reading."""
+        """The JSON answer in the message content (alone, or in one fenced block), or the letters reading."""
         if self.answer == "letters":
             return letters_answer(payload, list(_criteria(body)), probe)
-        return answer_fields(parse_json_text(chat_content(payload)), probe)
+        return answer_fields(content_json(chat_content(payload)), probe)
+
+    def lacks_logprobs(self, payload):
+        """--answer letters: the completion has no top_logprobs (the distribution stays missing)."""
+        return self.answer == "letters" and not has_logprobs(payload)
 
 
 TARGET_RAISED = "the target raised"      # how a python target's exception starts its stop reason
@@ -440,8 +547,8 @@ def call_with_retries(transport: Transport, body: dict[str, Any], probe: str, re
                       backoff: float = 1.0, sleep: Callable[[float], None] = time.sleep) -> list[Reply]:
     """Every attempt for one body: a ``stop`` reply is retried up to ``retries`` times with
     exponential backoff (``backoff`` x 2^attempt seconds, or the server's Retry-After when it
-    says longer). The last reply decides."""
-    replies = [transport.call(body, probe)]
+    says longer). The last reply decides; each is stamped with the time its call was made."""
+    replies = [_attempt(transport, body, probe)]
     for attempt in range(retries):
         if replies[-1].outcome != "stop":
             break
@@ -449,5 +556,13 @@ def call_with_retries(transport: Transport, body: dict[str, Any], probe: str, re
         if replies[-1].retry_after is not None:
             wait = max(wait, replies[-1].retry_after)
         sleep(wait)
-        replies.append(transport.call(body, probe))
+        replies.append(_attempt(transport, body, probe))
     return replies
+
+
+def _attempt(transport: Transport, body: dict[str, Any], probe: str) -> Reply:
+    called_at = utc_now()
+    reply = transport.call(body, probe)
+    if reply.called_at is None:
+        reply.called_at = called_at
+    return reply

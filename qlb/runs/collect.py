@@ -20,6 +20,7 @@ import difflib
 import logging
 import os
 import queue
+import re
 import threading
 import time
 import uuid
@@ -29,10 +30,11 @@ from typing import Any, Callable, Iterator, Sequence
 
 import duckdb
 
+from qlb.collect.answers import reason_kind
 from qlb.collect.dispatch import DispatchPlan, dispatch
 from qlb.collect.redact import redact
-from qlb.collect.requests import INSTRUCTION_VERSION, PROBES, body_sha256, request_body
-from qlb.collect.transports import Reply, Transport, TransportSpec
+from qlb.collect.requests import PROBES, body_sha256, instruction_version, request_body
+from qlb.collect.transports import CHAT_PATH, Reply, Transport, TransportSpec, base_url_problem, endpoint_url
 from warehouse import queries
 from warehouse.answers import Answer, AnswerStore, Call, CollectionInfo, stored_worlds
 from warehouse.ontologies import dataset_ontology
@@ -46,6 +48,22 @@ FLUSH_SECONDS = 0.5          # ... and a transaction at least this often (a kill
 
 class CollectError(ValueError):
     """Bad collection settings a user can fix (the message says which option)."""
+
+
+INTERRUPTED = "interrupted (Ctrl+C)"
+
+
+class Interrupted(KeyboardInterrupt):
+    """A stop asked from outside while answers arrive (the command line raises it on SIGTERM):
+    handled as Ctrl+C is, with ``reason`` recorded as why the collection stopped."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def _interrupted(exc: KeyboardInterrupt) -> str:
+    return getattr(exc, "reason", None) or INTERRUPTED
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -75,6 +93,11 @@ class CollectOptions(TransportSpec):
             raise CollectError(f"unknown transport {self.transport!r}; expected {', '.join(TRANSPORTS)}")
         if self.transport in ("typed", "openai") and not self.base_url:
             raise CollectError(f"--transport {self.transport} needs --base-url")
+        if self.transport in ("typed", "openai"):
+            problem = base_url_problem(str(self.base_url), "http://HOST:PORT/v1" if self.transport == "openai"
+                                       else "http://HOST:PORT (the request goes to that plus --path)")
+            if problem:
+                raise CollectError(problem)
         if self.transport == "openai" and not self.endpoint_model:
             raise CollectError("--transport openai needs --endpoint-model (the server's model name)")
         if self.transport == "python" and not self.target and asking:
@@ -91,8 +114,13 @@ class CollectOptions(TransportSpec):
         """Where the answers come from (a URL or module:function)."""
         if self.transport == "python":
             return str(self.target)
-        suffix = "/chat/completions" if self.transport == "openai" else self.path
-        return redact(str(self.base_url).rstrip("/") + suffix)      # never a key given inside the URL
+        suffix = CHAT_PATH if self.transport == "openai" else self.path
+        return redact(endpoint_url(str(self.base_url), suffix))      # never a key given inside the URL
+
+    @property
+    def instruction_version(self) -> str:
+        """The version of the instruction texts this collection sends (letters has its own)."""
+        return instruction_version(self.transport, self.answer)
 
     def transport_spec(self) -> TransportSpec:
         """The transport's settings alone (picklable, small: what a worker process needs)."""
@@ -134,6 +162,7 @@ class CollectResult:
     skipped_unanswered: int = 0
     left_for_later: int = 0
     reasons: list[dict[str, Any]] = field(default_factory=list)
+    no_logprobs: int = 0          # --answer letters: answers the server sent without logprobs
 
     @property
     def none_valid(self) -> bool:
@@ -292,8 +321,8 @@ class _Collection:
         opts = self.opts
         collection_id = f"col-{datetime.now(timezone.utc):%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
         info = CollectionInfo(opts.dataset_id, opts.model, opts.probe, opts.transport, opts.endpoint,
-                              opts.endpoint_model, opts.settings(), INSTRUCTION_VERSION)
-        self.store = AnswerStore(con, info, collection_id, self.result.skipped_existing)
+                              opts.endpoint_model, opts.settings(), opts.instruction_version)
+        self.store = AnswerStore(con, info, collection_id, self.result.skipped_existing, reason_kind)
         self.result.collection_id = collection_id
         ontology = dataset_ontology(con, opts.dataset_id)
         endpoint_model = opts.endpoint_model or opts.model
@@ -301,14 +330,16 @@ class _Collection:
             body = request_body(world, ontology.domain(world["domain"]), opts.probe, endpoint_model)
             self.items.append((world["world_id"], body_sha256(body), body))
 
-    def dispatch(self, sleep: Callable[[float], None]) -> Iterator[tuple[str, str, list[Reply]]]:
-        """Ask (``qlb.collect.dispatch``). A transport handed in (tests) stays in this process;
-        HTTP transports of our own may be spread over worker processes when several requests are
-        in flight."""
+    def dispatch(self, sleep: Callable[[float], None],
+                 cancel: threading.Event | None = None) -> Iterator[tuple[str, str, list[Reply]]]:
+        """Ask (``qlb.collect.dispatch``; ``cancel`` ends it from another thread). A transport
+        handed in (tests) stays in this process; HTTP transports of our own may be spread over
+        worker processes when several requests are in flight."""
         opts = self.opts
         plan = DispatchPlan(opts.probe, opts.concurrency, opts.interval, opts.retries, opts.backoff)
         spread = self.own_transport and opts.transport != "python"
-        return dispatch(self.items, plan, self.transport, opts.transport_spec().build if spread else None, sleep)
+        return dispatch(self.items, plan, self.transport, opts.transport_spec().build if spread else None, sleep,
+                        cancel)
 
     def receive(self, world_id: str, sha: str, replies: list[Reply]) -> bool:
         """One world's replies; True when a batch was stored."""
@@ -320,6 +351,8 @@ class _Collection:
             self.result.stopped = self.result.stopped or f"{last.reason} (world {world_id})"
         else:
             self.batch.append(Answer(world_id, last.outcome, last.fields, last.reason, calls))
+            if last.outcome == "answer" and last.no_logprobs:
+                self.result.no_logprobs += 1
         if self.batch and (len(self.batch) >= BATCH_SIZE or time.monotonic() - self.last_flush >= FLUSH_SECONDS):
             self.store.store(self.batch, self.opts.replace_invalid)
             self.batch, self.last_flush = [], time.monotonic()
@@ -330,7 +363,8 @@ class _Collection:
         """Store what is left, archive the calls of a stop, and count."""
         result, store = self.result, self.store
         if self.received < len(self.items) and not result.stopped:
-            result.stopped = (f"{len(self.items) - self.received} of {len(self.items)} worlds were not asked "
+            left = len(self.items) - self.received
+            result.stopped = (f"{left} of {len(self.items)} worlds {'was' if left == 1 else 'were'} not asked "
                               "(the dispatching processes ended early)")
         if self.batch:
             store.store(self.batch, self.opts.replace_invalid, result.stopped)
@@ -356,8 +390,8 @@ def _receive_here(run: _Collection, report: Callable[[], None], sleep: Callable[
         for world_id, sha, replies in results:
             if run.receive(world_id, sha, replies):
                 report()
-    except KeyboardInterrupt:
-        run.result.stopped = "interrupted (Ctrl+C)"
+    except KeyboardInterrupt as exc:
+        run.result.stopped = _interrupted(exc)
     finally:
         results.close()
 
@@ -370,7 +404,7 @@ def _receive_from_threads(runs: list[_Collection], report: Callable[[], None],
     stop = threading.Event()
 
     def pump(i: int) -> None:
-        results = runs[i].dispatch(sleep)
+        results = runs[i].dispatch(sleep, stop)
         try:
             for reply in results:
                 arrivals.put((i, reply))
@@ -399,13 +433,44 @@ def _receive_from_threads(runs: list[_Collection], report: Callable[[], None],
                 raise item
             elif runs[i].receive(*item):
                 report()
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         for run in runs:
-            run.result.stopped = run.result.stopped or "interrupted (Ctrl+C)"
+            run.result.stopped = run.result.stopped or _interrupted(exc)
     finally:
-        stop.set()
+        stop.set()                       # every dispatch ends, its worker processes shut down
+        for t in threads:
+            t.join(timeout=10)
 
 
 def _call(world_id: str, attempt: int, sha: str, reply: Reply) -> Call:
-    outcome = "stop" if reply.outcome == "stop" else reply.outcome
-    return Call(world_id, attempt, sha, reply.status, reply.latency_ms, reply.raw, outcome, reply.reason)
+    """One attempt for the archive, stamped when it was made (not when its reply was stored)."""
+    call = Call(world_id, attempt, sha, reply.status, reply.latency_ms, reply.raw, reply.outcome, reply.reason)
+    if reply.called_at is not None:
+        call.called_at = reply.called_at
+    return call
+
+
+_STATUS = re.compile(r"HTTP (\d{3})\b")
+
+
+def reason_advice(reason: str, opts: CollectOptions) -> str | None:
+    """What to do about one stored reason, when its HTTP status says (401/403: the key; 404: the
+    URL; 400 about the JSON schema or logprobs: the answer format); None otherwise."""
+    m = _STATUS.match(reason)
+    if not m:
+        return None
+    status, words = int(m.group(1)), reason.lower()
+    if status in (401, 403):
+        return ("check the API key: --api-key-env VAR names the environment variable that holds it (sent as a "
+                "bearer token)" + ("" if opts.api_key_env else "; none was given"))
+    if status == 404:
+        if opts.transport == "openai":
+            return ("check --base-url (OpenAI-compatible servers usually end in /v1: http://HOST:PORT/v1) and "
+                    "--endpoint-model (the model name the server knows)")
+        return f"check --base-url and --path (the requests went to {opts.endpoint})"
+    if status == 400 and opts.transport == "openai":
+        if opts.answer == "json" and opts.schema and ("response_format" in words or "schema" in words):
+            return "the server does not take the JSON schema qlb sends: try --no-schema"
+        if opts.answer == "letters" and "logprob" in words:
+            return "the server does not give logprobs: try --answer json"
+    return None

@@ -70,7 +70,7 @@ def test_some_valid_answers_exit_0_with_the_reasons_most_frequent_first(wh, caps
     assert [(r["outcome"], r["count"], r["example_world"]) for r in summary["reasons"]] == [
         ("invalid", 3, ids[0]), ("unavailable", 1, ids[3])]
     assert summary["reasons"][0]["reason"].startswith("choice 'APPROVE' is not a candidate")
-    assert summary["reasons"][1]["reason"] == "HTTP 404 Not Found"
+    assert summary["reasons"][1]["reason"] == "HTTP 404 Not Found: gone"         # the server's own words
 
 
 def test_the_text_summary_lists_five_reasons_and_counts_the_rest(wh, capsys):  # noqa: F811

@@ -18,7 +18,18 @@ def test_userinfo_and_key_parameters_are_masked_and_the_rest_kept():
 def test_the_stored_endpoint_carries_no_key():
     opts = CollectOptions(dataset_id="d", model="m", probe="native", transport="openai",
                           base_url="https://u:sk-SECRET@api.example/v1?key=sk-SECRET2", endpoint_model="e")
-    assert opts.endpoint == "https://***@api.example/v1?key=***"        # the masked value runs to the end
+    assert opts.endpoint == "https://***@api.example/v1/chat/completions?key=***"
+
+
+def test_only_the_value_of_a_key_parameter_is_masked_and_the_rest_of_the_url_kept():
+    opts = CollectOptions(dataset_id="d", model="m", probe="native", transport="openai",
+                          base_url="http://127.0.0.1:8799/v1?api_key=SuperSecretPw99&api-version=2", endpoint_model="e")
+    assert opts.endpoint == "http://127.0.0.1:8799/v1/chat/completions?api_key=***&api-version=2"
+
+
+def test_a_password_holding_an_at_sign_is_masked_whole():
+    assert redact("http://alice:p@ss@127.0.0.1:8799/v1") == "http://***@127.0.0.1:8799/v1"
+    assert redact("see http://h/v1 or write to me@example.org") == "see http://h/v1 or write to me@example.org"
 
 
 def test_an_echoed_key_is_masked_whole_or_in_part_and_other_words_kept():
