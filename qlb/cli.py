@@ -1408,8 +1408,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (_UserError, WarehouseError, IngestError, ValueError) as exc:
         print(f"qlb {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_FAILURE
-    except KeyboardInterrupt:
-        print(f"qlb {args.command}: interrupted", file=sys.stderr)
+    except KeyboardInterrupt as exc:     # Ctrl+C; or SIGTERM while qlb collect runs (its reason says so)
+        print(f"qlb {args.command}: {getattr(exc, 'reason', 'interrupted')}", file=sys.stderr)
         return EXIT_FAILURE
     except BrokenPipeError:     # the reader went away (`qlb ... | head`): not an error of ours, nothing more to say
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())     # no second error as Python flushes at exit

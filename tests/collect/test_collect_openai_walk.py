@@ -327,3 +327,18 @@ def test_prose_answers_are_counted_as_one_reason_quoting_the_first(wh, capsys): 
         (3, 'the answer is not valid JSON (Expecting value); it starts: "I would say DELAY, answer number 1"')]
     stored_reasons = sorted(v[3] for v in stored(wh).values())
     assert stored_reasons[2].endswith('"I would say DELAY, answer number 3"')          # each its own start, stored
+
+
+def test_a_sigterm_before_any_answer_says_so_in_one_line(monkeypatch, capsys):
+    """SIGTERM before the first request (while the warehouse opens, say) ends the command with its reason, not a
+    bare "interrupted"."""
+    import qlb.cli as cli
+    from qlb.runs.collect import Interrupted
+
+    def terminated(args, argv):
+        raise Interrupted("terminated (SIGTERM)")
+
+    monkeypatch.setattr(cli, "_cmd_collect", terminated)
+    assert cli.main(["collect", "native", "--dataset", "d", "--model", "m", "--transport", "python",
+                     "--target", "x:y"]) == 1
+    assert capsys.readouterr().err == "qlb collect: terminated (SIGTERM)\n"
