@@ -170,13 +170,14 @@ class CollectResult:
         return self.stored > 0 and self.valid == 0
 
     def to_json(self) -> dict[str, Any]:
-        """The keys COLLECT.md section 4 fixes, then ``skipped_unanswered``, ``left_for_later`` and
-        the most frequent ``reasons`` (at most ``REASONS_IN_JSON``)."""
+        """The keys COLLECT.md section 4 fixes, then ``skipped_unanswered``, ``left_for_later``, the
+        most frequent ``reasons`` (at most ``REASONS_IN_JSON``) and ``no_logprobs`` (letters-mode
+        answers the server sent without log-probabilities)."""
         return {"collection_id": self.collection_id, "model": self.model, "probe": self.probe, "asked": self.asked,
                 "stored": self.stored, "valid": self.valid, "invalid": self.invalid,
                 "unavailable": self.unavailable, "skipped_existing": self.skipped_existing, "stopped": self.stopped,
                 "skipped_unanswered": self.skipped_unanswered, "left_for_later": self.left_for_later,
-                "reasons": self.reasons[:REASONS_IN_JSON]}
+                "reasons": self.reasons[:REASONS_IN_JSON], "no_logprobs": self.no_logprobs}
 
 
 def make_transport(opts: CollectOptions) -> Transport:

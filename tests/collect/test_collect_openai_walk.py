@@ -290,6 +290,9 @@ def test_letters_without_logprobs_are_valid_and_warned_about_once(wh, capsys):  
     assert "the server returned no logprobs for 3 answers: the probability views of this model will be empty; " \
            "does it support logprobs?" in err
     assert rows(wh, "SELECT count(*) FROM responses WHERE probabilities IS NULL") == [(3,)]
+    with StubServer(lambda p, b, h, n: chat("B")) as stub:       # --json counts them too
+        assert openai(wh, "--base-url", stub.url, "--answer", "letters", "--limit", "2", "--json", model="m2") == 0
+    assert json.loads(capsys.readouterr().out)["no_logprobs"] == 2
 
 
 def test_letters_with_logprobs_give_no_such_warning(wh, capsys):  # noqa: F811
