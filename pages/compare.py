@@ -264,7 +264,7 @@ def view_picker(pairs: pd.DataFrame, key: str, helptext: str) -> str:
     """A picker of the release views both runs hold (full native first when there)."""
     views = [v for v in VIEWS if v in set(pairs["view"])]
     return st.selectbox("Release view", views, index=views.index("full_native") if "full_native" in views else 0,
-                        format_func=lambda v: name("view", v), key=key, help=RUN_HELP)
+                        format_func=lambda v: name("view", v), key=key, help=helptext)
 
 
 def recovery_section(pairs: pd.DataFrame) -> None:

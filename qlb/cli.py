@@ -915,7 +915,7 @@ def _cmd_collect(args: argparse.Namespace, argv: Sequence[str]) -> int:
         bar.refresh()
 
     try:
-        with writer(path) as con, _sigterm_as_interrupt(), _logs_redacted():
+        with _sigterm_as_interrupt(), _logs_redacted(), writer(path) as con:    # SIGTERM handled from the start
             results = collect_many(con, options, progress=progress)
     except CollectError as exc:
         raise _UsageError(str(exc)) from None

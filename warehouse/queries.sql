@@ -250,29 +250,31 @@ WHERE w.dataset_id = ?
 ORDER BY w.world_id;
 
 -- name: answer_sources
--- Per model, probe and source, the dataset's stored answers: an ingested file, or a `qlb collect` run (file_name
--- 'collect:<collection id>', with the run's transport, endpoint, endpoint model, settings and times); how many
--- are valid answers, invalid (kept, never repaired; native only) and unavailable.
-SELECT a.model, a.probe, a.file_name, m.simulated, c.transport, c.endpoint, c.endpoint_model, c.settings,
+-- Per model, probe and source, the dataset's stored answers: an ingested file, or a `qlb collect` run (with its
+-- transport, endpoint, endpoint model, settings and times); how many are valid answers, invalid (kept, never
+-- repaired) and unavailable, and how many valid ones carry probabilities (scores) and a confidence; `worlds`: the
+-- dataset's worlds (a world without an answer enters the audits as unavailable, TUPLE.md section 1).
+SELECT a.model, a.probe, i.file_name, m.simulated, c.transport, c.endpoint, c.endpoint_model, c.settings,
        c.started_at, c.finished_at, a.answers, a.valid, a.invalid, a.unavailable, a.with_probabilities,
-       a.with_confidence
-FROM (SELECT r.model, 'native' AS probe, i.file_name, count(*) AS answers,
+       a.with_confidence, (SELECT count(*) FROM worlds w WHERE w.dataset_id = ?) AS worlds
+FROM (SELECT r.model, 'native' AS probe, r.ingest_id, count(*) AS answers,
              count(*) FILTER (WHERE r.valid AND r.status = 'ok') AS valid,
              count(*) FILTER (WHERE NOT r.valid) AS invalid,
              count(*) FILTER (WHERE r.valid AND r.status = 'unavailable') AS unavailable,
              count(*) FILTER (WHERE r.valid AND r.status = 'ok' AND r.probabilities IS NOT NULL) AS with_probabilities,
              count(*) FILTER (WHERE r.valid AND r.status = 'ok' AND r.confidence IS NOT NULL) AS with_confidence
-      FROM responses r LEFT JOIN ingests i ON i.ingest_id = r.ingest_id WHERE r.dataset_id = ?
-      GROUP BY r.model, i.file_name
+      FROM responses r WHERE r.dataset_id = ? GROUP BY r.model, r.ingest_id
       UNION ALL
-      SELECT f.model, 'refusal', i.file_name, count(*), count(*) FILTER (WHERE f.status = 'ok'), 0,
-             count(*) FILTER (WHERE f.status = 'unavailable'),
-             count(*) FILTER (WHERE f.status = 'ok' AND f.scores IS NOT NULL), NULL
-      FROM refusal_responses f LEFT JOIN ingests i ON i.ingest_id = f.ingest_id WHERE f.dataset_id = ?
-      GROUP BY f.model, i.file_name) a
+      SELECT f.model, 'refusal', f.ingest_id, count(*),
+             count(*) FILTER (WHERE coalesce(f.valid, TRUE) AND f.status = 'ok'),
+             count(*) FILTER (WHERE NOT coalesce(f.valid, TRUE)),
+             count(*) FILTER (WHERE coalesce(f.valid, TRUE) AND f.status = 'unavailable'),
+             count(*) FILTER (WHERE coalesce(f.valid, TRUE) AND f.status = 'ok' AND f.scores IS NOT NULL), NULL
+      FROM refusal_responses f WHERE f.dataset_id = ? GROUP BY f.model, f.ingest_id) a
+LEFT JOIN ingests i ON i.ingest_id = a.ingest_id
 LEFT JOIN models m ON m.dataset_id = ? AND m.model = a.model
-LEFT JOIN collections c ON a.file_name = 'collect:' || c.collection_id
-ORDER BY a.model, a.probe, c.started_at NULLS FIRST, a.file_name;
+LEFT JOIN collections c ON c.ingest_id = a.ingest_id
+ORDER BY a.model, a.probe, c.started_at NULLS FIRST, i.file_name;
 
 -- name: models_with_responses
 SELECT DISTINCT model FROM responses WHERE dataset_id = ? ORDER BY model;

@@ -25,9 +25,21 @@ def redact(text: str) -> str:
     return _SECRET_PARAM.sub(lambda m: m.group("name") + MASK, text)
 
 
+_TYPED_AUTHORITY = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)?(?P<secret>.*)@", re.DOTALL)
+
+
+def redact_typed_url(url: str) -> str:
+    """A URL as a user typed it (``--base-url``), for messages: ``redact``, and everything before its
+    last ``@`` masked whether or not a scheme is there and whatever the password holds (``/``, ``#``,
+    ``?``: ``user:secret@host/v1``, ``http://u:p#ss@host/v1``), so that a URL too broken to parse
+    still shows no credential."""
+    return redact(_TYPED_AUTHORITY.sub(lambda m: (m.group("scheme") or "") + MASK + "@", url))
+
+
 def redact_words(words: list[str]) -> tuple[list[str], bool]:
-    """``words`` (a command line) each redacted, and whether any credential was masked."""
-    shown = [redact(w) for w in words]
+    """``words`` (a command line) each redacted (the value of ``--base-url`` as ``redact_typed_url``),
+    and whether any credential was masked."""
+    shown = [redact_typed_url(w) if i and words[i - 1] == "--base-url" else redact(w) for i, w in enumerate(words)]
     return shown, shown != list(words)
 
 

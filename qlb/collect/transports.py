@@ -39,7 +39,7 @@ from qlb.collect.answers import (
     AnswerError, answer_fields, chat_content, content_json, has_logprobs, letters, letters_answer, parse_json_text,
     score_key, typed_answer,
 )
-from qlb.collect.redact import redact, without_key
+from qlb.collect.redact import redact, redact_typed_url, without_key
 from qlb.collect.requests import QUESTION_KEYS, letters_instruction
 
 log = logging.getLogger(__name__)
@@ -105,11 +105,12 @@ def endpoint_url(base_url: str, path: str) -> str:
 def base_url_problem(base_url: str, form: str) -> str | None:
     """Why ``base_url`` cannot be asked (not http or https, no host), in words naming the
     expected ``form``; None when it can. The URL in the words is redacted."""
-    shown = redact(base_url)
+    shown = redact_typed_url(base_url)
     try:
         url = httpx.URL(base_url)
     except (httpx.InvalidURL, TypeError, ValueError) as exc:
-        return f"--base-url {shown}: not a URL ({redact(str(exc))}); expected {form}"
+        detail = type(exc).__name__ if "@" in base_url else redact(str(exc))     # its words may quote a password
+        return f"--base-url {shown}: not a URL ({detail}); expected {form}"
     if url.scheme in ("http", "https") and url.host:
         return None
     if url.scheme in ("http", "https"):
@@ -119,7 +120,7 @@ def base_url_problem(base_url: str, form: str) -> str | None:
             fixed = httpx.URL("http://" + base_url)
         except (httpx.InvalidURL, ValueError):
             fixed = None
-        hint = f"; did you mean {redact('http://' + base_url)}?" if fixed is not None and fixed.host else ""
+        hint = f"; did you mean {redact_typed_url('http://' + base_url)}?" if fixed is not None and fixed.host else ""
         return f"--base-url {shown}: no http:// or https:// in front; expected {form}{hint}"
     return f"--base-url {shown}: the scheme is {url.scheme!r}; qlb asks over http or https: expected {form}"
 
@@ -140,8 +141,8 @@ def error_message(text: str) -> str | None:
         message = _json_message(json.loads(text))
     except ValueError:
         if text.startswith("<"):
-            m = _HTML_TITLE.search(text)
-            message = _HTML_TAG.sub(" ", m.group(1) or m.group(2)) if m else None
+            titles = [t for m in _HTML_TITLE.finditer(text) for t in m.groups() if t and _HTML_TAG.sub("", t).strip()]
+            message = _HTML_TAG.sub(" ", titles[0]) if titles else None     # the first title or heading with words
         else:
             message = text
     if not message or not message.strip():

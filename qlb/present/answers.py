@@ -16,7 +16,7 @@ import json
 
 import pandas as pd
 
-from qlb.present.names import count_of, how_many, pct, pct_interval, utc_minute
+from qlb.present.names import count_of, how_many, pct_interval, utc_minute
 
 PROBE_NAMES = {"native": "decision", "refusal": "refusal probe"}
 ANSWER_MODES = {"json": "JSON answers", "letters": "letter answers with log-probabilities"}
@@ -25,9 +25,21 @@ COUNTS = ("answers", "valid", "invalid", "unavailable")
 
 def _settings(value: object) -> dict:
     try:
-        return json.loads(value) if isinstance(value, str) else {}
+        parsed = json.loads(value) if isinstance(value, str) else {}
     except ValueError:
         return {}
+    return parsed if isinstance(parsed, dict) else {}
+
+
+def share(k: int, n: int) -> str:
+    """``k`` of ``n`` as a percent that never rounds to a whole or to nothing it is not: 2,499 of 2,500
+    is "99.9%", not "100.0%"."""
+    if n <= 0:
+        return "N/A"
+    value = 100 * k / n
+    if 0 < k < n:
+        value = min(max(value, 0.1), 99.9)
+    return f"{value:.1f}%"
 
 
 def answer_source(rows: pd.DataFrame) -> str:
@@ -63,49 +75,60 @@ def _period(start: object, end: object) -> str:
     return f"{first} to {last}"
 
 
+def _totals(answers: pd.DataFrame, probe: str) -> pd.DataFrame:
+    """Per model, its answers to ``probe`` summed over their sources, and ``no answer``: the dataset's
+    worlds it has no stored answer for (they enter the audits as unavailable)."""
+    rows = answers[answers["probe"] == probe]
+    per = rows.groupby("model", sort=False)[list(COUNTS)].sum().astype(int)
+    worlds = rows.groupby("model", sort=False)["worlds"].max() if "worlds" in rows else per["answers"]
+    return per.assign(worlds=worlds.astype(int), no_answer=(worlds - per["answers"]).clip(lower=0).astype(int))
+
+
 def answers_table(answers: pd.DataFrame) -> pd.DataFrame:
-    """One row per model and probe: answers stored, valid answers, invalid (kept) and unavailable, and where
-    they came from (``answer_source``)."""
+    """One row per model and question: answers stored, valid answers, invalid (kept), unavailable, the
+    dataset's worlds it has no answer for, and where the answers came from (``answer_source``)."""
     rows = []
-    for (model, probe), g in answers.groupby(["model", "probe"], sort=False):
-        total = {c: int(g[c].sum()) for c in COUNTS}
-        rows.append({"model": model, "question": PROBE_NAMES.get(probe, probe), "answers": total["answers"],
-                     "valid": total["valid"], "invalid (kept)": total["invalid"], "unavailable": total["unavailable"],
-                     "from": answer_source(g)})
-    return pd.DataFrame(rows, columns=["model", "question", "answers", "valid", "invalid (kept)", "unavailable",
-                                       "from"])
+    for probe in ("native", "refusal"):
+        totals = _totals(answers, probe)
+        for model, t in totals.iterrows():
+            rows.append({"model": model, "question": PROBE_NAMES.get(probe, probe), "answers": t["answers"],
+                         "valid": t["valid"], "invalid (kept)": t["invalid"], "unavailable": t["unavailable"],
+                         "no answer": t["no_answer"],
+                         "from": answer_source(answers[(answers["model"] == model) & (answers["probe"] == probe)])})
+    table = pd.DataFrame(rows, columns=["model", "question", "answers", "valid", "invalid (kept)", "unavailable",
+                                        "no answer", "from"])
+    return table.sort_values(["model", "question"], kind="stable").reset_index(drop=True)
 
 
-def answers_sentence(answers: pd.DataFrame) -> str | None:
-    """How many of each model's decision answers are valid answers, and what happens to the others; None
-    without answers."""
+def answers_sentence(answers: pd.DataFrame, changed: bool = False) -> str | None:
+    """How many of the dataset's worlds have a valid decision answer from each model, and what happens to
+    the others (invalid, unavailable or never answered: the audits read them as unavailable); None without
+    answers. ``changed``: the dataset's answers changed after the run, said so (they are today's)."""
     native = answers[answers["probe"] == "native"] if not answers.empty else answers
     if native.empty:
         return None
-    per = native.groupby("model")[list(COUNTS)].sum()
-    per = per.assign(share=per["valid"] / per["answers"])
-    rest = ("; the others enter every audit as unavailable (no prediction field released: kept, never repaired), so "
-            "every world stays in every figure's denominator.")
+    per = _totals(native, "native")
+    per = per.assign(rate=per["valid"] / per["worlds"].where(per["worlds"] > 0))
+    rest = ("; the others enter every audit as unavailable (no prediction field released; an invalid answer is "
+            "kept, never repaired), so every world stays in every figure's denominator")
+    now = " (the answers as stored now: they changed after this run)" if changed else ""
     if len(per) == 1:
-        model, r = per.index[0], per.iloc[0]
-        head = f"{int(r['valid']):,} of the {int(r['answers']):,} decision answers of {model} ({pct(r['share'])}) are valid"
-        if r["valid"] == r["answers"]:
+        model, r = per.index[0], per.drop(columns="rate").iloc[0].astype(int)
+        head = (f"{r['valid']:,} of the dataset's {r['worlds']:,} worlds {'has' if r['valid'] == 1 else 'have'} a "
+                f"valid decision answer from {model} "
+                f"({share(r['valid'], r['worlds'])}){now}")
+        if r["valid"] == r["worlds"]:
             return head + "."
-        return (f"{head}; {int(r['invalid']):,} {'is' if r['invalid'] == 1 else 'are'} invalid and "
-                f"{int(r['unavailable']):,} unavailable" + rest)
-    ordered = per.sort_values(["share"]).reset_index()
+        parts = [f"{r['invalid']:,} invalid" if r["invalid"] else "", f"{r['unavailable']:,} unavailable"
+                 if r["unavailable"] else "", f"{r['no_answer']:,} never answered" if r["no_answer"] else ""]
+        return f"{head}; {', '.join(p for p in parts if p)}{rest}."
+    if (per["valid"] == per["worlds"]).all():
+        return f"Every world of the dataset has a valid decision answer from each of the {count_of(len(per))}{now}."
+    ordered = per.sort_values(["rate"]).reset_index()
     lo, hi = ordered.iloc[0], ordered.iloc[-1]
-    if lo["share"] == 1:
-        return f"Every decision answer of the {count_of(len(per))} is valid."
-    span = (pct(lo["share"]) if pct(lo["share"]) == pct(hi["share"])         # the same for every model: no name
-            else f"{pct(lo['share'])} ({lo['model']}) to {pct(hi['share'])} ({hi['model']})")
-    return f"{span} of each model's decision answers are valid" + rest
-
-
-def answers_finding(answers: pd.DataFrame) -> str | None:
-    """The headline finding on the answers: ``answers_sentence``, then ``missing_fields_sentence`` capitalised."""
-    parts = [p for p in (answers_sentence(answers), missing_fields_sentence(answers)) if p]
-    return " ".join(p[0].upper() + p[1:] for p in parts) or None
+    cells = [share(r["valid"], r["worlds"]) for r in (lo, hi)]
+    span = cells[0] if cells[0] == cells[1] else f"{cells[0]} ({lo['model']}) to {cells[1]} ({hi['model']})"
+    return f"{span} of the dataset's worlds have a valid decision answer from each model{now}{rest}."
 
 
 def missing_fields_sentence(answers: pd.DataFrame) -> str | None:
@@ -145,3 +168,9 @@ def status_sentence(pooled: pd.DataFrame) -> str | None:
             f"valid answer or none), an attacker recovers it in {shown} of test worlds, above 50% for "
             f"{how_many(len(leak), len(none))}. The answers that are invalid or unavailable differ between the two "
             f"worlds of a pair; read the other views against this figure, not against 50%.")
+
+
+def answers_finding(answers: pd.DataFrame, changed: bool = False) -> str | None:
+    """The headline finding on the answers: ``answers_sentence``, then ``missing_fields_sentence`` capitalised."""
+    parts = [p for p in (answers_sentence(answers, changed), missing_fields_sentence(answers)) if p]
+    return " ".join(p[0].upper() + p[1:] for p in parts) or None

@@ -151,7 +151,7 @@ def headline(d: RunData) -> list[tuple[str, str]]:
     """Headline findings as (topic, sentence), computed from the run; the topic names the page
     behind the finding (refusal, recovery, utility, fronts, defenses, quasileak)."""
     out: list[tuple[str, str]] = []
-    answered = answers_finding(d.answers)
+    answered = answers_finding(d.answers, d.data_changed)
     if answered is not None:
         out.append(("answers", answered))
     ref = d.refusal[d.refusal["domain"] == "all"] if not d.refusal.empty else d.refusal
@@ -468,11 +468,14 @@ def render_report(d: RunData) -> str:
         parts.append(task_section(d.ontology))
     if not d.answers.empty:
         parts.append("<h2>The answers audited</h2>" + _table(answers_table(d.answers), {"answers": "count", "valid": "count", "invalid (kept)": "count",
-                                                                   "unavailable": "count", "from": "text"})
-                     + "<p class='caption'>Per model and question, the answers stored in the dataset now and where "
-                       "they came from. An invalid answer is kept as it was given, never repaired, and enters every "
-                       "audit as unavailable, like an answer the model declined to give; every world stays in every "
-                       "figure's denominator.</p>")
+                                                                   "unavailable": "count", "no answer": "count",
+                                                                   "from": "text"})
+                     + "<p class='caption'>Per model and question, the answers stored in the dataset now"
+                     + (" (they changed after this run)" if d.data_changed else "")
+                     + " and where they came from; no answer: the dataset's worlds the model has no stored answer "
+                       "for. An invalid answer is kept as it was given, never repaired, and enters every audit as "
+                       "unavailable, like an answer the model declined to give or never gave; every world stays in "
+                       "every figure's denominator.</p>")
     first = [True]
 
     def fig(f: go.Figure, caption: str) -> None:

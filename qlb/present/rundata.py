@@ -33,3 +33,4 @@ class RunData:
     learned: pd.DataFrame = field(default_factory=pd.DataFrame)   # learned WCPQ variants (``learned_wcpq``, H.2)
     ontology: Ontology | None = None                              # the decision task the run audited
     answers: pd.DataFrame = field(default_factory=pd.DataFrame)   # the dataset's answers by source (``answer_sources``)
+    data_changed: bool = False                                    # the dataset changed after the run (its fingerprint)

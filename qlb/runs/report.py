@@ -13,6 +13,7 @@ from qlb.runs.robustness import robustness_checks
 from qlb.tuple.refusal import uniform_reference
 from warehouse import queries
 from warehouse.ontologies import dataset_ontology
+from warehouse.results import dataset_fingerprint
 
 
 def default_run(runs: pd.DataFrame, dataset: str | None = None) -> pd.Series | None:
@@ -45,13 +46,14 @@ def load_run(con: duckdb.DuckDBPyConnection, run_id: str | None = None, dataset:
                    get("utility_results"), get("utility_differences"), get("front_points"), get("defense_results"),
                    get("defense_costs"), get("ql_scores"), models, uniform_reference(ontology),
                    ontology.sha256 == load_ontology().sha256, get("coarse_accuracy"), learned=get("learned_wcpq"),
-                   ontology=ontology, answers=run_answers(con, run))
+                   ontology=ontology, answers=run_answers(con, run),
+                   data_changed=dataset_fingerprint(con, str(run["dataset_id"])) != run["dataset_fingerprint"])
 
 
 def run_answers(con: duckdb.DuckDBPyConnection, run: pd.Series) -> pd.DataFrame:
     """The dataset's answers by source (``answer_sources``) of the models the run audited (all, unless the run
     names some)."""
-    answers = queries.fetch_df(con, "answer_sources", [run["dataset_id"]] * 3)
+    answers = queries.fetch_df(con, "answer_sources", [run["dataset_id"]] * 4)
     params = json.loads(run["parameters"]) if isinstance(run["parameters"], str) else {}
     chosen = params.get("models")
     return answers[answers["model"].isin(chosen)].reset_index(drop=True) if chosen else answers

@@ -48,3 +48,20 @@ def test_an_echoed_key_is_found_behind_punctuation_and_in_pieces():
     assert without_key("Key ending in ...wxyz.", key) == "Key ending in ***"
     assert without_key("Authorization=Bearer/sk-abc123DEF456ghi7", key) == "***"
     assert without_key("see the information here", key) == "see the information here"   # a word is not a key
+
+
+def test_a_typed_url_too_broken_to_parse_shows_no_credential():
+    from qlb.collect.redact import redact_typed_url, redact_words
+    from qlb.collect.transports import base_url_problem
+    for url in ("user:s3cretPw@host:8000/v1", "http://u:p#s3cretPw@host/v1", "http://u:p/s3cretPw@host/v1"):
+        problem = base_url_problem(url, "http://HOST:PORT/v1")
+        assert problem is not None and "s3cretPw" not in problem, problem
+        assert "s3cretPw" not in redact_typed_url(url)
+    assert redact_words(["--base-url", "http://u:p#s3cretPw@host/v1", "--model", "m@x"]) == (
+        ["--base-url", "http://***@host/v1", "--model", "m@x"], True)
+
+
+def test_an_error_page_with_an_empty_title_gives_its_heading():
+    from qlb.collect.transports import error_message
+    assert error_message("<html><title></title><h1>502 Bad Gateway</h1></html>") == "502 Bad Gateway"
+    assert error_message("<html><title> </title></html>") is None

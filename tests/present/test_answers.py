@@ -8,9 +8,9 @@ from qlb.present.answers import (answer_source, answers_finding, answers_sentenc
                                   missing_fields_sentence, status_sentence)
 
 COLLECTED = dict(simulated=False, transport="openai", endpoint="http://host:8000/v1/chat/completions",
-                 endpoint_model="router", settings=json.dumps({"answer": "letters"}))
+                 endpoint_model="router", settings=json.dumps({"answer": "letters"}), worlds=288)
 FILE = dict(simulated=False, transport=None, endpoint=None, endpoint_model=None, settings=None,
-            started_at=pd.NaT, finished_at=pd.NaT)
+            started_at=pd.NaT, finished_at=pd.NaT, worlds=10)
 
 
 def rows(*items: dict) -> pd.DataFrame:
@@ -30,15 +30,18 @@ def test_collected_runs_of_one_setting_are_one_source_with_their_period():
     table = answers_table(answers)
     assert table.to_dict("records") == [
         {"model": "m", "question": "decision", "answers": 288, "valid": 238, "invalid (kept)": 40, "unavailable": 10,
-         "from": "qlb collect (openai, letter answers with log-probabilities) from http://host:8000/v1/chat/completions "
+         "no answer": 0, "from": "qlb collect (openai, letter answers with log-probabilities) from http://host:8000/v1/chat/completions "
                  "as router; 2 runs, 2026-12-04 19:52 to 20:01 UTC"},
         {"model": "m", "question": "refusal probe", "answers": 288, "valid": 280, "invalid (kept)": 0,
-         "unavailable": 8, "from": "qlb ingest of my_refusal.csv"}]
+         "unavailable": 8, "no answer": 0, "from": "qlb ingest of my_refusal.csv"}]
     # 238 of 288 = 82.6%; the 50 others are said with what the benchmark does with them
-    assert answers_sentence(answers) == (
-        "238 of the 288 decision answers of m (82.6%) are valid; 40 are invalid and 10 unavailable; the others "
-        "enter every audit as unavailable (no prediction field released: kept, never repaired), so every world "
-        "stays in every figure's denominator.")
+    assert answers_sentence(answers.assign(worlds=288)) == (
+        "238 of the dataset's 288 worlds have a valid decision answer from m (82.6%); 40 invalid, 10 unavailable; "
+        "the others enter every audit as unavailable (no prediction field released; an invalid answer is kept, never "
+        "repaired), so every world stays in every figure's denominator.")
+    # a share that is not all never reads 100.0%
+    assert "(99.9%); 1 invalid" in answers_sentence(answers.assign(worlds=288, valid=[2499, 0, 280], answers=[
+        2500, 0, 288], invalid=[1, 0, 0], unavailable=[0, 0, 8]).assign(worlds=2500))
 
 
 def test_a_simulated_model_says_so_and_all_valid_models_say_it_once():
@@ -47,11 +50,13 @@ def test_a_simulated_model_says_so_and_all_valid_models_say_it_once():
                {"model": "sim-b", "probe": "native", "file_name": "native.jsonl", **(FILE | {"simulated": True}),
                 "answers": 10, "valid": 10, "invalid": 0, "unavailable": 0})
     assert answer_source(sim[sim["model"] == "sim-a"]) == "simulated by qlb (qlb ingest of native.jsonl)"
-    assert answers_sentence(sim) == "Every decision answer of the 2 models is valid."
+    assert answers_sentence(sim) == "Every world of the dataset has a valid decision answer from each of the 2 models."
     sim.loc[1, ["valid", "invalid"]] = [9, 1]
-    assert answers_sentence(sim).startswith("90.0% (sim-b) to 100.0% (sim-a) of each model's decision answers are valid")
+    assert answers_sentence(sim).startswith("90.0% (sim-b) to 100.0% (sim-a) of the dataset's worlds have a valid "
+                                            "decision answer from each model")
     sim.loc[0, ["valid", "invalid"]] = [9, 1]                  # the same share for both: said once, no model named
-    assert answers_sentence(sim).startswith("90.0% of each model's decision answers are valid; the others")
+    assert answers_sentence(sim).startswith("90.0% of the dataset's worlds have a valid decision answer from each "
+                                            "model; the others")
     assert answers_sentence(sim.iloc[:0]) is None
 
 
@@ -78,6 +83,7 @@ def test_models_whose_answers_never_carry_a_field_are_named_with_what_that_does_
         "no valid answer of letters or nolp carries a confidence, so for them choice + confidence releases what the "
         "choice does; no valid answer of nolp carries class probabilities, so for it full probabilities releases what "
         "the choice does.")
-    assert answers_finding(answers).startswith("Every decision answer of the 3 models is valid. No valid answer of "
-                                               "letters or nolp carries a confidence, so for them")
+    assert answers_finding(answers).startswith("Every world of the dataset has a valid decision answer from each of "
+                                               "the 3 models. No valid answer of letters or nolp carries a "
+                                               "confidence, so for them")
     assert missing_fields_sentence(answers[answers["model"] == "full"]) is None

@@ -26,8 +26,9 @@ def test_report_of_the_decoded_demo(decoded_warehouse, tmp_path, capsys):
     try:   # the reference: each model's share of correct test worlds, straight from the stored predictions
         acc = [a for (a,) in con.execute("SELECT avg(correct::DOUBLE) FROM decoder_predictions WHERE view = 'choice' "
                                          "AND defense = 'none' GROUP BY model").fetchall()]
-        # each decoded model's share of valid decision answers, straight from the stored responses
-        valid = con.execute("SELECT model, avg((valid AND status = 'ok')::DOUBLE) FROM responses WHERE model IN "
+        # each decoded model's share of the dataset's worlds with a valid decision answer, from the stored rows
+        valid = con.execute("SELECT model, count(*) FILTER (WHERE valid AND status = 'ok') / "
+                            "(SELECT count(*) FROM worlds)::DOUBLE FROM responses WHERE model IN "
                             "(SELECT DISTINCT model FROM decoder_predictions) GROUP BY model ORDER BY 2, 1").fetchall()
     finally:
         con.close()
@@ -35,7 +36,7 @@ def test_report_of_the_decoded_demo(decoded_warehouse, tmp_path, capsys):
     said = html.unescape(text)
     span = (f"{100 * lo:.1f}%" if f"{lo:.3f}" == f"{hi:.3f}" else
             f"{100 * lo:.1f}% ({lo_model}) to {100 * hi:.1f}% ({hi_model})")
-    assert f"{span} of each model's decision answers are valid" in said
+    assert f"{span} of the dataset's worlds have a valid decision answer from each model" in said
     answers = said[said.index("<h2>The answers audited</h2>"):said.index("<h2>Does withholding")]
     assert "simulated by qlb (qlb ingest of " in answers and answers.count("refusal probe") == 2
     assert len(acc) == 2
