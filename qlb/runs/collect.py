@@ -270,21 +270,29 @@ def collect_many(con: duckdb.DuckDBPyConnection, options: Sequence[CollectOption
         raise CollectError(f"model {', '.join(twice)} given twice: one collection per model and probe")
     transports = list(transports) if transports is not None else [None] * len(options)
     runs: list[_Collection] = []
+    opened: list[_Collection] = []
     try:
         for opts, transport in zip(options, transports):      # plans and transports first: nothing
             runs.append(_Collection(con, opts, transport))    # is written if one of them fails
-        for run in runs:
-            run.open(con)
-        active = [r for r in runs if r.items]
+        active: list[_Collection] = []
 
         def report() -> None:
             if progress:
                 progress(sum(r.store.counts.stored for r in active), sum(len(r.items) for r in active))
 
-        if len(active) == 1:
-            _receive_here(active[0], report, sleep)
-        elif active:
-            _receive_from_threads(active, report, sleep)
+        try:
+            for run in runs:
+                run.open(con)
+                opened.append(run)
+            active = [r for r in runs if r.items]
+            if len(active) == 1:
+                _receive_here(active[0], report, sleep)
+            elif active:
+                _receive_from_threads(active, report, sleep)
+        except KeyboardInterrupt as exc:      # before a dispatch took its answers: every opened collection says why
+            for run in opened:
+                run.result.stopped = run.result.stopped or _interrupted(exc)
+            active = [r for r in opened if r.items]
         for run in active:
             run.finish()
         if active:

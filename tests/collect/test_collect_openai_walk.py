@@ -345,3 +345,21 @@ def test_a_sigterm_before_any_answer_says_so_in_one_line(monkeypatch, capsys):
     assert cli.main(["collect", "native", "--dataset", "d", "--model", "m", "--transport", "python",
                      "--target", "x:y"]) == 1
     assert capsys.readouterr().err == "qlb collect: terminated (SIGTERM)\n"
+
+
+def test_a_sigterm_between_opening_and_dispatching_records_why(wh, monkeypatch, capsys):  # noqa: F811
+    """The signal (delivered to the main thread) lands after the collection's row is written and before its
+    answers are dispatched: the row records why it stopped (it would otherwise look unfinished), and the command
+    exits 4 with the resume line, as for a stop mid-run."""
+    from qlb.runs import collect as runs_collect
+
+    def terminated(self, sleep):
+        raise runs_collect.Interrupted("terminated (SIGTERM)")
+
+    monkeypatch.setattr(runs_collect._Collection, "dispatch", terminated)
+    with StubServer(lambda p, b, h, n: typed(b)) as stub:
+        assert collect(wh, "native", "--model", "m1", "--transport", "typed", "--base-url", stub.url) == 4
+    err = capsys.readouterr().err
+    assert "resume with: qlb collect native --model m1" in err
+    assert rows(wh, "SELECT model, stopped, finished_at IS NOT NULL, stored FROM collections") == [
+        ("m1", "terminated (SIGTERM)", True, 0)]
