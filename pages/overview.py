@@ -90,7 +90,7 @@ def response_outcome_figure(models: pd.DataFrame) -> tuple[go.Figure, pd.DataFra
     return fig, data
 
 
-FINDING_PAGES = {"answers": "pages/data.py", "refusal": "pages/refusal.py", "recovery": "pages/recovery.py", "utility": "pages/sensitivity.py",
+FINDING_PAGES = {"answers": "pages/data.py", "collection": "pages/collection.py", "refusal": "pages/refusal.py", "recovery": "pages/recovery.py", "utility": "pages/sensitivity.py",
                  "fronts": "pages/fronts.py", "defenses": "pages/defenses.py", "quasileak": "pages/quasileak.py"}
 
 

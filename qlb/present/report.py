@@ -149,11 +149,13 @@ def _one_interval(frame: pd.DataFrame, low: str, high: str, scale: float = 100.0
 
 def headline(d: RunData) -> list[tuple[str, str]]:
     """Headline findings as (topic, sentence), computed from the run; the topic names the page
-    behind the finding (refusal, recovery, utility, fronts, defenses, quasileak)."""
+    behind the finding (answers, or collection for collected answers; refusal, recovery, utility, fronts, defenses,
+    quasileak)."""
     out: list[tuple[str, str]] = []
     answered = answers_finding(d.answers, d.data_changed)
-    if answered is not None:
-        out.append(("answers", answered))
+    if answered is not None:          # collected answers: the Collection page says more about them than the Data page
+        collected = "transport" in d.answers and d.answers["transport"].notna().any()
+        out.append(("collection" if collected else "answers", answered))
     ref = d.refusal[d.refusal["domain"] == "all"] if not d.refusal.empty else d.refusal
     if not ref.empty:
         rec = ref["overall_recovery"].dropna()
