@@ -15,6 +15,7 @@ from dashboard.routing import page_entry
 from dashboard.widgets import (audit_page_start, chart, current_dataset, finding, md_text, own_dataset, stat_row,
                                table, warehouse_args)
 from qlb.collect.transports import TARGET_RAISED, stop_causes
+from qlb.present.answers import collection_summary
 
 INTRO = (
     "`qlb collect` asks a model about every world of the dataset, once, and stores each answer through "
@@ -309,13 +310,7 @@ def render() -> None:
     totals = da.collection_totals(path, dataset)
     median = da.collection_median_latency(path, dataset)
     replaced = len(da.response_history(path, dataset))
-    parts = [f"{int(t['stored']):,} {t['probe']} answers from {t['model']} ({int(t['valid']):,} valid, "
-             f"{int(t['invalid']):,} invalid, {int(t['unavailable']):,} unavailable)" for _, t in totals.iterrows()]
-    stopped = int(totals["stopped_runs"].sum())
-    finding(f"{len(runs):,} collection run{'s' if len(runs) != 1 else ''} for this dataset: " + "; ".join(parts)
-            + (f", median latency {_ms(median)}" if median is not None else "")
-            + (f"; {stopped:,} stopped early" if stopped else "")
-            + (f"; {replaced:,} earlier answers replaced" if replaced else "") + ".")
+    finding(collection_summary(len(runs), totals, _ms(median) if median is not None else None, replaced))
 
     st.subheader("Collection runs")
     table(runs_table(runs), "collections",

@@ -174,3 +174,34 @@ def answers_finding(answers: pd.DataFrame, changed: bool = False) -> str | None:
     """The headline finding on the answers: ``answers_sentence``, then ``missing_fields_sentence`` capitalised."""
     parts = [p for p in (answers_sentence(answers, changed), missing_fields_sentence(answers)) if p]
     return " ".join(p[0].upper() + p[1:] for p in parts) or None
+
+
+PER_MODEL_PARTS = 3        # a collection summary names each (model, probe) up to this many, then sums per probe
+
+
+def collection_summary(runs: int, totals: pd.DataFrame, latency: str | None = None, replaced: int = 0) -> str:
+    """The Collection page's finding: how many ``qlb collect`` runs, the answers they stored per model and
+    probe (``collection_totals``) with their outcomes, or, beyond ``PER_MODEL_PARTS`` of them, per probe
+    over the models; then the median ``latency`` (as shown), the runs that stopped early and the answers
+    replaced."""
+    def counts(t) -> str:
+        return f"{int(t['valid']):,} valid, {int(t['invalid']):,} invalid, {int(t['unavailable']):,} unavailable"
+
+    def answers(n: int, probe: str) -> str:
+        return f"{n:,} {probe} answer{'' if n == 1 else 's'}"
+
+    if len(totals) <= PER_MODEL_PARTS:
+        parts = [f"{answers(int(t['stored']), t['probe'])} from {t['model']} ({counts(t)})"
+                 for _, t in totals.iterrows()]
+    else:
+        per_probe = totals.groupby("probe", sort=True).agg(
+            stored=("stored", "sum"), valid=("valid", "sum"), invalid=("invalid", "sum"),
+            unavailable=("unavailable", "sum"), models=("model", "nunique"))
+        parts = [f"{answers(int(t['stored']), probe)} from {count_of(int(t['models']))} ({counts(t)})"
+                 for probe, t in per_probe.iterrows()]
+    stopped = int(totals["stopped_runs"].sum()) if "stopped_runs" in totals else 0
+    text = (f"{runs:,} collection run{'' if runs == 1 else 's'} for this dataset: " + "; ".join(parts)
+            + (f", median latency {latency}" if latency else "")
+            + (f"; {stopped:,} stopped early" if stopped else "")
+            + (f"; {replaced:,} earlier answer{'' if replaced == 1 else 's'} replaced" if replaced else "") + ".")
+    return text + (" Each model's runs are in the table below." if len(totals) > PER_MODEL_PARTS else "")

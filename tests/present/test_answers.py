@@ -87,3 +87,19 @@ def test_models_whose_answers_never_carry_a_field_are_named_with_what_that_does_
                                                "the 3 models. No valid answer of letters or nolp carries a "
                                                "confidence, so for them")
     assert missing_fields_sentence(answers[answers["model"] == "full"]) is None
+
+
+def test_the_collection_summary_names_a_few_models_and_sums_many_per_probe():
+    from qlb.present.answers import collection_summary
+    one = pd.DataFrame([{"probe": "native", "model": "m1", "stored": 1, "valid": 0, "invalid": 0, "unavailable": 1,
+                         "stopped_runs": 0}])
+    assert collection_summary(1, one, "44 ms", 1) == ("1 collection run for this dataset: 1 native answer from m1 "
+                                                      "(0 valid, 0 invalid, 1 unavailable), median latency 44 ms; 1 "
+                                                      "earlier answer replaced.")
+    many = pd.DataFrame([{"probe": p, "model": f"m{i}", "stored": 10, "valid": 8, "invalid": 1, "unavailable": 1,
+                          "stopped_runs": i % 2} for i in range(5) for p in ("native", "refusal") if p == "native"
+                         or i < 2])
+    assert collection_summary(9, many) == (
+        "9 collection runs for this dataset: 50 native answers from 5 models (40 valid, 5 invalid, 5 unavailable); "
+        "20 refusal answers from 2 models (16 valid, 2 invalid, 2 unavailable); 3 stopped early. Each model's runs "
+        "are in the table below.")
