@@ -436,7 +436,7 @@ def _own_worlds_next_steps(worlds_file: Path, ontology: Path, warehouse: str) ->
     """Where `qlb demo --ontology` wrote the simulated worlds of the user's task, and the commands
     that load them into a dataset of the user's own and collect a real model's answers on them."""
     def command(*words: str) -> str:
-        return "  " + shlex.join(["qlb", *words]).replace("'NAME'", "NAME")
+        return "  " + shlex.join(["qlb", *words])
     return [f"SIMULATED worlds for your task: {worlds_file}",
             "to collect your own model's answers on them, load them into a dataset of your own (NAME), the "
             "ontology first:",

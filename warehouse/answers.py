@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any, Callable, Sequence
 
 import duckdb
@@ -25,14 +25,11 @@ from qlb.records.schemas import NativeResponse, RefusalResponse
 from warehouse import queries
 from warehouse.db import transaction
 from warehouse.ingest import RecordRejected, insert_rows, make_validator, validate_record
+from warehouse.results import now
 
 COLLECTED = "collect:"       # an ingest of collected answers is filed under "collect:<collection id>"
 
 KIND_OF_PROBE = {"native": "responses", "refusal": "refusal"}
-
-
-def _now() -> datetime:
-    return datetime.now(timezone.utc).replace(tzinfo=None)
 
 
 @dataclass(frozen=True)
@@ -61,7 +58,7 @@ class Call:
     raw_answer: str
     outcome: str            # valid | invalid | unavailable | stop
     reason: str | None
-    called_at: datetime = field(default_factory=_now)     # when the attempt was made (UTC)
+    called_at: datetime = field(default_factory=now)     # when the attempt was made (UTC)
 
 
 @dataclass
@@ -137,7 +134,7 @@ class AnswerStore:
         self.counts = Counts()
         self.reasons = Reasons(kind=reason_kind)
         self.line_no = 0
-        started = _now()
+        started = now()
         with transaction(con):
             self.ingest_id = int(queries.fetch_df(con, "next_ingest_id", [])["next_id"][0])
             queries.execute(con, "insert_ingest", [self.ingest_id, info.dataset_id, self.kind,
@@ -198,22 +195,22 @@ class AnswerStore:
                 self.reasons.add(final, why or "no reason given", a.world_id)
         batch.stored = len(accepted)
         calls = [c for a in answers for c in a.calls]
-        now = _now()
+        stamp = now()
         with transaction(self.con):
             if replace and accepted:
                 ids = [obj.world_id for _, obj in accepted]
                 queries.execute(self.con, f"collect_history_{self.info.probe}",
-                                [now, self.collection_id, self.info.dataset_id, self.info.model, ids])
+                                [stamp, self.collection_id, self.info.dataset_id, self.info.model, ids])
                 queries.execute(self.con, f"collect_delete_{self.info.probe}",
                                 [self.info.dataset_id, self.info.model, ids])
             self.validator.write(self.con, accepted, self.ingest_id)
             self._archive(calls)
             queries.execute(self.con, "collect_update_collection",
-                            [batch.asked, batch.stored, batch.valid, batch.invalid, batch.unavailable, now, stopped,
+                            [batch.asked, batch.stored, batch.valid, batch.invalid, batch.unavailable, stamp, stopped,
                              self.collection_id])
             queries.execute(self.con, "collect_update_ingest",
                             [self._sha(self.counts.stored + batch.stored), batch.stored, batch.stored, batch.invalid,
-                             now, self.ingest_id])
+                             stamp, self.ingest_id])
         self.counts.add(batch)
         return batch
 
@@ -222,7 +219,7 @@ class AnswerStore:
         stop reason."""
         with transaction(self.con):
             self._archive(list(calls))
-            queries.execute(self.con, "collect_update_collection", [0, 0, 0, 0, 0, _now(), stopped,
+            queries.execute(self.con, "collect_update_collection", [0, 0, 0, 0, 0, now(), stopped,
                                                                      self.collection_id])
 
     def _archive(self, calls: list[Call]) -> None:

@@ -16,7 +16,7 @@ import json
 
 import pandas as pd
 
-from qlb.present.names import count_of, how_many, pct_interval, utc_minute
+from qlb.present.names import count_of, how_many, listing, pct_interval, utc_minute
 
 PROBE_NAMES = {"native": "decision", "refusal": "refusal probe"}
 ANSWER_MODES = {"json": "JSON answers", "letters": "letter answers with log-probabilities"}
@@ -147,8 +147,8 @@ def missing_fields_sentence(answers: pd.DataFrame) -> str | None:
                                                                              "choice does")):
         none = sorted(per.index[per[column] == 0])
         if none:
-            who = none[0] if len(none) == 1 else f"{', '.join(none[:-1])} or {none[-1]}"
-            said.append(f"no valid answer of {who} carries {what}, so for {'it' if len(none) == 1 else 'them'} {view}")
+            said.append(f"no valid answer of {listing(none, 'or')} carries {what}, so for "
+                        f"{'it' if len(none) == 1 else 'them'} {view}")
     return ("; ".join(said) + ".") if said else None
 
 
@@ -160,7 +160,7 @@ def status_sentence(pooled: pd.DataFrame) -> str | None:
     leak = none[none["ci_low"] > 0.5]
     if leak.empty:
         return None
-    ordered = leak.sort_values(["accuracy", "model"])
+    ordered = leak.sort_values(["accuracy", "model"])      # each end named even alone: 1 of 2 models, which one
     cells = [f"{pct_interval(r['accuracy'], r['ci_low'], r['ci_high'])} ({r['model']})"
              for r in (ordered.iloc[0], ordered.iloc[-1])]
     shown = cells[0] if len(ordered) == 1 else f"{cells[0]} to {cells[1]}"

@@ -392,9 +392,9 @@ def under(profile: str) -> str:
             else f"Under the cost profile “{name('profile', profile)}”")
 
 
-def listing(items: list[str]) -> str:
-    """``a, b and c``."""
-    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
+def listing(items: list[str], word: str = "and") -> str:
+    """``a, b and c`` (``word``: "or" for ``a, b or c``)."""
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} {word} {items[-1]}"
 
 
 # audit names as stored in a run's parameters -> as a reader knows them, in the pages' order
