@@ -14,8 +14,11 @@ DuckDB refuses a read-write and a read-only handle on one file in the same proce
 """
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import shutil
+import tempfile
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -137,6 +140,15 @@ def release_readers() -> None:
 def datasets(path: str) -> pd.DataFrame:
     """Every dataset with its counts of worlds, models, responses, documents and prediction lines, oldest first."""
     return query(path, "datasets")
+
+
+def upload_folder() -> Path:
+    """A fresh private folder (mode 0700, this user's) for this server's uploads, removed with
+    everything in it when the process exits: uploaded answers are copied into the warehouse at
+    ingest and never stay behind in the temporary directory."""
+    folder = Path(tempfile.mkdtemp(prefix="qlb_uploads_"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return folder
 
 
 def validate_upload(path: str, kind: str, file_path: str, dataset: str, model: str | None,

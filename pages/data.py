@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import tempfile
 from pathlib import Path
 
 import pandas as pd
@@ -48,9 +47,9 @@ KIND_NAMES = {"worlds": "worlds", "responses": "native responses", "refusal": "r
 
 @st.cache_resource
 def _upload_folder() -> Path:
-    """This server's own upload folder: created fresh and private (mode 0700, this user's), never a
-    shared fixed path another user could have made first and write into."""
-    return Path(tempfile.mkdtemp(prefix="qlb_uploads_"))
+    """This server's own upload folder: created fresh and private, never a shared fixed path another
+    user could have made first and write into; removed when the server stops."""
+    return da.upload_folder()
 
 
 def _save_upload(upload) -> tuple[str, str]:

@@ -9,8 +9,11 @@ import csv
 import dataclasses
 import io
 import json
+import os
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -322,3 +325,17 @@ def test_static_tables_only_for_plain_text():
                                                 "WCPQ: plan", "sim-alder", "2026-01-01 12:00:00", "✓ yes"))
     assert all(reads_as_markup(v) for v in (*PAYLOADS, "<http://x>", "[a](b)", "www.x.org", "_a_", "- a",
                                             ":red[x]", "a\nb", "$x$"))
+
+
+def test_upload_folder_is_private_and_removed_when_the_server_stops(tmp_path):
+    """Uploaded answers are copied into the warehouse at ingest; their temporary copies live in a
+    folder only this user can read, and the folder goes when the process exits (it had stayed in
+    /tmp after every server)."""
+    code = ("from dashboard.data_access import upload_folder; f = upload_folder(); "
+            "(f / 'answers.jsonl').write_text('{}'); import stat; "
+            "print(f, oct(stat.S_IMODE(f.stat().st_mode)))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True,
+                         env={**os.environ, "TMPDIR": str(tmp_path)})
+    folder, mode = out.stdout.split()
+    assert Path(folder).parent == tmp_path and mode == "0o700"
+    assert not Path(folder).exists()
