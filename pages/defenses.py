@@ -287,7 +287,7 @@ def learned_section(info: pd.DataFrame, res: pd.DataFrame, costs: pd.DataFrame, 
           f"Run {md_text(run_id)}.")
     table(table15(points), "learned_wcpq_table15",
           "Paper Table 15: secret recovery on the test worlds [95% pair-clustered intervals] under WCPQ strict and "
-          "the learned variants (budget in review costs; with or without the loss that pushes a pair's two worlds "
+          "the learned variants, for each model (budget in review costs; with or without the loss that pushes a pair's two worlds "
           f"to the same codeword). Run {md_text(run_id)}.")
     with st.expander("How each learned variant was chosen and verified"):
         table(verification_table(info), "learned_wcpq_verification",

@@ -572,7 +572,8 @@ def render_report(d: RunData) -> str:
             fig(figures.learned_figure(points, colours),
                 "Secret recovery (95% intervals) against the frozen recipients' mean authored cost, for WCPQ strict "
                 "and each learned variant (label: the budget, in review costs).")
-            parts.append(_table(table15(points), {c: "figure" for c in table15(points).columns if c != "model"}))
+            table = table15(points)
+            parts.append(_table(table, {c: "figure" for c in table.columns[1:]}))
     if not d.ql.empty:
         parts.append("<h2>QuasiLeak detectors</h2>")
         allm = d.ql[d.ql["slice_kind"] == "all"].pivot_table(index="detector", columns="metric", values="value")

@@ -39,8 +39,14 @@ def test_points_table_and_sentence_from_the_rows():
     assert list(pts["defense"]) == ["wcpq", "wcpq learned 0 no pair", "wcpq learned 0.5 paired"]
     assert np.isclose(pts.loc[2, "cost_change"], 0.1) and np.isclose(pts.loc[2, "mean_cost"], 0.3)
     t = table15(pts)
-    assert list(t.columns) == ["model", "WCPQ strict", "budget 0 · no pair loss", "budget 0.5 · pair loss"]
-    assert t.iloc[0]["budget 0.5 · pair loss"] == "51.0% [47.0, 55.0]"
+    assert list(t.columns) == ["mapper", "m"]
+    assert list(t["mapper"]) == ["WCPQ strict", "budget 0 · no pair loss", "budget 0.5 · pair loss"]
+    assert t.set_index("mapper").loc["budget 0.5 · pair loss", "m"] == "51.0% [47.0, 55.0]"
+    two = table15(pd.concat([pts, pts[pts["kind"] == "strict"].assign(model="a")]))
+    assert list(two.columns) == ["mapper", "a", "m"] and list(two["a"]) == ["55.0% [50.0, 60.0]", "—", "—"]
+    many = table15(pd.concat([pts.assign(model=m) for m in "abcd"]))           # more models than mappers
+    assert list(many.columns) == ["model", *t["mapper"]] and list(many["model"]) == list("abcd")
+    assert many.iloc[3]["budget 0.5 · pair loss"] == "51.0% [47.0, 55.0]"
     text = learned_sentence(pts, INFO)
     assert "secret recovery is 51.0% to 53.0% (WCPQ strict: 55.0%)" in text
     assert "At budget 0, the frozen recipients pay what they pay on the native release." in text
