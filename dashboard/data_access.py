@@ -376,6 +376,14 @@ def run_data(path: str, dataset: str):
             return None
 
 
+def headline_run(path: str, dataset: str) -> str | None:
+    """The run the Overview's findings and the report show by default: the dataset's newest most
+    complete audit run (None: no run)."""
+    from qlb.runs.report import default_run
+    best = default_run(all_runs(path, dataset))
+    return None if best is None else str(best["run_id"])
+
+
 @st.cache_data(ttl=600, max_entries=8, show_spinner=False)
 def report_html(path: str, dataset: str, run_id: str | None = None) -> str:
     """The self-contained HTML report of a run (default: the dataset's newest most complete)."""

@@ -160,9 +160,10 @@ def profile_help(profiles: list[str], descriptions: dict[str, str]) -> str:
         f"- **{md_text(name('profile', p))}**: {md_text(descriptions.get(p, ''))}" for p in profiles)
 
 
-def pick_run(runs: pd.DataFrame, key: str, empty: str) -> str | None:
-    """The run selector of an audit page (newest first), or None with ``empty`` shown as a hint
-    when the dataset has no such run yet (or, while a background audit runs, what it waits for)."""
+def pick_run(runs: pd.DataFrame, key: str, empty: str, headline: str | None = None) -> str | None:
+    """The run selector of an audit page (newest first; ``run_select``), or None with ``empty``
+    shown as a hint when the dataset has no such run yet (or, while a background audit runs, what
+    it waits for)."""
     if runs.empty:
         building = st.session_state.get("background_audit")
         if building is not None:
@@ -172,18 +173,42 @@ def pick_run(runs: pd.DataFrame, key: str, empty: str) -> str | None:
         else:
             st.info(empty)
         return None
-    return run_select(st, runs, key)
+    return run_select(st, runs, key, headline=headline)
 
 
 RUN_HELP = ("Newest first: when the run started (UTC) · its audits · its models when restricted · "
-            "the end of its run id.")
+            "the end of its run id. The page opens on the run the Overview and the report show, when it "
+            "holds this page's results.")
 
 
-def run_select(where: Any, runs: pd.DataFrame, key: str, label: str = "Run") -> str:
+def run_select(where: Any, runs: pd.DataFrame, key: str, label: str = "Run", headline: str | None = None) -> str:
     """A run picker in ``where`` (``st`` or a column) over ``runs`` (``run_id``, ``started_at``,
-    ``parameters``; newest first), each run shown by ``run_label``; the chosen run id."""
+    ``parameters``; newest first), each run shown by ``run_label``; the chosen run id.
+
+    ``headline`` is the run the Overview and the report show (``data_access.headline_run``): the
+    picker opens on it when it is among ``runs``, so that the pages and the Overview tell the same
+    numbers, and says so under the picker when another run is shown. A link with ``?run=<run id>``
+    (the Overview's Details links) opens the page on that run."""
     labels = {r.run_id: run_label(r.run_id, r.started_at, r.parameters) for r in runs.itertuples()}
-    return where.selectbox(label, list(labels), key=key, format_func=labels.__getitem__, help=RUN_HELP)
+    ids = list(labels)
+    linked = st.query_params.get("run")
+    if linked in labels and (key not in st.session_state or st.session_state.get(f"{key}_linked") != linked):
+        st.session_state[key] = linked                     # each new link picks its run once; then the reader does
+    st.session_state[f"{key}_linked"] = linked
+    fresh = key not in st.session_state or st.session_state[key] not in labels
+    index = ids.index(headline) if fresh and headline in labels else 0
+    run_id = where.selectbox(label, ids, index=index, key=key, format_func=labels.__getitem__, help=RUN_HELP)
+    if headline is not None and run_id != headline:
+        where.caption(headline_note(headline, headline in labels))
+    return run_id
+
+
+def headline_note(headline: str, here: bool) -> str:
+    """Under a run picker showing another run than the Overview's: which run that is, and whether
+    this page can show it."""
+    short = f"run-…{headline[-6:]}"
+    return (f"The Overview and the report show {short}; pick it to read the same numbers." if here else
+            f"The Overview and the report show {short}, which holds no results for this page.")
 
 
 # Every ASCII punctuation character (CommonMark lets a backslash escape each of them) but the

@@ -48,7 +48,7 @@ def render() -> None:
     if start is None:
         return
     path, dataset = start
-    run_id = pick_run(da.defense_runs(path, dataset), "defenses_run",
+    run_id = pick_run(da.defense_runs(path, dataset), "defenses_run", headline=da.headline_run(path, dataset), empty=
                       "No defense audit in this dataset yet: run `qlb audit --jobs 2` (it needs the decoding and "
                       "the utility audits, which it runs too).")
     if run_id is None:
@@ -223,8 +223,8 @@ def recovery_section(path: str, dataset: str, run_id: str, res: pd.DataFrame, ma
     tip = ("Recovery under the defense minus recovery under the native control, in percentage points, with the "
            "paired 95% interval.")
     table(out.drop(columns="n") if len(sizes) == 1 else out, "defense_table3",
-          f"Paper Table 3: recovery per defense and the paired difference against the native control on the same "
-          f"test worlds and resamples (negative: the defense lowers recovery)"
+          "Paper Table 3: recovery per defense and the paired difference against the native control on the same "
+          "test worlds and resamples (negative: the defense lowers recovery)"
           + (f", {int(sizes[0]):,} test worlds each" if len(sizes) == 1 else "") + f". Run {md_text(run_id)}.",
           column_config={"vs native [95% CI]": st.column_config.TextColumn("vs native [95% CI]", help=tip)})
     seeds = res[res["defense"].str.startswith("noise seed") & res["model"].isin(shown)]

@@ -92,6 +92,7 @@ def response_outcome_figure(models: pd.DataFrame) -> tuple[go.Figure, pd.DataFra
 
 FINDING_PAGES = {"answers": "pages/data.py", "collection": "pages/collection.py", "refusal": "pages/refusal.py", "recovery": "pages/recovery.py", "utility": "pages/sensitivity.py",
                  "fronts": "pages/fronts.py", "defenses": "pages/defenses.py", "quasileak": "pages/quasileak.py"}
+RUN_PAGES = {"refusal", "recovery", "utility", "fronts", "defenses", "quasileak"}   # their Details open on the run
 
 
 def headline_findings(path: str, dataset: str) -> None:
@@ -105,7 +106,8 @@ def headline_findings(path: str, dataset: str) -> None:
     for topic, sentence in headline(d):
         left, right = st.columns([4, 1], vertical_alignment="center")     # "Details" whole at 1,024 px
         left.markdown(f"- {md_text(sentence)}")
-        right.page_link(FINDING_PAGES[topic], label="Details", icon=":material/arrow_forward:")
+        right.page_link(FINDING_PAGES[topic], label="Details", icon=":material/arrow_forward:",
+                        query_params={"run": str(d.run["run_id"])} if topic in RUN_PAGES else None)
     checks = paper_checks(d) if d.tuple_task else []
     against = comparison_sentence(checks)
     if against:

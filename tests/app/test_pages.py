@@ -363,12 +363,33 @@ def test_refusal_recompute_now_stores_a_quick_new_run(demo_warehouse, tmp_path, 
         # by when it started, its audits and the end of its id (the value stays the run id)
         assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d UTC · refusal, QuasiLeak · run-…(\w{6})", after[0])
         assert after[0].endswith(picked.value[-6:])
+        new_run = picked.value
+        assert "The Overview and the report show run-…" in " ".join(c.value for c in at.caption)
     con = duckdb.connect(str(wh), read_only=True)
     try:   # the page's recompute never starts the minutes-long decoding audit
         params = con.execute("SELECT parameters FROM runs ORDER BY started_at DESC LIMIT 1").fetchone()[0]
     finally:
         con.close()
     assert '"decoding"' not in params
+    # opened afresh, the page shows the run the Overview and the report show (the most complete), not the
+    # newest: the pages and the Overview tell the same numbers
+    with opened(wh, "pages/overview.py", monkeypatch) as at:
+        links = {el.proto.page: el.proto.query_string for el in at.get("page_link") if el.proto.label == "Details"}
+        full = links["refusal"].removeprefix("run=")
+        assert full != new_run and links.get("data") == ""          # the Data page has no run to open on
+        con = duckdb.connect(str(wh), read_only=True)
+        try:
+            kinds = dict(con.execute("SELECT run_id, count(DISTINCT kind) FROM (SELECT run_id, 'refusal' AS kind FROM "
+                                     "refusal_results UNION ALL SELECT run_id, 'utility' FROM utility_results UNION ALL "
+                                     "SELECT run_id, 'ql' FROM ql_scores) GROUP BY run_id").fetchall())
+        finally:
+            con.close()
+        assert kinds[full] > kinds[new_run]                         # the most complete run, not the newest
+    with opened(wh, "pages/refusal.py", monkeypatch) as at:
+        assert at.selectbox(key="refusal_run").value == full
+        assert not any("The Overview and the report show" in c.value for c in at.caption)
+    with opened(wh, "pages/refusal.py", monkeypatch, query={"run": new_run}) as at:   # a link picks its run
+        assert at.selectbox(key="refusal_run").value == new_run
 
 
 def test_sensitivity_page_and_whatif(app):
