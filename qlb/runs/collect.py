@@ -21,9 +21,11 @@ import logging
 import os
 import queue
 import re
+import signal
 import threading
 import time
 import uuid
+from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
 from datetime import datetime, timezone
 from typing import Any, Callable, Iterator, Sequence
@@ -64,6 +66,28 @@ class Interrupted(KeyboardInterrupt):
 
 def _interrupted(exc: KeyboardInterrupt) -> str:
     return getattr(exc, "reason", None) or INTERRUPTED
+
+
+@contextmanager
+def _uninterrupted() -> Iterator[None]:
+    """A warehouse write that Ctrl+C or SIGTERM cannot cut: the signals that arrive meanwhile are
+    held and raised again when the write is done. DuckDB turns a KeyboardInterrupt that lands while
+    it reads a batch into its own error ("Query interrupted"), which had ended a collection with
+    exit 1, no resume line and its row looking finished. Signal handlers belong to the main thread:
+    elsewhere the block runs as it is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held: list[int] = []
+    previous = {sig: signal.signal(sig, lambda signum, frame: held.append(signum))
+                for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
+        for sig in dict.fromkeys(held):
+            signal.raise_signal(sig)          # the handler the command installed acts on it now
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -331,7 +355,8 @@ class _Collection:
         collection_id = f"col-{datetime.now(timezone.utc):%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
         info = CollectionInfo(opts.dataset_id, opts.model, opts.probe, opts.transport, opts.endpoint,
                               opts.endpoint_model, opts.settings(), opts.instruction_version)
-        self.store = AnswerStore(con, info, collection_id, self.result.skipped_existing, reason_kind)
+        with _uninterrupted():
+            self.store = AnswerStore(con, info, collection_id, self.result.skipped_existing, reason_kind)
         self.result.collection_id = collection_id
         ontology = dataset_ontology(con, opts.dataset_id)
         endpoint_model = opts.endpoint_model or opts.model
@@ -363,8 +388,9 @@ class _Collection:
             if last.outcome == "answer" and last.no_logprobs:
                 self.result.no_logprobs += 1
         if self.batch and (len(self.batch) >= BATCH_SIZE or time.monotonic() - self.last_flush >= FLUSH_SECONDS):
-            self.store.store(self.batch, self.opts.replace_invalid)
-            self.batch, self.last_flush = [], time.monotonic()
+            with _uninterrupted():
+                self.store.store(self.batch, self.opts.replace_invalid)
+                self.batch, self.last_flush = [], time.monotonic()
             return True
         return False
 
@@ -375,14 +401,15 @@ class _Collection:
             left = len(self.items) - self.received
             result.stopped = (f"{left} of {len(self.items)} worlds {'was' if left == 1 else 'were'} not asked "
                               "(the dispatching processes ended early)")
-        if self.batch:
-            store.store(self.batch, self.opts.replace_invalid, result.stopped)
-            self.batch = []
-        if self.stop_calls or result.stopped:
-            store.archive_only(self.stop_calls, result.stopped)
-        for k in ("asked", "stored", "valid", "invalid", "unavailable"):
-            setattr(result, k, getattr(store.counts, k))
-        result.reasons = store.reasons.most_frequent()
+        with _uninterrupted():
+            if self.batch:
+                store.store(self.batch, self.opts.replace_invalid, result.stopped)
+                self.batch = []
+            if self.stop_calls or result.stopped:
+                store.archive_only(self.stop_calls, result.stopped)
+            for k in ("asked", "stored", "valid", "invalid", "unavailable"):
+                setattr(result, k, getattr(store.counts, k))
+            result.reasons = store.reasons.most_frequent()
         log.info("collection %s: %d stored (%d valid, %d invalid, %d unavailable)%s", result.collection_id,
                  result.stored, result.valid, result.invalid, result.unavailable,
                  f"; stopped: {result.stopped}" if result.stopped else "")

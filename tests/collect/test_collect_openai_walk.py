@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 
+import duckdb
 import psutil
 import pytest
 
@@ -363,3 +364,36 @@ def test_a_sigterm_between_opening_and_dispatching_records_why(wh, monkeypatch, 
     assert "resume with: qlb collect native --model m1" in err
     assert rows(wh, "SELECT model, stopped, finished_at IS NOT NULL, stored FROM collections") == [
         ("m1", "terminated (SIGTERM)", True, 0)]
+
+
+@pytest.mark.parametrize("sig, reason", [(signal.SIGINT, "interrupted (Ctrl+C)"), (signal.SIGTERM, "terminated (SIGTERM)")])
+def test_a_signal_while_a_batch_is_written_stops_cleanly(wh, monkeypatch, capsys, sig, reason):  # noqa: F811
+    """Ctrl+C or SIGTERM landing while DuckDB writes a batch: DuckDB turns the KeyboardInterrupt into its own
+    error ("Query interrupted"), which had ended the command with exit 1, no resume line and a row that looked
+    finished. The write is now held whole; the stop comes after it: exit 4, the reason recorded, every answer
+    that arrived stored, and the same command resumes."""
+    from warehouse.answers import AnswerStore
+    original = AnswerStore.store
+    fired = []
+
+    def store(self, *args, **kwargs):
+        if not fired:                                    # the signal lands inside the first batch's write ...
+            fired.append(sig)
+            try:
+                signal.raise_signal(sig)
+            except KeyboardInterrupt:                    # ... and DuckDB makes its own error of it
+                raise duckdb.InterruptException("Query interrupted") from None
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(AnswerStore, "store", store)
+    monkeypatch.setattr("qlb.runs.collect.BATCH_SIZE", 2)
+    with StubServer(lambda p, b, h, n: typed(b)) as stub:
+        assert collect(wh, "native", "--model", "m1", "--transport", "typed", "--base-url", stub.url) == 4
+    err = capsys.readouterr().err
+    assert "resume with: qlb collect native --model m1" in err and "Query interrupted" not in err
+    [(stopped, finished, n)] = rows(wh, "SELECT stopped, finished_at IS NOT NULL, stored FROM collections")
+    assert (stopped, finished) == (reason, True) and n >= 2
+    assert len(stored(wh)) == n                                              # the held batch was written whole
+    with StubServer(lambda p, b, h, n: typed(b)) as stub:                    # the same command resumes
+        assert collect(wh, "native", "--model", "m1", "--transport", "typed", "--base-url", stub.url) == 0
+    assert len(stored(wh)) == len(world_ids())
