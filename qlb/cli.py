@@ -1385,9 +1385,12 @@ class _UsageError(Exception):
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one `qlb` command; the exit code (0 ok, 2 bad usage, 3 rejected input lines, 1 other failure)."""
-    parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
-    args = parser.parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except KeyboardInterrupt:            # Ctrl+C in the second or two the commands take to load: no traceback
+        print("qlb: interrupted", file=sys.stderr)
+        return EXIT_FAILURE
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     from warehouse.db import WarehouseError

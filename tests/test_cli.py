@@ -408,3 +408,15 @@ def test_ingest_ontology_counts_in_singular_and_plural(tmp_path, capsys):
     onto.write_text(as_text(three_by_three()))
     assert main(["ingest", "ontology", str(onto), "--dataset", "own", "--warehouse", str(tmp_path / "w.duckdb")]) == 0
     assert "(1 domain, 3 classes, 9 mechanisms) -> dataset 'own'" in capsys.readouterr().out
+
+
+def test_ctrl_c_while_the_commands_load_is_one_line(monkeypatch, capsys):
+    """Ctrl+C in the second or two before a command runs (its parser loading) gives one line, no traceback."""
+    import qlb.cli as cli
+
+    def interrupted():
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "build_parser", interrupted)
+    assert cli.main(["audit"]) == 1
+    assert capsys.readouterr().err == "qlb: interrupted\n"
