@@ -432,8 +432,11 @@ def count_of(n: int, noun: str = "model") -> str:
 
 def how_many(k: int, n: int, noun: str = "model") -> str:
     """``k`` of ``n`` in words, for a finding: none of the 9 models, all 9 models, 3 of 9 models;
-    with one in all, the model or no model (an audit of one's own single model reads as such)."""
+    with one in all, the model or no model (an audit of one's own single model reads as such); with
+    two, both models or neither model."""
     if n == 1:
         return f"the {noun}" if k == 1 else f"no {noun}"
     many = f"{noun}s"
+    if n == 2 and k != 1:
+        return f"both {many}" if k == 2 else f"neither {noun}"
     return f"none of the {n} {many}" if k == 0 else f"all {n} {many}" if k == n else f"{k} of {n} {many}"

@@ -49,17 +49,22 @@ def both_correct_sentence(both: pd.DataFrame, overall: pd.DataFrame | None = Non
 def tracks_sentence(tracks: pd.DataFrame) -> str | None:
     """Paper I.6 in computed sentences: for how many models every main track (the selection, the best
     single configuration, the two equal-weight averages, the learned stack) recovers more than
-    50%, the lowest such result, and the per-family bests' range (mean over models). None without
+    50% (and for how many every track's 95% interval lies above 50%, when that differs), the
+    lowest such result, and the per-family bests' range (mean over models). None without
     tracks."""
     main = tracks[tracks["track"].isin(MAIN_TRACKS)]
     if main.empty:
         return None
     n = main["model"].nunique()
     every = int(main.groupby("model")["accuracy"].min().gt(0.5).sum())
+    clear = int(main.groupby("model")["ci_low"].min().gt(0.5).sum())
     low = main.sort_values(["accuracy", "model"]).iloc[0]
     names = ", ".join(TRACK_NAMES[t] for t in MAIN_TRACKS if t in set(main["track"]))
+    sure = ("" if clear == every else
+            f" (with its 95% interval above 50% for {how_many(clear, n)})" if clear else
+            " (no model with every 95% interval above 50%)")
     text = (f"On the same test worlds, every saved full-native attack track ({names}) recovers more than 50% for "
-            f"{how_many(every, n)}; the lowest is {_cell(low)} ({TRACK_NAMES[low['track']]}, {low['model']}).")
+            f"{how_many(every, n)}{sure}; the lowest is {_cell(low)} ({TRACK_NAMES[low['track']]}, {low['model']}).")
     families = tracks[tracks["track"].isin(DECODER_FAMILIES) & (tracks["track"] != "prior")]
     if not families.empty:
         mean = families.groupby("track")["accuracy"].mean().sort_values()

@@ -39,3 +39,10 @@ def test_a_run_is_labelled_by_its_start_audits_models_and_id_end():
              "families": ["prior", "logistic"]}
     assert run_label("run-x-0123456", "2026-01-02 03:04", every) == (
         "2026-01-02 03:04 UTC · every audit · 2 decoder families · run-…123456")
+
+
+def test_how_many_reads_as_words_for_one_and_two():
+    from qlb.present.names import how_many
+    assert [how_many(k, 1) for k in (0, 1)] == ["no model", "the model"]
+    assert [how_many(k, 2) for k in (0, 1, 2)] == ["neither model", "1 of 2 models", "both models"]
+    assert [how_many(k, 9) for k in (0, 4, 9)] == ["none of the 9 models", "4 of 9 models", "all 9 models"]

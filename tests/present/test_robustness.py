@@ -19,7 +19,7 @@ def test_both_correct_sentence_claims_only_what_the_intervals_show():
     assert clear == ("Within the test pairs whose coarse answers are correct in both worlds (90 to 100 of 144 pairs "
                      "per model), the frozen full-native attacker recovers the secret mechanism in 62.0% [56.0, 68.0] "
                      "(b) to 70.0% [64.0, 76.0] (a), against 66.0% to 73.0% on all test worlds; the 95% interval lies "
-                     "above 50% for all 2 models, so coarse errors alone do not explain the recovery.")
+                     "above 50% for both models, so coarse errors alone do not explain the recovery.")
     unclear = both_correct_sentence(_both([0.64, 0.48]))
     assert unclear.endswith("the 95% interval lies above 50% for 1 of 2 models.") and "coarse errors" not in unclear
     assert both_correct_sentence(_both([0.6, 0.5]).assign(accuracy=float("nan"))) is None
@@ -35,12 +35,16 @@ def _tracks(stack_b: float) -> pd.DataFrame:
 
 def test_tracks_sentence_counts_models_whose_every_main_track_beats_guessing():
     text = tracks_sentence(_tracks(0.66))
-    assert "recovers more than 50% for all 2 models; the lowest is 63.0% [58.0, 68.0] (average of all " \
+    assert "recovers more than 50% for both models; the lowest is 63.0% [58.0, 68.0] (average of all " \
            "configurations, b)." in text
     assert "averages 62.5% (best logistic regression) to 67.5% (best Gaussian templates)" in text
     assert "The base rate stays at exactly 50%" in text and "descriptive" in text
     assert "for 1 of 2 models; the lowest is 48.0% [43.0, 53.0] (learned stack, b)." in tracks_sentence(_tracks(0.48))
     assert tracks_sentence(_tracks(0.66).iloc[0:0]) is None
+    # a point above 50% whose interval is not: the sentence says how many are clear (it had claimed all)
+    unsure = _tracks(0.53).assign(ci_low=lambda f: f["accuracy"] - 0.07)
+    assert ("recovers more than 50% for both models (with its 95% interval above 50% for 1 of 2 models); the "
+            "lowest is 53.0% [46.0, 58.0] (learned stack, b).") in tracks_sentence(unsure)
 
 
 def test_tables_use_display_names_and_intervals():
