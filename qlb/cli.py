@@ -1222,7 +1222,8 @@ def _audit_workers(args: argparse.Namespace) -> Iterator[Any]:
 
 def _say_connected(workers: Any) -> None:
     """On stderr, once connected: the scheduler, its number of workers and its dashboard; a
-    warning when it has no worker yet (an adaptive cluster starts without: the audit waits)."""
+    warning when it has no worker yet (an adaptive cluster starts without: the audit waits), and
+    one naming the workers started without qlb's Dask settings (``slow_workers``)."""
     from tqdm import tqdm
 
     n = len(workers.client.scheduler_info(n_workers=-1)["workers"])
@@ -1231,6 +1232,13 @@ def _say_connected(workers: Any) -> None:
     if n == 0:
         tqdm.write(f"qlb audit: warning: the Dask scheduler at {workers.address} has no workers yet; the audit "
                    f"waits for them (start one with `dask worker {workers.address} --nthreads 1`)", file=sys.stderr)
+    if workers.slow:
+        from qlb.stats.parallel import worker_config_path
+        k = len(workers.slow)
+        tqdm.write(f"qlb audit: warning: {'all ' if k == n and k > 1 else ''}{k} of {n} workers run without qlb's "
+                   f"Dask settings (Dask's profiler on, or its MALLOC_TRIM_THRESHOLD_): the numbers are the same, "
+                   f"the fits about 25% slower; start the workers with DASK_CONFIG={worker_config_path()} "
+                   f"({', '.join(workers.slow[:2])}{' ...' if k > 2 else ''})", file=sys.stderr)
 
 
 AUDIT_STAGE_WORDS = {"refusal": "refusal and QuasiLeak", "decoding": "decoding", "utility": "utility and fronts",

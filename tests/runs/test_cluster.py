@@ -272,7 +272,7 @@ def test_qlb_audit_through_QLB_SCHEDULER_stores_the_numbers_of_a_local_run(clust
     assert main([*args, "--warehouse", str(there)]) == 0
     err = capsys.readouterr().err
     assert f"Dask scheduler {cluster.address} (2 workers); dashboard: http://127.0.0.1:" in err
-    assert "Traceback" not in err and "INFO" not in err
+    assert "Traceback" not in err and "INFO" not in err and "without qlb's Dask settings" not in err
     assert same_numbers(here, there)["utility_results"] > 0
     assert audit_runs(there) == 1
     # where a run was computed is no parameter of it: a local audit reuses the cluster's run
@@ -356,6 +356,35 @@ def assert_qlb_worker_settings(client) -> None:
 def test_a_real_clusters_workers_started_as_readme_says_run_with_qlbs_settings(cluster):
     cluster.ensure_workers(1)
     assert_qlb_worker_settings(cluster.client)
+    assert parallel.slow_workers(cluster.client) == []
+
+
+def test_workers_without_qlbs_settings_are_named_with_the_absolute_config_path(capsys):
+    """A worker started without DASK_CONFIG (or from another folder, where a relative DASK_CONFIG names no file,
+    which Dask ignores) runs with the profiler and Dask's MALLOC_TRIM_THRESHOLD_: the audit says so once
+    connected, with the settings file's absolute path."""
+    class Client:
+        def run(self, fn, on_error):
+            assert fn is parallel._speed_settings and on_error == "return"
+            return {"tcp://a:1": (False, None), "tcp://b:1": (True, None), "tcp://c:1": (False, "65536"),
+                    "tcp://d:1": RuntimeError("gone")}
+
+        def scheduler_info(self, n_workers=5):
+            return {"workers": dict.fromkeys("abcd"), "address": "tcp://s:8786"}
+
+    assert parallel.slow_workers(Client()) == ["tcp://b:1", "tcp://c:1"]
+    with dask.config.set({"distributed.worker.profile.enabled": True}):
+        assert parallel._speed_settings()[0] is True
+    path = Path(parallel.worker_config_path())
+    assert path.is_absolute() and path.read_text() == (ROOT / "qlb" / "data" / "dask-worker.yaml").read_text()
+    workers = Workers(client=Client())
+    workers.slow = ["tcp://b:1", "tcp://c:1"]
+    from qlb.cli import _say_connected
+    _say_connected(workers)
+    err = capsys.readouterr().err
+    assert (f"qlb audit: warning: 2 of 4 workers run without qlb's Dask settings (Dask's profiler on, or its "
+            f"MALLOC_TRIM_THRESHOLD_): the numbers are the same, the fits about 25% slower; start the workers with "
+            f"DASK_CONFIG={path} (tcp://b:1, tcp://c:1)") in err
 
 
 def test_local_n_starts_and_stops_a_local_cluster():
@@ -365,6 +394,7 @@ def test_local_n_starts_and_stops_a_local_cluster():
         assert len(workers.client.scheduler_info(n_workers=-1)["workers"]) == 1
         assert run_tasks(divmod, [(7, 2), (8, 3)], 2, workers) == [(3, 1), (2, 2)]
         assert_qlb_worker_settings(workers.client)
+        assert workers.slow == []
         assert dask.config.get("distributed.worker.profile.enabled") == here      # this process's: as it was
         assert os.getenv("MALLOC_TRIM_THRESHOLD_") is None                          # nor set here by the nanny
     assert workers.client.status == "closed"
