@@ -376,12 +376,26 @@ def run_data(path: str, dataset: str):
             return None
 
 
-def headline_run(path: str, dataset: str) -> str | None:
-    """The run the Overview's findings and the report show by default: the dataset's newest most
-    complete audit run (None: no run)."""
+@dataclass(frozen=True)
+class RunContext:
+    """What an audit page's run picker needs to know about the dataset's runs: the run the
+    Overview's findings and the report show by default (the newest most complete; None: no run),
+    and the runs whose dataset changed after them (their fingerprint is not today's)."""
+    headline: str | None
+    changed: frozenset[str]
+
+
+def run_context(path: str, dataset: str) -> RunContext:
     from qlb.runs.report import default_run
-    best = default_run(all_runs(path, dataset))
-    return None if best is None else str(best["run_id"])
+    from warehouse.results import dataset_fingerprint
+    runs = all_runs(path, dataset)
+    best = default_run(runs)
+    if runs.empty:
+        return RunContext(None, frozenset())
+    with _cursor(path) as cur:
+        now = dataset_fingerprint(cur, dataset)
+    return RunContext(None if best is None else str(best["run_id"]),
+                      frozenset(runs.loc[runs["dataset_fingerprint"] != now, "run_id"].astype(str)))
 
 
 @st.cache_data(ttl=600, max_entries=8, show_spinner=False)

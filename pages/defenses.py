@@ -48,7 +48,7 @@ def render() -> None:
     if start is None:
         return
     path, dataset = start
-    run_id = pick_run(da.defense_runs(path, dataset), "defenses_run", headline=da.headline_run(path, dataset), empty=
+    run_id = pick_run(da.defense_runs(path, dataset), "defenses_run", context=da.run_context(path, dataset), empty=
                       "No defense audit in this dataset yet: run `qlb audit --jobs 2` (it needs the decoding and "
                       "the utility audits, which it runs too).")
     if run_id is None:

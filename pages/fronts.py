@@ -44,7 +44,7 @@ def render() -> None:
                  "--jobs 2` (the decoding takes a few minutes for nine models)."
                  if not da.utility_runs(path, dataset).empty else
                  "No fronts yet: run `qlb audit --jobs 2` to compute the decoding and utility audits.")
-    run_id = pick_run(runs, "fronts_run", empty, headline=da.headline_run(path, dataset))
+    run_id = pick_run(runs, "fronts_run", empty, context=da.run_context(path, dataset))
     if run_id is None:
         return
     points = da.query(path, "front_points", (run_id,))

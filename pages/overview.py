@@ -15,6 +15,7 @@ from qlb.present.names import utc_minute
 from qlb.present.figures import plot_texts, recovery_figure
 from qlb.present.paper import checks_frame, comparison_sentence, paper_checks, tally
 from qlb.present.report import headline
+from qlb.present.scope import OPTIONS_NOTE, options, scope_sentence, stale_warning
 from qlb.records.ontology import SPLITS
 
 # the Models table: the counts first (narrow, all visible), the long description last; the names
@@ -103,11 +104,20 @@ def headline_findings(path: str, dataset: str) -> None:
     if d is None:
         st.info("No audit run of this dataset yet: run `qlb audit` (or wait for the background audit above).")
         return
+    if d.data_changed:
+        st.warning(md_text(stale_warning(str(d.run["run_id"]))), icon=":material/history:")
+    finding(scope_sentence(d), lead="Scope.")
     for topic, sentence in headline(d):
         left, right = st.columns([4, 1], vertical_alignment="center")     # "Details" whole at 1,024 px
         left.markdown(f"- {md_text(sentence)}")
         right.page_link(FINDING_PAGES[topic], label="Details", icon=":material/arrow_forward:",
                         query_params={"run": str(d.run["run_id"])} if topic in RUN_PAGES else None)
+    supported = options(d)
+    if supported:
+        st.subheader("What the numbers support")
+        st.caption(OPTIONS_NOTE)
+        for sentence in supported:
+            st.markdown(f"- {md_text(sentence)}")
     checks = paper_checks(d) if d.tuple_task else []
     against = comparison_sentence(checks)
     if against:

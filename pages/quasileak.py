@@ -151,7 +151,7 @@ def render() -> None:
                     "the command below, then press Recompute now.")
             st.code(run, language="bash", wrap_lines=True)
         return
-    run_id = run_select(c1, runs, "ql_run", headline=da.headline_run(path, dataset))
+    run_id = run_select(c1, runs, "ql_run", context=da.run_context(path, dataset))
     scores = da.query(path, "ql_scores", (run_id,))
     split = scores["split"].iloc[0]
 

@@ -195,7 +195,7 @@ def render() -> None:
     if start is None:
         return
     path, dataset = start
-    run_id = pick_run(da.decoding_runs(path, dataset), "recovery_run", headline=da.headline_run(path, dataset), empty=
+    run_id = pick_run(da.decoding_runs(path, dataset), "recovery_run", context=da.run_context(path, dataset), empty=
                       "No decoding audit in this dataset yet: run `qlb audit --jobs 2` (a few minutes for nine models).")
     if run_id is None:
         return

@@ -156,7 +156,7 @@ def run_panel(path: str, dataset: str) -> str | None:
         c1.info("No refusal audit in this dataset yet: press Recompute now, or run `qlb audit`. "
                 "(A dataset needs worlds and refusal responses.)")
         return None
-    return run_select(c1, runs[runs["run_id"].isin(with_refusal)], "refusal_run", headline=da.headline_run(path, dataset))
+    return run_select(c1, runs[runs["run_id"].isin(with_refusal)], "refusal_run", context=da.run_context(path, dataset))
 
 
 def render() -> None:

@@ -42,7 +42,7 @@ def render() -> None:
     if start is None:
         return
     path, dataset = start
-    run_id = pick_run(da.utility_runs(path, dataset), "sensitivity_run", headline=da.headline_run(path, dataset), empty=
+    run_id = pick_run(da.utility_runs(path, dataset), "sensitivity_run", context=da.run_context(path, dataset), empty=
                       "No utility audit in this dataset yet: run `qlb audit` (about a minute for nine models).")
     if run_id is None:
         return

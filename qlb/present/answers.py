@@ -170,6 +170,21 @@ def status_sentence(pooled: pd.DataFrame) -> str | None:
             f"worlds of a pair; read the other views against this figure, not against 50%.")
 
 
+LEADS_BELOW = 0.95            # a model with a valid decision answer for fewer worlds than this: the answers lead
+
+
+def answers_lead(answers: pd.DataFrame) -> bool:
+    """Whether the finding on the answers leads the headline findings: some model has a valid
+    decision answer for fewer than 95% of the dataset's worlds, or never gives a confidence or class
+    probabilities. Otherwise it is housekeeping, and comes after the findings on the leak."""
+    native = answers[answers["probe"] == "native"] if not answers.empty else answers
+    if native.empty:
+        return False
+    per = _totals(native, "native")
+    low = (per["valid"] < LEADS_BELOW * per["worlds"]).any()
+    return bool(low) or missing_fields_sentence(answers) is not None
+
+
 def answers_finding(answers: pd.DataFrame, changed: bool = False) -> str | None:
     """The headline finding on the answers: ``answers_sentence``, then ``missing_fields_sentence`` capitalised."""
     parts = [p for p in (answers_sentence(answers, changed), missing_fields_sentence(answers)) if p]

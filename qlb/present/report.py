@@ -20,7 +20,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 
 from qlb.present import figures
-from qlb.present.answers import answers_finding, answers_table, status_sentence
+from qlb.present.answers import answers_finding, answers_lead, answers_table, status_sentence
 from qlb.present.fronts import front_of, who_sentence
 from qlb.present.learned import learned_points, learned_sentence, table15
 from qlb.present.names import (QL_METRIC_NAMES, TASK_NAMES, VIEW_NAMES, count_of, how_many, listing, pct, pct_interval,
@@ -30,6 +30,7 @@ from qlb.present.palette import model_colours
 from qlb.present.robustness import (FAMILY_TRACKS, MAIN_TRACKS, both_correct_sentence, both_correct_table,
                                     tracks_sentence, tracks_table)
 from qlb.present.rundata import RunData
+from qlb.present.scope import OPTIONS_NOTE, options, scope_sentence, stale_warning
 from qlb.records.ontology import Ontology
 from qlb.tuple.refusal import rate_intervals
 from qlb.tuple.release_views import VIEWS
@@ -41,6 +42,7 @@ body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;max-width:
 padding:0 1rem;color:#1f2328;line-height:1.5}
 h1{margin-bottom:.2rem}h2{margin-top:2.2rem;border-bottom:1px solid #d0d7de;padding-bottom:.3rem}
 .sim{background:#fff4e5;border:1px solid #f0b35a;padding:.6rem 1rem;border-radius:6px;font-weight:600}
+.stale{background:#ffebe9;border:1px solid #cf222e;padding:.6rem 1rem;border-radius:6px;font-weight:600}
 .findings li{margin:.35rem 0}.caption{color:#57606a;font-size:.9rem;margin-top:.2rem}
 table{border-collapse:collapse;font-size:.85rem;margin:.5rem 0}th,td{border:1px solid #d0d7de;padding:.25rem .5rem;
 text-align:left}th{background:#f6f8fa}code,pre{background:#f6f8fa;padding:.1rem .3rem;border-radius:4px}
@@ -155,7 +157,9 @@ def headline(d: RunData) -> list[tuple[str, str]]:
     answered = answers_finding(d.answers, d.data_changed)
     if answered is not None:          # collected answers: the Collection page says more about them than the Data page
         collected = "transport" in d.answers and d.answers["transport"].notna().any()
-        out.append(("collection" if collected else "answers", answered))
+        answers_item = ("collection" if collected else "answers", answered)
+        if answers_lead(d.answers):   # missing answers or fields change what every finding below means
+            out.append(answers_item)
     ref = d.refusal[d.refusal["domain"] == "all"] if not d.refusal.empty else d.refusal
     if not ref.empty:
         rec = ref["overall_recovery"].dropna()
@@ -243,6 +247,8 @@ def headline(d: RunData) -> list[tuple[str, str]]:
         allm = d.ql[(d.ql["slice_kind"] == "all") & (d.ql["metric"] == "complete_f1")]
         if not allm.empty:
             out.append(("quasileak", quasileak_sentence(allm)))
+    if answered is not None and not answers_lead(d.answers):     # housekeeping: after the findings on the leak
+        out.append(answers_item)
     return out
 
 
@@ -460,8 +466,15 @@ def render_report(d: RunData) -> str:
                      "produced these responses; the numbers illustrate the method, not any product.</p>")
     elif (made := worlds_sentence(_simulated_worlds(d), int(d.dataset.get("worlds", 0) or 0))) is not None:
         parts.append(f"<p class='sim'>{esc(made)}</p>")
+    if d.data_changed:
+        parts.append(f"<p class='stale'>{esc(stale_warning(run_id))}</p>")
+    parts.append(f"<p><b>Scope.</b> {esc(scope_sentence(d))}</p>")
     parts.append("<h2>Headline findings</h2><ul class='findings'>"
                  + "".join(f"<li>{esc(s)}</li>" for s in findings(d)) + "</ul>")
+    supported = options(d)
+    if supported:
+        parts.append("<h2>What the numbers support</h2><p class='caption'>" + esc(OPTIONS_NOTE) + "</p>"
+                     "<ul class='findings'>" + "".join(f"<li>{esc(s)}</li>" for s in supported) + "</ul>")
     against = comparison_sentence(paper_checks(d)) if d.tuple_task else None
     if against:
         parts.append(f"<p><b>Against the paper.</b> {esc(against)} The table at the end of the report has every "

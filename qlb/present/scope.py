@@ -1,0 +1,159 @@
+"""What one audit run covers and what its numbers support, for a reader who has not read the papers
+(a privacy board): the run's scope (its models, test worlds, attackers and the audits it did not
+run), a warning when the dataset changed after it, and the release options its measurements
+support. The report and the Overview show them before their findings' details.
+
+Every sentence is computed from the run's stored tables. The options are what the measurements
+support, per task and model, for the board to weigh; they decide nothing (a release also depends
+on what the recipient is allowed to learn, which the audit does not know)."""
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+
+from qlb.present.names import FAMILY_NAMES, TASK_NAMES, count_of, listing, pct, text_range
+from qlb.present.rundata import RunData
+from qlb.tuple.release_views import DECODER_FAMILIES
+from qlb.tuple.workflows import TASKS
+
+AUDITS = {"refusal": "refusal", "decoding": "recovery", "utility": "utility", "defenses": "defenses",
+          "quasileak": "QuasiLeak"}
+OPTIONS_NOTE = ("Release options the measurements support, under the authored costs, for the board to weigh: they "
+                "decide nothing, since a release also depends on what each recipient may learn.")
+NAMED = 4                      # name the models audited when a run restricts itself to at most this many
+
+
+def parameters(d: RunData) -> dict:
+    """The run's stored parameters (a JSON text in the warehouse); {} when there are none."""
+    raw = d.run.get("parameters")
+    params = json.loads(raw) if isinstance(raw, str) else raw
+    return params if isinstance(params, dict) else {}
+
+
+def stale_warning(run_id: str) -> str:
+    """What a reader must know before any number of a run whose dataset changed after it."""
+    return (f"The dataset changed after run {run_id} (answers, worlds or documents were added or replaced): its "
+            "numbers describe the data as it was then. Run qlb audit again before relying on them.")
+
+
+def _ran(d: RunData) -> dict[str, bool]:
+    return {"refusal": not d.refusal.empty, "decoding": not d.recovery.empty, "utility": not d.utility.empty,
+            "defenses": not d.defenses.empty, "quasileak": not d.ql.empty}
+
+
+def scope_sentence(d: RunData) -> str:
+    """The run's scope in one paragraph: which of the dataset's models it audited, on how many test
+    worlds, with which attackers (fewer than the five decoder families make recovery a lower bound),
+    which models the defenses were tried on, and which audits it did not run."""
+    params = parameters(d)
+    ran = _ran(d)
+    audited = sorted(params.get("models") or d.models)
+    n_all = len(d.models)
+    if len(audited) >= n_all:
+        who = count_of(n_all) if n_all != 1 else f"the dataset's one model, {audited[0]}"
+        who = f"all {n_all} models" if n_all > 1 else who
+    else:
+        named = f" ({listing(audited)})" if len(audited) <= NAMED else ""
+        who = f"{len(audited)} of the dataset's {count_of(n_all)}{named}"
+    parts = [f"This run audited {who}"]
+    pooled = d.recovery[d.recovery["scope"] == "pooled"] if ran["decoding"] else d.recovery
+    if not pooled.empty:
+        sizes = pooled.groupby("model")["n"].max()
+        lo, hi = int(sizes.min()), int(sizes.max())
+        full = pooled[pooled["view"] == "full_native"] if (pooled["view"] == "full_native").any() else pooled
+        half = 50 * float((full["ci_high"] - full["ci_low"]).median())
+        parts.append(f" on {text_range(f'{lo:,}', f'{hi:,}')} test worlds{' each' if len(sizes) > 1 else ''}"
+                     + (f" (the 95% intervals of its full-output recovery about ±{half:.0f} points)" if half >= 5 else ""))
+        families = [f for f in (params.get("families") or DECODER_FAMILIES) if f in DECODER_FAMILIES]
+        if len(families) < len(DECODER_FAMILIES):
+            parts.append(f", with {len(families)} of the five decoder families "
+                         f"({listing([FAMILY_NAMES.get(f, f) for f in families])}): a stronger attacker could recover "
+                         "more than it reports")
+        else:
+            parts.append(", with all five decoder families")
+    text = "".join(parts) + "."
+    if ran["defenses"]:
+        defended = sorted(set(d.defenses["model"]))
+        if len(defended) < len(audited):
+            text += f" The output defenses were tried on {len(defended)} of them ({listing(defended)})."
+    skipped = [AUDITS[a] for a in AUDITS if not ran[a]]
+    if skipped:
+        why = {a: "no QuasiLeak corpus" for a in ("QuasiLeak",) if "quasileak" in (params.get("audits") or [])}
+        text += " Not run: " + listing([f"{a} ({why[a]})" if a in why else a for a in skipped]) + "."
+    return text
+
+
+def options(d: RunData) -> list[str]:
+    """The release options the run's numbers support, one sentence each, under the authored costs:
+    per task, for which models the choice alone serves the legitimate recipient as well as the full
+    output (non-inferior: at most 0.1 cost units more a case, paired 95% upper bound) and what that
+    does to recovery; where the full output must go, what the workflow-constrained quantizer keeps
+    and removes; and the models whose choice alone, or whose failures, already leak. Empty when the
+    run has no recovery audit."""
+    pooled = d.recovery[d.recovery["scope"] == "pooled"] if not d.recovery.empty else d.recovery
+    if pooled.empty:
+        return []
+    by_view = {v: f.set_index("model") for v, f in pooled.groupby("view")}
+    out: list[str] = []
+    ud = d.utility_diff
+    pairs = ud[(ud["view_a"] == "choice") & (ud["view_b"] == "full_native") & (ud["profile"] == "authored")] \
+        if not ud.empty else ud
+    if not pairs.empty and {"choice", "full_native"} <= set(by_view):
+        groups: dict[tuple[tuple[str, ...], int], list[str]] = {}          # the same models in several tasks: one sentence
+        for task in [t for t in TASKS if (pairs["task"] == t).any()] + sorted(set(pairs["task"]) - set(TASKS)):
+            cell = pairs[pairs["task"] == task]
+            ok = tuple(sorted(cell.loc[cell["noninferior"].astype(bool), "model"]))
+            groups.setdefault((ok, len(cell)), []).append(TASK_NAMES.get(task, task))
+        for (ok, n), tasks in groups.items():
+            where = listing(tasks)
+            if ok:
+                whom = "every model" if len(ok) == n and n > 1 else listing(list(ok))
+                others = sorted(set(pairs["model"]) - set(ok))
+                whom += f" (not for {listing(others, 'or')})" if others and len(others) <= NAMED else ""
+                out.append(f"In {where}, releasing the choice alone serves the recipient as well as the full output "
+                           f"(at most 0.1 cost units more a case) for {whom}, and lowers what an attacker recovers "
+                           f"(full output: {_range(by_view['full_native'], list(ok))} of test worlds; choice alone: "
+                           f"{_range(by_view['choice'], list(ok))}).")
+            else:
+                whom = f"all {n} models" if n > 1 else str(pairs["model"].iloc[0])
+                out.append(f"In {where}, withholding the probabilities and the confidence may cost the recipient "
+                           f"more than 0.1 cost units a case for {whom}: there the full output is what the recipient "
+                           "uses, and a defense that keeps its decisions is the option.")
+    wcpq = d.defenses[d.defenses["defense"] == "wcpq"] if not d.defenses.empty else d.defenses
+    if not wcpq.empty:
+        kept = bool(((wcpq["plan_agreement"] == wcpq["plan_comparisons"]) & (wcpq["max_abs_cost_diff"] == 0)).all())
+        drop = 100 * wcpq["diff_vs_native"]
+        change = text_range(f"{-drop.max():.1f}", f"{-drop.min():.1f}")
+        if kept and (drop < 0).all():
+            out.append(f"Where the full output must be released, the workflow-constrained quantizer (WCPQ) keeps every "
+                       f"recipient decision and cost exactly and lowers recovery by {change} points for "
+                       f"{_models(sorted(wcpq['model']), len(d.models))}.")
+        elif not kept:
+            out.append("The workflow-constrained quantizer (WCPQ) did not keep every recipient decision in this run: "
+                       "see the verification on the Defenses page before relying on it.")
+    none = by_view.get("no_output")
+    failing = sorted(none.index[none["ci_low"] > 0.5]) if none is not None else []
+    choice = by_view.get("choice")
+    leaky = sorted(set(choice.index[choice["ci_low"] > 0.5]) - set(failing)) if choice is not None else []
+    if leaky:
+        out.append(f"Even the choice alone lets an attacker recover the protected mechanism above chance for "
+                   f"{listing(leaky)} ({_range(choice, leaky)}): any release of "
+                   f"{'its' if len(leaky) == 1 else 'their'} decisions leaks somewhat.")
+    if failing:
+        out.append(f"Which cases {listing(failing)} fail{'s' if len(failing) == 1 else ''} to answer gives the "
+                   f"mechanism away ({_range(none, failing)} from whether an answer came at all, and so from every "
+                   "release): the failures need fixing before any release of "
+                   f"{'its' if len(failing) == 1 else 'their'} decisions is private.")
+    return out
+
+
+def _range(frame: pd.DataFrame, models: list[str]) -> str:
+    """The lowest to the highest recovery of ``models`` in a view's rows (indexed by model)."""
+    values = frame.loc[models, "accuracy"]
+    return text_range(pct(values.min()), pct(values.max()))
+
+
+def _models(models: list[str], n_all: int) -> str:
+    return f"all {n_all} models" if len(models) == n_all and n_all > 1 else (
+        listing(models) if len(models) <= NAMED else count_of(len(models)))

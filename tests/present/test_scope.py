@@ -1,0 +1,84 @@
+"""The run's scope and the release options its numbers support (qlb.present.scope), on planted
+tables whose answers are known."""
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+
+from qlb.present.rundata import RunData
+from qlb.present.scope import options, scope_sentence, stale_warning
+
+EMPTY = pd.DataFrame()
+
+
+def _recovery(rows: dict[tuple[str, str], tuple[float, float, float]], n: int = 288) -> pd.DataFrame:
+    return pd.DataFrame([{"model": m, "view": v, "scope": "pooled", "accuracy": a, "ci_low": lo, "ci_high": hi, "n": n}
+                         for (m, v), (a, lo, hi) in rows.items()])
+
+
+def _utility(noninferior: dict[tuple[str, str], bool]) -> pd.DataFrame:
+    return pd.DataFrame([{"model": m, "view_a": "choice", "view_b": "full_native", "task": t, "profile": "authored",
+                          "difference": 0.05 if ok else 0.4, "noninferior": ok} for (m, t), ok in noninferior.items()])
+
+
+def _run(params: dict, recovery: pd.DataFrame, utility: pd.DataFrame = EMPTY, defenses: pd.DataFrame = EMPTY,
+         models: tuple[str, ...] = ("a", "b")) -> RunData:
+    run = pd.Series({"run_id": "run-x", "parameters": json.dumps(params)})
+    return RunData(run, pd.Series({"dataset_id": "d", "simulated": False}), refusal=EMPTY, recovery=recovery,
+                   recovery_diff=EMPTY, utility=utility if not utility.empty else EMPTY, utility_diff=utility,
+                   fronts=EMPTY, defenses=defenses, defense_costs=EMPTY, ql=EMPTY, models=list(models))
+
+
+REC = _recovery({("a", "full_native"): (0.80, 0.75, 0.85), ("a", "choice"): (0.50, 0.47, 0.53),
+                 ("a", "no_output"): (0.50, 0.50, 0.50),
+                 ("b", "full_native"): (0.70, 0.65, 0.75), ("b", "choice"): (0.58, 0.54, 0.62),
+                 ("b", "no_output"): (0.50, 0.50, 0.50)})
+
+
+def test_scope_names_what_a_restricted_run_left_out():
+    d = _run({"models": ["a"], "families": ["prior", "logistic"], "audits": ["refusal", "decoding", "quasileak"]},
+             REC[REC["model"] == "a"].assign(n=60, ci_low=lambda f: f["accuracy"] - 0.08,
+                                             ci_high=lambda f: f["accuracy"] + 0.08),
+             models=("a", "b", "c"))
+    assert scope_sentence(d) == (
+        "This run audited 1 of the dataset's 3 models (a) on 60 test worlds (the 95% intervals of its full-output "
+        "recovery about ±8 points), with 2 of the five decoder families (base rate and logistic regression): a "
+        "stronger attacker could recover more than it reports. Not run: refusal, utility, defenses and QuasiLeak "
+        "(no QuasiLeak corpus).")
+    whole = _run({}, REC, _utility({("a", "selective"): True, ("b", "selective"): False}))
+    assert scope_sentence(whole).startswith("This run audited all 2 models on 288 test worlds each, with all five "
+                                            "decoder families.")
+    assert "run-x" in stale_warning("run-x") and "again before relying on them" in stale_warning("run-x")
+
+
+def test_options_follow_noninferiority_and_name_the_models_left_out():
+    ni = {("a", "selective"): True, ("b", "selective"): False, ("a", "clarification"): True,
+          ("b", "clarification"): False, ("a", "asymmetric"): False, ("b", "asymmetric"): False}
+    said = options(_run({}, REC, _utility(ni)))
+    assert said[0] == ("In selective routing and one-step clarification, releasing the choice alone serves the "
+                       "recipient as well as the full output (at most 0.1 cost units more a case) for a (not for b), "
+                       "and lowers what an attacker recovers (full output: 80.0% of test worlds; choice alone: 50.0%).")
+    assert said[1].startswith("In asymmetric-cost routing, withholding the probabilities and the confidence may cost "
+                              "the recipient more than 0.1 cost units a case for all 2 models")
+    # b's choice alone is above chance (its interval clears 50%): said; a's is not
+    assert said[2] == ("Even the choice alone lets an attacker recover the protected mechanism above chance for b "
+                       "(58.0%): any release of its decisions leaks somewhat.")
+
+
+def test_options_on_wcpq_and_a_leak_through_failures():
+    wcpq = pd.DataFrame([{"model": m, "defense": "wcpq", "diff_vs_native": dv, "plan_agreement": 5184,
+                          "plan_comparisons": 5184, "max_abs_cost_diff": 0.0} for m, dv in (("a", -0.12), ("b", -0.06))])
+    failing = REC.copy()
+    failing.loc[(failing["model"] == "b") & (failing["view"].isin(["no_output", "choice"])),
+                ["accuracy", "ci_low", "ci_high"]] = (0.72, 0.63, 0.81)
+    said = options(_run({}, failing, defenses=wcpq))
+    assert said[0] == ("Where the full output must be released, the workflow-constrained quantizer (WCPQ) keeps every "
+                       "recipient decision and cost exactly and lowers recovery by 6.0 to 12.0 points for all 2 models.")
+    # b leaks through whether it answers: said once, as that (not again as a leak of its choice)
+    assert said[1:] == ["Which cases b fails to answer gives the mechanism away (72.0% from whether an answer came at "
+                        "all, and so from every release): the failures need fixing before any release of its decisions "
+                        "is private."]
+    broken = wcpq.assign(plan_agreement=5000)
+    assert "did not keep every recipient decision" in options(_run({}, REC, defenses=broken))[0]
+    assert options(_run({}, REC.iloc[0:0])) == []
