@@ -1,0 +1,29 @@
+"""A run whose dataset changed after it (a privacy board's walk-through: the only word of it had been a
+bracketed clause): the Overview warns before its findings, and every audit page warns under its run
+picker while that run is shown."""
+from __future__ import annotations
+
+import shutil
+
+from tests.app.test_pages import opened
+from tests.conftest import two_pairs, write_lines
+from warehouse.db import writer
+from warehouse.ingest import IngestRequest, ingest_file
+
+DATASET = "simulated-reference"
+
+
+def test_a_run_older_than_its_data_is_warned_about_on_the_overview_and_the_pages(demo_warehouse, tmp_path,
+                                                                                monkeypatch):
+    path = tmp_path / "qlb.duckdb"
+    shutil.copy(demo_warehouse, path)
+    with opened(path, "pages/refusal.py", monkeypatch) as at:            # the data as the run saw it: no warning
+        assert not any("changed after run" in w.value for w in at.warning)
+    more = [w | {"world_id": f"late-{w['world_id']}", "pair_id": f"late-{w['pair_id']}"} for w in two_pairs()]
+    with writer(path) as con:                                            # new worlds: the dataset changed
+        ingest_file(con, IngestRequest("worlds", write_lines(tmp_path / "late.jsonl", more), DATASET))
+    for page in ("pages/overview.py", "pages/refusal.py", "pages/quasileak.py"):
+        with opened(path, page, monkeypatch) as at:
+            assert not at.exception, [e.value for e in at.exception]
+            warned = [w.value for w in at.warning if "changed after run" in w.value]
+            assert len(warned) == 1 and "Run qlb audit again before relying on them" in warned[0], page
