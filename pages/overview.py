@@ -13,7 +13,7 @@ from dashboard.routing import page_entry
 from dashboard.widgets import chart, current_dataset, finding, md_text, simulated_banner, stat_row, table
 from qlb.present.names import utc_minute
 from qlb.present.figures import plot_texts, recovery_figure
-from qlb.present.paper import checks_frame, comparison_sentence, paper_checks, tally
+from qlb.present.paper import checks_frame, comparison_lead, comparison_sentence, paper_checks, tally
 from qlb.present.report import headline
 from qlb.present.scope import OPTIONS_NOTE, options, scope_sentence, stale_warning
 from qlb.records.ontology import SPLITS
@@ -121,7 +121,8 @@ def headline_findings(path: str, dataset: str) -> None:
     checks = paper_checks(d) if d.tuple_task else []
     against = comparison_sentence(checks)
     if against:
-        finding(against, lead="Against the paper.")
+        lead, what = comparison_lead(bool(d.dataset["simulated"]))
+        finding(against + what, lead=lead)
     key_chart(d)
     st.caption(f"From audit run {md_text(str(d.run['run_id']))}; the report in the sidebar says the same with "
                "its charts and tables.")

@@ -272,6 +272,16 @@ def tally(checks: list[Check]) -> tuple[int, int]:
     return sum(c.holds is True for c in checks), sum(c.holds is not None for c in checks)
 
 
+def comparison_lead(simulated: bool) -> tuple[str, str]:
+    """The bold lead of the paper comparison and what it is a check of: on simulated data, of qlb's
+    simulator (built so that the demo tells the paper's story), not of any model; on real answers, how
+    the dataset's models compare with the paper's."""
+    if simulated:
+        return ("Does the simulation reproduce the paper?",
+                " This checks qlb's simulator, which was built to tell the paper's story, not any model.")
+    return "Against the paper's models.", ""
+
+
 def comparison_sentence(checks: list[Check]) -> str | None:
     """How many of the paper's findings hold on the run and, by name, which do not (with what the run shows against
     the band): said beside the headline findings, so a finding that praises a result the paper comparison fails is
