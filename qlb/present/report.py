@@ -92,11 +92,12 @@ def refusal_sentence(recovery: pd.Series, uniform: float, sizes: list[int] | Non
     above ``LEAK_FACTOR`` times a uniform guess among a domain's mechanisms, no leak when none is.
     ``sizes``: the domains' numbers of mechanisms, when they differ the guess is said to be their mean."""
     span = text_range(_pct(recovery.min()), _pct(recovery.max()))
-    guess = (f"a uniform guess gets {_pct(uniform, 2)}" if not sizes or len(sizes) == 1 else
-             f"a uniform guess among a domain's {text_range(str(sizes[0]), str(sizes[-1]))} mechanisms gets "
-             f"{_pct(uniform, 2)} on average over the domains")
-    how = (f"the fine-grained mechanism is recovered from refusal-probe responses in {span} of cases (direct "
-           f"answers plus withheld responses whose residual scores still single it out; {guess})")
+    among = f"its domain's {sizes[0]} mechanisms" if sizes and len(sizes) == 1 else "the domain's mechanisms"
+    guess = (f"naming one of {among} at random is right {_pct(uniform, 2)} of the time" if not sizes or len(sizes) == 1
+             else f"naming one of a domain's {text_range(str(sizes[0]), str(sizes[-1]))} mechanisms at random is "
+                  f"right {_pct(uniform, 2)} of the time on average over the domains")
+    how = (f"the exact fine-grained mechanism is named by refusal-probe responses in {span} of cases (directly, or "
+           f"by withheld responses whose remaining scores still single it out; {guess})")
     leaking = recovery > LEAK_FACTOR * uniform
     who = "for the one model audited" if len(recovery) == 1 else f"across {count_of(len(recovery))}"
     if leaking.all():
@@ -168,12 +169,13 @@ def headline(d: RunData) -> list[tuple[str, str]]:
     pooled = d.recovery[d.recovery["scope"] == "pooled"] if not d.recovery.empty else d.recovery
     if not pooled.empty:
         parts = []
-        for view, words in (("choice", "the coarse choice alone"), ("full_native", "the full native output")):
+        for view, words in (("choice", "only the coarse choice"), ("full_native", "the full native output")):
             shown = ends(pooled[pooled["view"] == view], "accuracy", pct_interval)
             if shown:
-                parts.append(f"{words} lets an attacker recover it in {shown} of test worlds")
+                parts.append(f"seeing {words}, in {shown}" + ("" if parts else " of test worlds"))
         if parts:
-            out.append(("recovery", "Against a 50% guessing baseline, " + "; ".join(parts)
+            out.append(("recovery", "An attacker who must tell which of a case's two candidate mechanisms is the "
+                                    "true one (guessing: 50%) gets it right " + "; ".join(parts)
                         + " (95% intervals in brackets)."))
         status = status_sentence(pooled)
         if status is not None:

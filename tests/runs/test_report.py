@@ -40,7 +40,7 @@ def test_report_of_the_decoded_demo(decoded_warehouse, tmp_path, capsys):
     answers = said[said.index("<h2>The answers audited</h2>"):said.index("<h2>Does withholding")]
     assert "simulated by qlb (qlb ingest of " in answers and answers.count("refusal probe") == 2
     assert len(acc) == 2
-    low, high = re.search(r"the coarse choice alone lets an attacker recover it in (\d+\.\d)% \[[^]]+\] \([^)]+\) "
+    low, high = re.search(r"seeing only the coarse choice, in (\d+\.\d)% \[[^]]+\] \([^)]+\) "
                           r"to (\d+\.\d)% \[[^]]+\] \([^)]+\) of test worlds", text).groups()
     assert (low, high) == (f"{100 * min(acc):.1f}", f"{100 * max(acc):.1f}")
     assert "The workflow-constrained quantizer " in text and " recovery by " in text
@@ -67,9 +67,10 @@ def _run_data(wcpq_agreement: tuple[int, int]) -> RunData:
 
 def test_findings_say_what_the_run_holds():
     assert findings(_run_data((5184, 5184))) == [
-        "Against a 50% guessing baseline, the coarse choice alone lets an attacker recover it in 51.0% [48.0, 54.0] (a) "
-        "to 57.6% [54.3, 60.9] (b) of test worlds; the full native output lets an attacker recover it in 62.8% "
-        "[59.1, 66.2] (a) to 75.4% [72.1, 78.4] (b) of test worlds (95% intervals in brackets).",
+        "An attacker who must tell which of a case's two candidate mechanisms is the true one (guessing: 50%) gets it "
+        "right seeing only the coarse choice, in 51.0% [48.0, 54.0] (a) to 57.6% [54.3, 60.9] (b) of test worlds; "
+        "seeing the full native output, in 62.8% [59.1, 66.2] (a) to 75.4% [72.1, 78.4] (b) (95% intervals in "
+        "brackets).",
         "Releasing the probabilities and confidence on top of the choice adds +11.5 [+7.3, +15.6] (a) to +23.6 "
         "[+19.4, +27.9] (b) points of recovery (paired 95% intervals).",
         "The workflow-constrained quantizer lowers recovery by 10.1 to 24.6 points on 2 models (coverage 99.3% to "
@@ -90,9 +91,9 @@ def test_findings_of_a_one_model_run_read_as_one_model():
     one = RunData(d.run, d.dataset, d.refusal, d.recovery[d.recovery["model"] == "a"], d.recovery_diff.iloc[:1],
                   d.utility, d.utility_diff, d.fronts, d.defenses.iloc[:1], d.defense_costs, d.ql, ["a"])
     assert findings(one) == [
-        "Against a 50% guessing baseline, the coarse choice alone lets an attacker recover it in 51.0% [48.0, 54.0] of "
-        "test worlds; the full native output lets an attacker recover it in 62.8% [59.1, 66.2] of test worlds (95% "
-        "intervals in brackets).",
+        "An attacker who must tell which of a case's two candidate mechanisms is the true one (guessing: 50%) gets it "
+        "right seeing only the coarse choice, in 51.0% [48.0, 54.0] of test worlds; seeing the full native output, in "
+        "62.8% [59.1, 66.2] (95% intervals in brackets).",
         "Releasing the probabilities and confidence on top of the choice adds +11.5 [+7.3, +15.6] points of recovery "
         "(paired 95% intervals).",
         "The workflow-constrained quantizer lowers recovery by 24.6 points (95% interval 20.5 to 28.9) on 1 model "
@@ -100,9 +101,8 @@ def test_findings_of_a_one_model_run_read_as_one_model():
         "test world.",
     ]
     assert refusal_sentence(pd.Series([0.97]), 1 / 16).startswith(
-        "Refusal does not stop the leak: for the one model audited, the fine-grained mechanism is recovered from "
-        "refusal-probe "
-        "responses in 97.0% of cases")
+        "Refusal does not stop the leak: for the one model audited, the exact fine-grained mechanism is named by "
+        "refusal-probe responses in 97.0% of cases")
 
 
 def test_report_run_selection_and_errors(decoded_warehouse, tmp_path, capsys):
@@ -159,7 +159,8 @@ def test_the_refusal_finding_follows_the_numbers():
     uniform = 1 / 16
     leak = refusal_sentence(pd.Series([0.9188, 0.9993]), uniform)
     assert leak.startswith("Refusal does not stop the leak: across 2 models,") and "91.9% to 99.9%" in leak
-    assert "a uniform guess gets 6.25%" in leak
+    assert "naming one of the domain's mechanisms at random is right 6.25% of the time" in leak
+    assert "one of its domain's 16 mechanisms at random" in refusal_sentence(pd.Series([0.9188, 0.9993]), uniform, [16])
     hidden = refusal_sentence(pd.Series([0.05, 0.07]), uniform)
     assert hidden.startswith("Refusal stops the leak: across 2 models,")
     mixed = refusal_sentence(pd.Series([0.06, 0.95, 0.97]), uniform)
