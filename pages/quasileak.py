@@ -16,6 +16,7 @@ from dashboard.widgets import (audit_page_start, chart, finding, html_block, md_
                                warehouse_args)
 from qlb.present.figures import f1_figure, plot_text, plot_texts
 from qlb.present.names import QL_METRIC_HELP, QL_METRIC_NAMES, pct, pct_interval, points_interval
+from qlb.present.report import best_detector_sentence
 from qlb.quasileak.scoring import HEADLINE, METRIC_KEYS, explain_targets, verify_group
 
 DETECTOR_PALETTE = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#999999"]
@@ -60,6 +61,7 @@ def leaderboard_frame(scores: pd.DataFrame) -> tuple[list[pd.DataFrame], pd.Data
     reference = pd.DataFrame([{"detector": det, "predicted groups": int(numeric.loc[det, "predicted_groups"]),
                                **cells(REFERENCE_METRICS, det)} for det in order])
     out = numeric.reset_index()
+    out["simulated"] = out["detector"].map(sim).astype(bool)
     for m in HEADLINE:
         out[f"{m}_ci_low"] = out["detector"].map(lo[m])
         out[f"{m}_ci_high"] = out["detector"].map(hi[m])
@@ -70,12 +72,7 @@ def findings(numeric: pd.DataFrame) -> None:
     """The leaderboard in sentences: the best detector, how far span-level scores overstate group
     detection, and over-flagging; every figure from the run."""
     d = numeric.set_index("detector")
-    best = d["complete_f1"].idxmax()
-    r = d.loc[best]
-    finding(f"{best} finds the most complete groups: complete-group F1 "
-            f"{pct_interval(r['complete_f1'], r['complete_f1_ci_low'], r['complete_f1_ci_high'])}, recovering "
-            f"{pct(r['complete_recall'])} of the {int(r['targets']):,} target groups whole and bound to the right "
-            f"attribute.", "Best detector.")
+    finding(best_detector_sentence(numeric), "Best detector.")
     gap = (d["span_f1"] - d["complete_f1"]).dropna()
     if not gap.empty:
         over = gap[gap >= 0.10]

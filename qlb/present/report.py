@@ -273,6 +273,32 @@ def quasileak_sentence(allm: pd.DataFrame) -> str:
     return text + " (95% intervals in brackets)."
 
 
+def best_detector_sentence(numeric: pd.DataFrame) -> str:
+    """The QuasiLeak page's first finding, from its numeric leaderboard (a row per detector: its
+    complete-group F1 with interval, complete recall, target groups, and whether it is simulated):
+    the detector that finds the most complete groups; when that one is simulated (derived from the
+    gold groups, an upper reference no one could run), the best real detector first and the
+    simulated ones after it, as such."""
+    d = numeric.set_index("detector")
+    simulated = d["simulated"].astype(bool) if "simulated" in d else pd.Series(False, index=d.index)
+
+    def said(det: str) -> str:
+        r = d.loc[det]
+        return (f"complete-group F1 {pct_interval(r['complete_f1'], r['complete_f1_ci_low'], r['complete_f1_ci_high'])}, "
+                f"recovering {pct(r['complete_recall'])} of the {int(r['targets']):,} target groups whole and bound "
+                "to the right attribute")
+
+    best = d["complete_f1"].idxmax()
+    real = d.loc[~simulated, "complete_f1"].dropna()
+    if not simulated[best] or real.empty:
+        return f"{best} finds the most complete groups: {said(best)}."
+    top_real = real.idxmax()
+    sims = d.loc[simulated, "complete_f1"].dropna()
+    return (f"{top_real} is the best real detector: {said(top_real)}. The simulated detectors, derived from the "
+            f"answer key (the gold groups), reach up to {pct(sims.max())} ({sims.idxmax()}): an upper reference, "
+            "not a detector one could run.")
+
+
 def findings(d: RunData) -> list[str]:
     """Headline findings as plain sentences, computed from the run."""
     return [sentence for _, sentence in headline(d)]
