@@ -14,6 +14,7 @@ from dashboard.widgets import (audit_page_start, chart, data_table, finding, md_
                                shown_frame, table)
 from qlb.present import names
 from qlb.present.figures import plot_text, plot_texts, routes_figure
+from qlb.present.refusal_text import extremes, withholding_sentence
 from qlb.present.report import refusal_sentence
 from qlb.tuple.refusal import OUTCOMES, RATE_COUNTS, rate_intervals, recovery_routes, uniform_reference, world_scores
 
@@ -55,41 +56,6 @@ def interval_help(rates: list[str]) -> dict[str, object]:
     """Column tooltips for the interval cells: the column's meaning (``names.COLUMNS``) and the interval."""
     return {INTERVAL_LABELS[r]: st.column_config.TextColumn(
         INTERVAL_LABELS[r], help=f"{names.COLUMNS[r].help} With its Wilson 95% interval.") for r in rates}
-
-
-def span(frame: pd.DataFrame, rate: str) -> str:
-    """The lowest and highest ``rate`` of the models in ``frame`` with their intervals and model names:
-    ``63.4% [60.9, 65.8] (model-a) to 97.1% [96.1, 97.8] (model-b)``; one value when there is one model."""
-    ordered = frame.dropna(subset=[rate]).sort_values([rate, "model"])
-    cells = [f"{names.pct_interval(r[rate], r[f'{rate}_lo'], r[f'{rate}_hi'])} ({r['model']})"
-             for _, r in ordered.iloc[[0, -1]].iterrows()]
-    return cells[0] if len(ordered) == 1 else f"{cells[0]} to {cells[1]}"
-
-
-def extremes(frame: pd.DataFrame, rate: str) -> str:
-    """Which models have the lowest and highest ``rate``, with their Wilson 95% intervals (the rates themselves
-    are in the sentence before)."""
-    ordered = frame.sort_values([rate, "model"])
-    lo, hi = ordered.iloc[0], ordered.iloc[-1]
-    if len(ordered) == 1:
-        return f"Wilson 95% interval: {names.pct(lo[f'{rate}_lo'])} to {names.pct(lo[f'{rate}_hi'])}."
-    return (f"Lowest: {lo['model']}, Wilson 95% interval {names.pct(lo[f'{rate}_lo'])} to "
-            f"{names.pct(lo[f'{rate}_hi'])}; highest: {hi['model']}, {names.pct(hi[f'{rate}_lo'])} to "
-            f"{names.pct(hi[f'{rate}_hi'])}.")
-
-
-def withholding_sentence(overall: pd.DataFrame) -> str:
-    """How often the models withhold, and how often a withheld response still gives the mechanism away."""
-    text = f"Models answer WITHHOLD on {span(overall, 'withhold_rate')} of refusal probes"
-    withholding = overall[overall["withheld"] > 0]
-    if withholding.empty:
-        return text + "; no model withheld a single response, so every recovery above is a direct answer."
-    text += (f". When they withhold, the remaining scores still rank the true mechanism uniquely first in "
-             f"{span(withholding, 'conditional_residual_recovery')} of withheld responses")
-    never = overall.loc[overall["withheld"] == 0, "model"].tolist()
-    if never:
-        text += f" ({', '.join(never)} never withheld)"
-    return text + "."
 
 
 def findings(results: pd.DataFrame, uniform: float) -> None:
