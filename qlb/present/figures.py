@@ -78,7 +78,8 @@ def recovery_figure(pooled: pd.DataFrame) -> go.Figure:
     reference_line(fig, 0.5, "50%: guessing between two")
     fig.update_layout(height=420, margin=dict(l=10, r=10, t=30, b=10), scattermode="group",
                       yaxis=dict(title="secret recovery on test worlds (%)", tickformat=".0%", range=[0.3, 1.02]),
-                      legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0, title_text="release view"))
+                      legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0,
+                                  title=dict(text="release view", side="top")))
     return fig
 
 
@@ -126,8 +127,8 @@ def front_figure(points: pd.DataFrame, member: str, colours: dict[str, str], eve
                       xaxis=dict(title="secret recovery on test worlds (%), lower = more private", tickformat=".0%"),
                       yaxis=dict(title="mean cost per case (cost units" + (", log scale" if log else "")
                                        + "), lower = more useful", type="log" if log else "linear"),
-                      legend=dict(title_text="" if every_view else "model (full native release)", tracegroupgap=2,
-                                  orientation="h", yanchor="bottom", y=1.02, x=0))
+                      legend=dict(title=dict(text="" if every_view else "model (full native release)", side="top"),
+                                  tracegroupgap=2, orientation="h", yanchor="bottom", y=1.02, x=0))
     return fig
 
 
@@ -257,7 +258,7 @@ def defense_figure(res: pd.DataFrame, colours: dict[str, str]) -> go.Figure:
                                   "<br>vs native %{customdata[2]:+.1%}<extra></extra>"))
     reference_line(fig, 0.5, "50%: guessing")
     fig.update_layout(height=470, margin=dict(l=10, r=10, t=40, b=10),
-                      legend=dict(title_text="model", orientation="h", yanchor="bottom", y=1.02, x=0),
+                      legend=dict(title=dict(text="model", side="top"), orientation="h", yanchor="bottom", y=1.02, x=0),
                       scattermode="group", scattergap=0.35,     # each model's point side by side per defense
                       xaxis=dict(title="defense (categories, in no order)", tickmode="array", tickvals=labels,
                                  ticktext=[wrapped(c, 11) for c in labels], tickangle=0, tickfont=dict(size=11)),
