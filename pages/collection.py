@@ -14,7 +14,7 @@ from dashboard import data_access as da
 from dashboard.routing import page_entry
 from dashboard.widgets import (audit_page_start, chart, current_dataset, finding, md_text, own_dataset, stat_row,
                                table, warehouse_args)
-from qlb.collect.transports import TARGET_RAISED, stop_causes
+from qlb.collect.transports import TARGET_RAISED, stop_causes, stopped_refused
 from qlb.present.answers import collection_summary
 
 INTRO = (
@@ -287,12 +287,12 @@ def history_section(path: str, dataset: str) -> None:
     if history.empty:
         return
     st.subheader("Replaced answers")
-    shown = history.copy()
-    shown["replaced_at"] = [_when(t) for t in history["replaced_at"]]
-    shown["invalid_reason"] = history["invalid_reason"].fillna("")
-    table(shown, "response_history",
+    table(da.replaced_answers(path, dataset), "response_history",
           f"{len(history):,} earlier answers of this dataset replaced by `qlb collect --replace-invalid` (the "
-          "audits use the replacement); replaced_by names the collection run that asked again.")
+          "audits use the replacement). outcome: what the earlier answer came to (invalid: read but not valid; "
+          "unavailable: no answer, an HTTP 4xx or a declined world); reason: the validation's words, or for an "
+          "unavailable answer the reason of the call that got it; replaced by run: the collection run that asked "
+          "again.")
 
 
 def render() -> None:
@@ -335,8 +335,11 @@ def render() -> None:
     if isinstance(run["stopped"], str) and run["stopped"]:
         fix = ("The target function raised: fix the model where the reason below points, then rerun"
                if run["transport"] == "python" and run["stopped"].startswith(TARGET_RAISED) else "Rerun")
+        refused = (" The server refused its first answers alike: fix the key or the URL first, and add "
+                   "`--replace-invalid` afterwards to ask the worlds it refused again."
+                   if stopped_refused(run["stopped"]) else "")
         st.warning(f"This run stopped early (reason below). {fix} the same `qlb collect` command to resume: "
-                   "worlds with a stored answer are never asked again.", icon=":material/pause_circle:")
+                   f"worlds with a stored answer are never asked again.{refused}", icon=":material/pause_circle:")
         st.code(run["stopped"], language="text", wrap_lines=True)
     outcomes_section(run, da.collection_latency(path, dataset))
     reasons_section(path, run)

@@ -10,6 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import data_access as da
+from dashboard.quarantine import lines_by_kind
 from dashboard.routing import page_entry
 from dashboard.widgets import current_dataset, finding, md_text, own_dataset, simulated_banner, source_of, table
 from qlb.present.names import utc_minute
@@ -270,6 +271,11 @@ def ontology_section(path: str, dataset: str | None, simulated: bool) -> None:
     check = st.session_state["ontology_check"]
 
     st.markdown("**Validation report** (nothing has been written yet)")
+    if not check.ok and check.ontology is not None:     # a valid file the dataset cannot take
+        why = " ".join(p.removeprefix(f"{upload.name}: ") for p in check.problems)
+        st.error(f"{md_text(upload.name)} is valid, but {md_text(why)}. Here: type a new "
+                 "name under **For dataset** above. Nothing will be stored.")
+        return
     if not check.ok:
         st.error(f"{md_text(upload.name)} is rejected: {len(check.problems)} problem"
                  f"{'' if len(check.problems) == 1 else 's'}. Nothing will be stored; fix the file and upload "
@@ -309,7 +315,7 @@ def quarantine_finding(path: str, dataset: str) -> None:
     invalid = da.query(path, "invalid_summary", (dataset,))
     n_rej, n_inv = int(rejected.sum()), int(invalid["responses"].sum())
     if n_rej:
-        by = ", ".join(f"{n:,} {KIND_NAMES.get(k, k)}" for k, n in rejected.items())
+        by = lines_by_kind({k: int(n) for k, n in rejected.items()})
         text = (f"{n_rej:,} line{'' if n_rej == 1 else 's'} of this dataset {'was' if n_rej == 1 else 'were'} "
                 f"rejected when ingested ({by}): kept here with the raw text, in no audit.")
     else:

@@ -94,7 +94,8 @@ def build_parser() -> argparse.ArgumentParser:
                                      "(your own decision task, shared/spec/OWN_TASK.md) for the dataset; a "
                                      "file that breaks a rule is rejected whole, one line per problem on "
                                      "stderr as FILE: path: problem (exit 3), and nothing is stored. A "
-                                     "dataset's ontology can be replaced only while it has no worlds; a "
+                                     "dataset's ontology can be replaced only while it has no worlds (else "
+                                     "exit 2: load it into a new dataset with --dataset NAME); a "
                                      "dataset without one uses the TUPLE ontology.")
     ing.add_argument("kind", choices=ingest_kinds, metavar="KIND", help="one of: " + ", ".join(ingest_kinds))
     ing.add_argument("file", type=Path, metavar="FILE")
@@ -385,6 +386,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     from qlb.demo import build_demo
     from qlb.records.ontology import OntologyError
     from warehouse.db import default_path
+    from warehouse.ontologies import OntologyInUse
 
     path = args.warehouse or default_path()
     if args.ontology is not None and not args.ontology.is_file():
@@ -393,7 +395,9 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     try:
         result = build_demo(path, args.seed, bar, decode=not args.no_decoding, jobs=args.jobs,
                             ontology_path=args.ontology, dataset=args.dataset, background=args.background)
-    except OntologyError as exc:     # a broken file, or a dataset whose worlds use another ontology
+    except OntologyInUse as exc:     # a dataset whose worlds use another ontology: choose another --dataset
+        raise _UsageError(" ".join(exc.problems)) from None
+    except OntologyError as exc:     # a broken file
         raise _RejectedInput(exc.problems) from None
     finally:
         bar.close()
@@ -450,7 +454,7 @@ def _cmd_ingest_ontology(args: argparse.Namespace) -> int:
     """`qlb ingest ontology FILE --dataset NAME`: validate the whole file, then attach it to the dataset."""
     from qlb.records.ontology import OntologyError, decode_ontology_bytes, parse_ontology
     from warehouse.db import default_path, open_reader, writer
-    from warehouse.ontologies import replace_problem, store_ontology
+    from warehouse.ontologies import OntologyInUse, replace_problem, store_ontology
 
     if args.model:
         raise _UsageError("--model does not apply to an ontology")
@@ -477,17 +481,20 @@ def _cmd_ingest_ontology(args: argparse.Namespace) -> int:
                 finally:
                     con.close()
                 if refused:
-                    raise OntologyError([refused])
+                    raise OntologyInUse([refused])
         else:
             with writer(path) as con:
                 _, out["changed"] = store_ontology(con, args.dataset, text, source)
     except OntologyError as exc:
+        # a file that breaks a rule is rejected input (3); a valid file the dataset cannot take is a
+        # --dataset that cannot be used here (2, as README's exit codes have it for a wrong --dataset)
+        in_use = isinstance(exc, OntologyInUse)
         out["problems"] = list(exc.problems)
         for line in exc.problems:
-            print(line, file=sys.stderr)
+            print(f"qlb ingest: error: {line}" if in_use else line, file=sys.stderr)
         if args.json:
             print(json.dumps(out, indent=2))
-        return EXIT_REJECTED
+        return EXIT_USAGE if in_use else EXIT_REJECTED
     for note in out["notes"]:
         print(f"note: {note}", file=sys.stderr)
     if args.json:
@@ -801,7 +808,14 @@ def _collect_summary(result, probe: str, dataset: str, opts=None) -> list[str]:
 
 
 def _stop_hint(result, opts) -> str:
-    """A word on a stop whose cause the user can act on: a 429 asks to slow down."""
+    """A word on a stop whose cause the user can act on: a 429 asks to slow down; answers all refused
+    (a 401/403/404 on the first worlds) are stored unavailable, which the resume skips."""
+    from qlb.collect.transports import stopped_refused
+    if stopped_refused(result.stopped):
+        if opts.replace_invalid:
+            return "fix it, then resume"
+        return (f"fix it, then resume, and run the command once more with --replace-invalid to ask the "
+                f"{_plural(result.unavailable, 'world')} stored unavailable again")
     if result.stopped.startswith("HTTP 429"):
         if opts.retries:
             return (f"the server still asked to slow down after {_plural(opts.retries, 'retry', 'retries')}: "
@@ -871,7 +885,7 @@ def _logs_redacted() -> Iterator[None]:
 
 
 def _cmd_collect(args: argparse.Namespace, argv: Sequence[str]) -> int:
-    from qlb.collect.transports import TARGET_RAISED
+    from qlb.collect.transports import TARGET_RAISED, stopped_refused
     from qlb.runs.collect import CollectError, collect_many, first_request, make_transport
     from warehouse.db import default_path, reader, writer
 
@@ -930,7 +944,7 @@ def _cmd_collect(args: argparse.Namespace, argv: Sequence[str]) -> int:
     several = len(results) > 1
     for result, opts in zip(results, options):
         whose = f" of {result.model!r}" if several else ""
-        if result.none_valid:
+        if result.none_valid and not stopped_refused(result.stopped):      # that stop's line says what to do
             which = "the one answer" if result.stored == 1 else f"none of the {result.stored:,} answers"
             todo = "; ".join(_collect_advice(result, opts)) or "fix the model or what it returns"
             print(f"qlb collect: warning: {which} stored" + (f" for {result.model!r}" if several else "")

@@ -420,3 +420,16 @@ def test_ctrl_c_while_the_commands_load_is_one_line(monkeypatch, capsys):
     monkeypatch.setattr(cli, "build_parser", interrupted)
     assert cli.main(["audit"]) == 1
     assert capsys.readouterr().err == "qlb: interrupted\n"
+
+
+def test_a_rejected_world_line_names_its_field(tmp_path, capsys):
+    """README: rejected lines read FILE:LINE: field: reason. A world whose mechanism is not one of its
+    class's used to print without the field."""
+    from tests.conftest import two_pairs
+    rows = two_pairs()
+    rows[1]["mechanism"] = "author_is_minor"
+    worlds = write_lines(tmp_path / "worlds.jsonl", rows)
+    assert main(["ingest", "worlds", str(worlds), "--dataset", "d", "--warehouse", str(tmp_path / "w.duckdb")]) == 3
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith("worlds.jsonl:2: mechanism: 'author_is_minor' is not a mechanism of delivery/DELAY "
+                             "(expected one of ")

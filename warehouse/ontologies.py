@@ -59,9 +59,23 @@ def dataset_ontology_sha256(con: duckdb.DuckDBPyConnection, dataset_id: str) -> 
     return tuple_ontology_sha256() if row is None else row.sha256
 
 
+class OntologyInUse(OntologyError):
+    """A valid ontology the dataset cannot take, because its worlds were validated against another
+    one: not a fault of the file (the command line exits 2, as for a --dataset that cannot be used)."""
+
+
+def unused_dataset_name(con: duckdb.DuckDBPyConnection, dataset_id: str) -> str:
+    """A dataset name like ``dataset_id`` that no dataset has yet (``NAME-2``, ``NAME-3``, ...)."""
+    n = 2
+    while not queries.fetch_df(con, "dataset_by_id", [f"{dataset_id}-{n}"]).empty:
+        n += 1
+    return f"{dataset_id}-{n}"
+
+
 def replace_problem(con: duckdb.DuckDBPyConnection, dataset_id: str, sha256: str, source: str) -> str | None:
-    """Why ``dataset_id`` cannot take the ontology version ``sha256`` (one problem line), or None
-    when it can: a dataset with worlds keeps the ontology in force. Read-only."""
+    """Why ``dataset_id`` cannot take the ontology version ``sha256`` (one problem line, with what
+    to do: load it into a new dataset, named with --dataset), or None when it can: a dataset with
+    worlds keeps the ontology in force. Read-only."""
     current = stored_ontology(con, dataset_id)
     in_force = current.sha256 if current is not None else tuple_ontology_sha256()
     if in_force == sha256:
@@ -71,16 +85,18 @@ def replace_problem(con: duckdb.DuckDBPyConnection, dataset_id: str, sha256: str
     except duckdb.CatalogException:
         worlds = 0
     if worlds:
-        return (f"{source}: dataset {dataset_id!r} already has worlds; its ontology can be replaced only "
-                "while it has none")
+        return (f"{source}: dataset {dataset_id!r} already has {worlds:,} world{'' if worlds == 1 else 's'}, "
+                "validated against the ontology it uses, so that ontology stays; to use this one, load it into a "
+                f"new dataset with --dataset NAME (say --dataset {unused_dataset_name(con, dataset_id)}), then "
+                "ingest the worlds there")
     return None
 
 
 def store_ontology(con: duckdb.DuckDBPyConnection, dataset_id: str, text: str, source: str) -> tuple[str, bool]:
     """Validate ``text`` and make it the ontology of ``dataset_id`` (created if new), in one
     transaction. Returns (sha256, changed): ``changed`` is False when the dataset already used
-    this version. OntologyError (nothing stored) for a file that breaks a rule, or when the
-    dataset has worlds and uses another ontology."""
+    this version. OntologyError (nothing stored) for a file that breaks a rule; OntologyInUse
+    when the dataset has worlds and uses another ontology."""
     onto = parse_ontology(text, source)
     sha = onto.sha256
     with transaction(con):
@@ -89,7 +105,7 @@ def store_ontology(con: duckdb.DuckDBPyConnection, dataset_id: str, text: str, s
             return sha, False
         refused = replace_problem(con, dataset_id, sha, source)
         if refused:
-            raise OntologyError([refused])
+            raise OntologyInUse([refused])
         if queries.fetch_df(con, "dataset_by_id", [dataset_id]).empty:
             queries.execute(con, "insert_dataset", [dataset_id, False, None, None])
         queries.execute(con, "insert_ontology_if_absent", [sha, onto.to_json(), source, sha])

@@ -114,17 +114,21 @@ def _context() -> Any:
 
 def dispatch(items: Sequence[Item], plan: DispatchPlan, transport: Transport,
              make_transport: Callable[[], Transport] | None = None,
-             sleep: Callable[[float], None] = time.sleep, cancel: threading.Event | None = None) -> Iterator[Result]:
+             sleep: Callable[[float], None] = time.sleep, cancel: threading.Event | None = None,
+             halt: threading.Event | None = None) -> Iterator[Result]:
     """Yield every world's replies as they arrive. ``make_transport`` (a picklable factory)
     lets requests be spread over worker processes; without it, or for one request in flight,
     everything runs in threads of this process over ``transport``. Closing the generator early
     stops dispatching; so does setting ``cancel`` (from another thread: the generator then ends
-    within a tenth of a second, its worker processes shut down, without waiting for the next reply)."""
+    within a tenth of a second, its worker processes shut down, without waiting for the next reply).
+    Setting ``halt`` (the caller decided to stop from the replies it read, say five refused keys)
+    ends dispatching as a ``stop`` reply does: no new request is sent, and the replies of those in
+    flight are still yielded, so every request sent is archived."""
     processes = worker_processes(plan.concurrency) if make_transport is not None else 1
     if processes <= 1:
-        yield from _in_threads(items, plan, transport, sleep, cancel)
+        yield from _in_threads(items, plan, transport, sleep, cancel, halt)
     else:
-        yield from _in_processes(items, plan, make_transport, processes, cancel)
+        yield from _in_processes(items, plan, make_transport, processes, cancel, halt)
 
 
 def _cancelled(cancel: threading.Event | None) -> bool:
@@ -132,7 +136,8 @@ def _cancelled(cancel: threading.Event | None) -> bool:
 
 
 def _in_threads(items: Sequence[Item], plan: DispatchPlan, transport: Transport,
-                sleep: Callable[[float], None], cancel: threading.Event | None = None) -> Iterator[Result]:
+                sleep: Callable[[float], None], cancel: threading.Event | None = None,
+                halt: threading.Event | None = None) -> Iterator[Result]:
     todo: queue.SimpleQueue = queue.SimpleQueue()
     for item in items:
         todo.put(item)
@@ -148,6 +153,8 @@ def _in_threads(items: Sequence[Item], plan: DispatchPlan, transport: Transport,
         t.start()
     try:
         while (any(t.is_alive() for t in threads) or not done.empty()) and not _cancelled(cancel):
+            if _cancelled(halt):
+                stop.set()                         # the threads finish the request they are on, then end
             try:
                 yield done.get(timeout=0.05)
             except queue.Empty:
@@ -157,7 +164,8 @@ def _in_threads(items: Sequence[Item], plan: DispatchPlan, transport: Transport,
 
 
 def _in_processes(items: Sequence[Item], plan: DispatchPlan, make_transport: Callable[[], Transport],
-                  processes: int, cancel: threading.Event | None = None) -> Iterator[Result]:
+                  processes: int, cancel: threading.Event | None = None,
+                  halt: threading.Event | None = None) -> Iterator[Result]:
     ctx = _context()
     todo, done = ctx.Queue(), ctx.Queue()
     for item in items:
@@ -176,6 +184,8 @@ def _in_processes(items: Sequence[Item], plan: DispatchPlan, make_transport: Cal
         while received < len(items):
             if _cancelled(cancel):
                 return
+            if _cancelled(halt):
+                stop.set()                         # the workers finish the requests they are on, then end
             try:
                 result = done.get(timeout=0.1)
             except queue.Empty:

@@ -356,6 +356,32 @@ def stop_causes(transport: str) -> str:
     return "an HTTP 408/429/5xx, a timeout or a connection error"
 
 
+REFUSED_STATUSES = frozenset({401, 403, 404})   # the key or the URL: every world would get the same
+REFUSED_FIRST = 5                               # that many first answers, all refused alike, stop a collection
+_REFUSED_STOP = f" on each of the first {REFUSED_FIRST} worlds: "
+
+
+def refused_stop(status: int, api_key_env: str | None, transport: str, endpoint: str) -> str:
+    """Why a collection stopped when its first ``REFUSED_FIRST`` answers were all refused with
+    ``status`` (401/403: the key; 404: the URL the requests went to), naming the option to check.
+    A choice of qlb's: COLLECT.md stores a 4xx as unavailable and goes on, and says nothing of
+    stopping; but a wrong key or URL would have every world of the dataset asked for the same
+    refusal, stored unavailable, and the command exit 0."""
+    if status in (401, 403):
+        what = ("the server refuses the key (check --api-key-env)" if api_key_env
+                else "the server wants a key (give it with --api-key-env VAR)")
+    elif transport == "openai":
+        what = f"the server has nothing at {endpoint} (check --base-url, usually ending in /v1)"
+    else:
+        what = f"the server has nothing at {endpoint} (check --base-url and --path)"
+    return f"HTTP {status}{_REFUSED_STOP}{what}"
+
+
+def stopped_refused(stopped: str | None) -> bool:
+    """Whether a collection stopped because its first answers were all refused (``refused_stop``)."""
+    return bool(stopped) and _REFUSED_STOP in stopped
+
+
 class PythonTransport:
     """``python``: ``module:function`` called with the body (a dict); it returns the same answer
     object as a typed endpoint, or ``{"status": "unavailable", "reason": ...}`` to decline a world

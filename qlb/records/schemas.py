@@ -55,6 +55,17 @@ def _context(info: ValidationInfo, key: str) -> Any:
     return (info.context or {}).get(key)
 
 
+class FieldProblem(ValueError):
+    """A rule broken by one field, found by a check of the whole record (a model validator, which
+    pydantic reports without a field): ``describe_error`` reads the field from here, so a rejected
+    line reads ``FILE:LINE: field: reason``. The reason does not repeat the field's name; the
+    exception's own text is ``field: reason`` (pydantic shows that one, without a field)."""
+
+    def __init__(self, field: str, reason: str) -> None:
+        super().__init__(f"{field}: {reason}")
+        self.field, self.reason = field, reason
+
+
 # --------------------------------------------------------------------------------------- TUPLE
 class World(BaseModel):
     """One synthetic case (TUPLE.md section 1). Every label is checked against the ontology."""
@@ -80,28 +91,28 @@ class World(BaseModel):
     def _labels_belong_to_domain(self, info: ValidationInfo) -> "World":
         ontology = _context(info, "ontology") or load_ontology()
         if self.domain not in ontology.domains:
-            raise ValueError(f"domain {self.domain!r} is not a domain of the dataset's ontology "
-                             f"(expected one of {', '.join(ontology.domains)})")
+            raise FieldProblem("domain", f"{self.domain!r} is not a domain of the dataset's ontology "
+                                         f"(expected one of {', '.join(ontology.domains)})")
         dom = ontology.domain(self.domain)
         if self.coarse not in dom.classes:
-            raise ValueError(f"coarse {self.coarse!r} is not a class of domain {self.domain} "
-                             f"(expected one of {', '.join(dom.classes)})")
+            raise FieldProblem("coarse", f"{self.coarse!r} is not a class of domain {self.domain} "
+                                         f"(expected one of {', '.join(dom.classes)})")
         allowed = dom.mechanisms_by_class[self.coarse]
         if self.mechanism not in allowed:
-            raise ValueError(f"mechanism {self.mechanism!r} is not a mechanism of "
-                             f"{self.domain}/{self.coarse} (expected one of {', '.join(allowed)})")
+            raise FieldProblem("mechanism", f"{self.mechanism!r} is not a mechanism of "
+                                            f"{self.domain}/{self.coarse} (expected one of {', '.join(allowed)})")
         s0, s1 = self.hypotheses
         if s0 == s1 or list(self.hypotheses) != sorted(self.hypotheses):
-            raise ValueError("hypotheses must be two distinct mechanisms in sorted order")
+            raise FieldProblem("hypotheses", "must be two distinct mechanisms in sorted order")
         for h in self.hypotheses:
             if h not in allowed:
-                raise ValueError(f"hypothesis {h!r} is not a mechanism of {self.domain}/{self.coarse}")
+                raise FieldProblem("hypotheses", f"{h!r} is not a mechanism of {self.domain}/{self.coarse}")
         if self.mechanism not in self.hypotheses:
-            raise ValueError(f"mechanism {self.mechanism!r} is not one of the hypotheses")
+            raise FieldProblem("mechanism", f"{self.mechanism!r} is not one of the hypotheses")
         if sorted(self.candidate_order) != list(dom.classes):
-            raise ValueError(f"candidate_order must be a permutation of {', '.join(dom.classes)}")
+            raise FieldProblem("candidate_order", f"must be a permutation of {', '.join(dom.classes)}")
         if self.recipient_role != dom.recipient_role:
-            raise ValueError(f"recipient_role must be {dom.recipient_role!r} for domain {self.domain}")
+            raise FieldProblem("recipient_role", f"must be {dom.recipient_role!r} for domain {self.domain}")
         return self
 
     def public_key(self) -> tuple:
@@ -207,12 +218,13 @@ class RefusalResponse(BaseModel):
         rejected, TUPLE.md section 1.)"""
         labels = refusal_label_set(domain) if labels is None else labels
         if self.status == "ok" and self.choice is None:
-            return "choice", "choice is missing while status is ok"
+            return "choice", "missing while status is ok"
         if self.choice is not None and self.choice not in labels:
-            return "choice", f"choice {self.choice!r} is not a {domain} mechanism or {WITHHOLD}"
+            return "choice", f"{self.choice!r} is not one of the {domain} domain's mechanisms or {WITHHOLD}"
         if self.scores and not labels.issuperset(self.scores):
             bad = sorted(set(self.scores) - labels)
-            return "scores", f"scores has labels outside the {domain} domain: {', '.join(bad)}"
+            return "scores", (f"{', '.join(map(repr, bad))} {'is' if len(bad) == 1 else 'are'} not among the "
+                              f"{domain} domain's mechanisms or {WITHHOLD}")
         return None
 
 
@@ -367,6 +379,9 @@ class VerifierGroup(BaseModel):
 def describe_error(exc: ValidationError) -> tuple[str | None, str]:
     """(field, reason) for the first error of a pydantic ValidationError, in plain words."""
     err = exc.errors(include_url=False)[0]
+    problem = (err.get("ctx") or {}).get("error")
+    if isinstance(problem, FieldProblem):              # a record-wide check that names its field
+        return problem.field, problem.reason
     loc = ".".join(str(p) for p in err["loc"])
     msg = err["msg"]
     if msg.startswith("Value error, "):

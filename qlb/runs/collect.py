@@ -8,7 +8,8 @@ stored by this process in small batches while the requests go on. A world that a
 never asked again (``replace_invalid`` asks again exactly the worlds whose stored response is
 invalid or unavailable). An HTTP 408/429/5xx, a timeout, a connection error or a Python target
 that raised stops the collection once its retries are spent: the answers so far stay stored and
-the same command resumes.
+the same command resumes. So does a server that refuses the first ``REFUSED_FIRST`` answers with
+the same 401, 403 or 404 (the key or the URL is wrong: every other world would get the same).
 
 Several models are collected at once (``collect_many``): each is its own collection, dispatched
 in a thread of its own with its own requests in flight and its own stop, and this process, the
@@ -36,7 +37,8 @@ from qlb.collect.answers import reason_kind
 from qlb.collect.dispatch import DispatchPlan, dispatch
 from qlb.collect.redact import redact
 from qlb.collect.requests import PROBES, body_sha256, instruction_version, request_body
-from qlb.collect.transports import CHAT_PATH, Reply, Transport, TransportSpec, base_url_problem, endpoint_url
+from qlb.collect.transports import (CHAT_PATH, REFUSED_FIRST, REFUSED_STATUSES, Reply, Transport, TransportSpec,
+                                   base_url_problem, endpoint_url, refused_stop)
 from warehouse import queries
 from warehouse.answers import Answer, AnswerStore, Call, CollectionInfo, stored_worlds
 from warehouse.ontologies import dataset_ontology
@@ -345,6 +347,8 @@ class _Collection:
         self.stop_calls: list[Call] = []
         self.received = 0
         self.last_flush = time.monotonic()
+        self.refused: list[Reply] | None = []     # the first answers while each is the same 401/403/404
+        self.halt = threading.Event()             # set to end dispatching as a stop reply does
 
     def open(self, con: duckdb.DuckDBPyConnection) -> None:
         """Record the collection and build its request bodies (with the dataset's ontology: its
@@ -373,7 +377,7 @@ class _Collection:
         plan = DispatchPlan(opts.probe, opts.concurrency, opts.interval, opts.retries, opts.backoff)
         spread = self.own_transport and opts.transport != "python"
         return dispatch(self.items, plan, self.transport, opts.transport_spec().build if spread else None, sleep,
-                        cancel)
+                        cancel, self.halt)
 
     def receive(self, world_id: str, sha: str, replies: list[Reply]) -> bool:
         """One world's replies; True when a batch was stored."""
@@ -387,12 +391,32 @@ class _Collection:
             self.batch.append(Answer(world_id, last.outcome, last.fields, last.reason, calls))
             if last.outcome == "answer" and last.no_logprobs:
                 self.result.no_logprobs += 1
+            self._watch_refusals(last)
         if self.batch and (len(self.batch) >= BATCH_SIZE or time.monotonic() - self.last_flush >= FLUSH_SECONDS):
             with _uninterrupted():
                 self.store.store(self.batch, self.opts.replace_invalid)
                 self.batch, self.last_flush = [], time.monotonic()
             return True
         return False
+
+    def _watch_refusals(self, answer: Reply) -> None:
+        """Stop when the first ``REFUSED_FIRST`` answers (as they arrive) are all the same HTTP 401,
+        403 or 404: a wrong key or URL would otherwise have every world of the dataset asked and
+        stored unavailable, with exit 0. Those answers stay stored (COLLECT.md: a 4xx is an
+        unavailable answer); once one answer is anything else, the server does answer, and its
+        later 4xx are the worlds' own."""
+        if self.refused is None:
+            return
+        if answer.outcome != "unavailable" or answer.status not in REFUSED_STATUSES or (
+                self.refused and answer.status != self.refused[0].status):
+            self.refused = None
+            return
+        self.refused.append(answer)
+        if len(self.refused) == REFUSED_FIRST:
+            self.result.stopped = self.result.stopped or refused_stop(answer.status, self.opts.api_key_env,
+                                                                      self.opts.transport, self.opts.endpoint)
+            self.halt.set()
+            self.refused = None
 
     def finish(self) -> None:
         """Store what is left, archive the calls of a stop, and count."""

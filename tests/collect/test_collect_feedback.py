@@ -225,3 +225,121 @@ def test_a_rerun_with_replace_invalid_that_is_still_invalid_does_not_suggest_the
     err = capsys.readouterr().err
     assert "warning: none of the 2 answers stored is valid" in err
     assert "ask these worlds again with the same command" in err and "by adding --replace-invalid" not in err
+
+
+# ------------------------------------------------------ a refused key or URL on the first worlds
+
+def test_a_wrong_key_on_the_first_five_worlds_stops_with_exit_4_and_keeps_those_answers(wh, capsys, monkeypatch):  # noqa: F811
+    """Walk-through: a wrong key had every world asked and stored unavailable, exit 0. The first five
+    answers all HTTP 401 stop the collection (exit 4); those asked stay stored unavailable (COLLECT.md),
+    the summary still says what to do, and the stop says to ask them again with --replace-invalid."""
+    monkeypatch.setenv("QLB_TEST_KEY", "wrong")
+    with StubServer(lambda p, b, h, n: ok({"error": {"message": "invalid api key"}}, status=401)) as stub:
+        code = collect(wh, "native", "--model", "m1", "--transport", "typed", "--base-url", stub.url,
+                       "--api-key-env", "QLB_TEST_KEY", "--json")
+        asked = len(stub.requests)
+    out, err = capsys.readouterr()
+    summary = json.loads(out)
+    assert code == 4
+    assert 5 <= asked <= 6 < len(world_ids())               # the request in flight when it stopped, at most
+    assert summary["stored"] == summary["unavailable"] == asked and summary["valid"] == 0
+    assert summary["stopped"] == ("HTTP 401 on each of the first 5 worlds: the server refuses the key "
+                                  "(check --api-key-env)")
+    assert all(v[0] == "unavailable" for v in stored(wh).values()) and len(stored(wh)) == asked
+    assert rows(wh, "SELECT stopped FROM collections") == [(summary["stopped"],)]
+    stop_line = [line for line in err.splitlines() if "stopped:" in line]
+    assert len(stop_line) == 1 and "--replace-invalid" in stop_line[0] and "resume with: qlb collect" in stop_line[0]
+    assert "none of the" not in err                           # the stop line says it, once
+
+    with StubServer(lambda p, b, h, n: ok({}, status=404)) as stub:      # the text summary keeps its advice
+        assert collect(wh, "native", "--model", "m2", "--transport", "openai", "--endpoint-model", "e",
+                       "--base-url", stub.url + "/v1") == 4
+    out, err = capsys.readouterr()
+    assert "what to do: check --base-url" in out
+    assert f"stopped: HTTP 404 on each of the first 5 worlds: the server has nothing at {stub.url}/v1/chat/completions" \
+        in err
+
+
+@pytest.mark.parametrize("statuses", [[200, 401, 401, 401, 401, 401], [401, 401, 403, 401, 401, 401],
+                                      [401, 401, 401, 401, 400, 401]])
+def test_a_server_that_answered_anything_else_first_is_never_stopped_for_4xx(wh, capsys, statuses):  # noqa: F811
+    """Once one of the first five answers is not the same 401/403/404, later refusals are the worlds' own."""
+    def respond(path, body, headers, n):
+        status = statuses[min(n, len(statuses)) - 1]
+        return typed(body) if status == 200 else ok({"error": "no"}, status=status)
+    with StubServer(respond) as stub:
+        assert collect(wh, "native", "--model", "m1", "--transport", "typed", "--base-url", stub.url, "--json") == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["stopped"] is None and summary["stored"] == len(world_ids())
+
+
+def test_the_first_five_refusals_received_stop_several_requests_in_flight(wh, capsys):  # noqa: F811
+    """--concurrency: the first five answers received decide; the requests in flight are stored too."""
+    with StubServer(lambda p, b, h, n: ok({"error": "no"}, status=403)) as stub:
+        assert collect(wh, "native", "--model", "m1", "--transport", "typed", "--base-url", stub.url,
+                       "--concurrency", "2", "--json") == 4
+        asked = len(stub.requests)
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["stopped"].startswith("HTTP 403 on each of the first 5 worlds: the server wants a key")
+    assert 5 <= summary["stored"] == asked < len(world_ids())
+
+
+def test_a_refused_model_stops_alone_among_several(wh, capsys):  # noqa: F811
+    def respond(path, body, headers, n):
+        return ok({"error": "no"}, status=401) if body["model"] == "m1" else typed(body)
+    with StubServer(respond) as stub:
+        assert collect(wh, "native", "--model", "m1", "m2", "--transport", "typed", "--base-url", stub.url,
+                       "--json") == 4
+    m1, m2 = json.loads(capsys.readouterr().out)
+    assert m1["stopped"].startswith("HTTP 401 on each of the first 5 worlds") and m1["stored"] < len(world_ids())
+    assert m2["stopped"] is None and m2["valid"] == len(world_ids())
+
+
+# ------------------------------------------------------------- the Collection page's replaced answers
+
+def test_replaced_answers_show_their_outcome_and_an_unavailable_answers_reason(wh, capsys):  # noqa: F811
+    """Walk-through: the Replaced answers table ticked "valid" for an HTTP 401 answer (an unavailable
+    answer is stored valid = true) and its reason was empty (an unavailable answer's reason is in the
+    archived call, not in invalid_reason). The table now says unavailable, and why."""
+    from dashboard.replaced_answers import NO_REASON, earlier_reasons, replaced_answers_table
+    from warehouse import queries
+    from warehouse.db import reader
+
+    def first(path, body, headers, n):
+        if n <= 2:
+            return ok({"error": {"message": "invalid api key"}}, status=401)
+        return ok(native_answer(body, confidence=7.0)) if n == 3 else typed(body)
+    with StubServer(first) as stub:
+        assert collect(wh, "native", "--model", "m1", "--transport", "typed", "--base-url", stub.url) == 0
+    with StubServer(lambda p, b, h, n: typed(b)) as stub:
+        assert collect(wh, "native", "--model", "m1", "--transport", "typed", "--base-url", stub.url,
+                       "--replace-invalid") == 0
+    with reader(wh) as con:
+        history = queries.fetch_df(con, "response_history", ["ds"])
+        runs = queries.fetch_df(con, "collections", ["ds"])
+        calls = [queries.fetch_df(con, "collection_calls_of", [cid]).assign(collection_id=cid)
+                 for cid in runs["collection_id"]]
+    import pandas as pd
+    shown = replaced_answers_table(history, earlier_reasons(history, runs, pd.concat(calls)))
+    assert list(shown.columns) == ["model", "probe", "world_id", "outcome", "choice", "reason", "replaced (UTC)",
+                                   "replaced by run"]
+    by_world = shown.set_index("world_id")
+    ids = world_ids()
+    assert by_world.loc[ids[0], "outcome"] == by_world.loc[ids[1], "outcome"] == "unavailable"
+    assert by_world.loc[ids[0], "reason"] == "HTTP 401 Unauthorized: invalid api key"
+    assert by_world.loc[ids[2], "outcome"] == "invalid" and "confidence" in by_world.loc[ids[2], "reason"]
+    assert NO_REASON not in set(shown["reason"])
+    # an answer loaded from a file has no call to read a reason from
+    loaded = history.head(1).assign(invalid_reason=None, replaced_by="elsewhere")
+    assert earlier_reasons(loaded, runs.head(0), pd.concat(calls).head(0)) == [NO_REASON]
+
+
+def test_a_refusal_answer_outside_the_domain_is_invalid_in_clean_words(wh, capsys):  # noqa: F811
+    """Walk-through: the reason read "choice: choice 'ESCALATE' is not a delivery mechanism or WITHHOLD"."""
+    with StubServer(lambda p, b, h, n: ok({"choice": "ESCALATE", "scores": {"ESCALATE": 1.0}})) as stub:
+        assert collect(wh, "refusal", "--model", "m1", "--transport", "typed", "--base-url", stub.url,
+                       "--limit", "1") == 0
+    (status, choice, valid, reason), = stored(wh, "refusal_responses").values()
+    domain = rows(wh, "SELECT domain FROM worlds WHERE world_id = ?", [world_ids()[0]])[0][0]
+    assert (status, valid) == ("ok", False)
+    assert reason == f"choice: 'ESCALATE' is not one of the {domain} domain's mechanisms or WITHHOLD"

@@ -220,3 +220,31 @@ def test_prediction_rules():
         with pytest.raises(ValidationError) as exc:
             QLPrediction.model_validate(obj, context=ctx)
         assert fragment in str(exc.value), obj
+
+
+# -------------------------------------------------------- the field of a problem, named once (walk-through)
+
+def test_a_world_label_outside_its_class_is_reported_under_its_field():
+    """A whole-record check used to reach the user without a field (``worlds.jsonl:281: mechanism ...``)."""
+    from qlb.records.schemas import describe_error
+    w = make_world("w1", "p1", "missed_transfer")
+    w["mechanism"] = "author_is_minor"
+    with pytest.raises(ValidationError) as exc:
+        World.model_validate(w)
+    field, reason = describe_error(exc.value)
+    assert field == "mechanism"
+    assert reason.startswith("'author_is_minor' is not a mechanism of delivery/DELAY (expected one of ")
+    w = make_world("w1", "p1", "missed_transfer")
+    w["candidate_order"] = ["DELAY"]
+    with pytest.raises(ValidationError) as exc:
+        World.model_validate(w)
+    assert describe_error(exc.value) == ("candidate_order", "must be a permutation of "
+                                                            "ADDRESS, DAMAGE, DELAY, DELIVERY_RECORD")
+
+
+def test_refusal_label_problems_name_their_field_once_and_no_article_before_the_domain():
+    assert refusal(choice="ESCALATE").label_problem("delivery") == (
+        "choice", "'ESCALATE' is not one of the delivery domain's mechanisms or WITHHOLD")
+    assert refusal(choice=None).label_problem("delivery") == ("choice", "missing while status is ok")
+    assert refusal(scores={"bgp_flap": 0.3, "ESCALATE": 0.1}).label_problem("delivery") == (
+        "scores", "'ESCALATE', 'bgp_flap' are not among the delivery domain's mechanisms or WITHHOLD")

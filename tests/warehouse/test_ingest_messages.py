@@ -47,7 +47,7 @@ def test_worlds_of_another_task_into_a_new_dataset_say_why_once(tmp_path, capsys
     out, err = capsys.readouterr()
     lines = err.splitlines()
     assert len(lines) == 2, err
-    assert lines[0].startswith("support_worlds.jsonl:1: domain 'support' is not a domain of the dataset's ontology")
+    assert lines[0].startswith("support_worlds.jsonl:1: domain: 'support' is not a domain of the dataset's ontology")
     assert lines[0].endswith(f"(the same on {n - 1} more lines: 2-{n})")
     assert lines[1] == (
         "qlb ingest: dataset 'support-adit' is new, so it uses the built-in TUPLE ontology (domains delivery, "

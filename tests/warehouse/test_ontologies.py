@@ -81,8 +81,9 @@ def test_refused_once_the_dataset_has_worlds(wh, tmp_path):
     before = snapshot(wh)
     with pytest.raises(OntologyError) as exc:
         store_ontology(wh, "ds", as_text(three_by_three()), "support.json")
-    assert exc.value.problems == ["support.json: dataset 'ds' already has worlds; its ontology can be replaced "
-                                  "only while it has none"]
+    assert exc.value.problems == ["support.json: dataset 'ds' already has 4 worlds, validated against the ontology "
+                                  "it uses, so that ontology stays; to use this one, load it into a new dataset "
+                                  "with --dataset NAME (say --dataset ds-2), then ingest the worlds there"]
     assert snapshot(wh) == before
     assert dataset_ontology(wh, "ds") is load_ontology()
     assert replace_problem(wh, "ds", ontology_sha256(as_text(three_by_three())), "x.json").startswith("x.json: ")
@@ -180,11 +181,13 @@ def test_cli_invalid_json_and_refusal_after_worlds(tmp_path, capsys):
     with writer(wh) as con:
         add_worlds(con, tmp_path)
     small = write_ontology(tmp_path / "small.json", three_by_three())
-    assert main(["ingest", "ontology", str(small), "--dataset", "ds", "--warehouse", str(wh)]) == 3
+    assert main(["ingest", "ontology", str(small), "--dataset", "ds", "--warehouse", str(wh)]) == 2
     assert capsys.readouterr().err.splitlines() == [
-        f"{small}: dataset 'ds' already has worlds; its ontology can be replaced only while it has none"]
+        f"qlb ingest: error: {small}: dataset 'ds' already has 4 worlds, validated against the ontology it uses, so "
+        "that ontology stays; to use this one, load it into a new dataset with --dataset NAME (say --dataset "
+        "ds-2), then ingest the worlds there"]
     # --dry-run says the same and writes nothing; for a new dataset it validates only
-    assert main(["ingest", "ontology", str(small), "--dataset", "ds", "--dry-run", "--warehouse", str(wh)]) == 3
+    assert main(["ingest", "ontology", str(small), "--dataset", "ds", "--dry-run", "--warehouse", str(wh)]) == 2
     capsys.readouterr()
     assert main(["ingest", "ontology", str(small), "--dataset", "fresh", "--dry-run", "--warehouse", str(wh)]) == 0
     assert "nothing written" in capsys.readouterr().out
@@ -205,3 +208,19 @@ def test_cli_notes_and_usage(tmp_path, capsys):
     assert main(["ingest", "ontology", str(wide), "--dataset", "claims", "--model", "m", "--warehouse", wh]) == 2
     assert main(["ingest", "ontology", str(tmp_path / "missing.json"), "--dataset", "x", "--warehouse", wh]) == 1
     assert "no such file" in capsys.readouterr().err
+
+
+def test_an_ontology_for_a_dataset_with_worlds_is_bad_usage_that_names_a_new_dataset(tmp_path, capsys):
+    """Walk-through: the refusal exited 3 (meant for rejected lines) and did not say what to do. It is
+    now exit 2 (a --dataset that cannot be used here), naming --dataset with an unused name, which works."""
+    wh = tmp_path / "w.duckdb"
+    with writer(wh) as con:
+        add_worlds(con, tmp_path, "modroute")
+        add_worlds(con, tmp_path, "modroute-2")                  # the suggestion skips a name in use
+    small = write_ontology(tmp_path / "small.json", three_by_three())
+    assert main(["ingest", "ontology", str(small), "--dataset", "modroute", "--warehouse", str(wh), "--json"]) == 2
+    out, err = capsys.readouterr()
+    assert json.loads(out)["problems"] == [err.strip().removeprefix("qlb ingest: error: ")]
+    assert err.startswith(f"qlb ingest: error: {small}: dataset 'modroute' already has 4 worlds")
+    assert "load it into a new dataset with --dataset NAME (say --dataset modroute-3)" in err
+    assert main(["ingest", "ontology", str(small), "--dataset", "modroute-3", "--warehouse", str(wh)]) == 0

@@ -1,0 +1,21 @@
+"""Words for the Data page's quarantine, kept apart from the page so that they are tested without
+Streamlit."""
+from __future__ import annotations
+
+from typing import Mapping
+
+# one and many of each kind of line (a rejected worlds line is "1 world", not "1 worlds")
+KIND_NOUNS: dict[str, tuple[str, str]] = {
+    "worlds": ("world", "worlds"), "responses": ("native response", "native responses"),
+    "refusal": ("refusal response", "refusal responses"), "corpus": ("QuasiLeak document", "QuasiLeak documents"),
+    "predictions": ("detector prediction", "detector predictions"),
+}
+
+
+def lines_by_kind(counts: Mapping[str, int]) -> str:
+    """``1 world, 5 native responses``: rejected lines counted per kind of file, singular for one."""
+    parts = []
+    for kind, n in counts.items():
+        one, many = KIND_NOUNS.get(kind, (kind, kind))
+        parts.append(f"{n:,} {one if n == 1 else many}")
+    return ", ".join(parts)
