@@ -283,6 +283,17 @@ def run_decoder_families(path: str, dataset: str, run_id: str) -> list[str]:
     return [f for f in DECODER_FAMILIES if not chosen or f in chosen]
 
 
+@st.cache_data(ttl=600, max_entries=16, show_spinner=False)
+def recovery_by_class(path: str, dataset: str, run_id: str, view: str) -> pd.DataFrame:
+    """Recovery per model, domain and decision class for one view of a run, from its stored test
+    predictions, with the run's own resample count and seed (``qlb.tuple.recovery.recovery_by_class``)."""
+    from qlb.stats.bootstrap import N_BOOT, SEED
+    from qlb.tuple.recovery import recovery_by_class as per_class
+    params = run_parameters(path, dataset, run_id)
+    predictions = query(path, "decoder_predictions_by_class", (run_id, view))
+    return per_class(predictions, int(params.get("n_boot", N_BOOT)), int(params.get("seed", SEED)))
+
+
 def has_config_scores(path: str, dataset: str, run_id: str) -> bool:
     """Whether the run stored every base configuration's scores (runs from migration 007 on)."""
     return run_id in set(query(path, "runs_with_config_scores", (dataset,))["run_id"])
@@ -494,6 +505,22 @@ def ontology(path: str, dataset: str) -> Ontology:
 def response_history(path: str, dataset: str) -> pd.DataFrame:
     """Responses of the dataset replaced by ``qlb collect --replace-invalid``, newest first."""
     return query(path, "response_history", (dataset,))
+
+
+def replaced_answers(path: str, dataset: str) -> pd.DataFrame:
+    """The replaced answers as the Collection page shows them (``dashboard.replaced_answers``):
+    each with its outcome and the reason it was not valid, an unavailable answer's read from the
+    calls of the collection runs of its model and probe (the history keeps no reason for it)."""
+    from dashboard.replaced_answers import earlier_reasons, replaced_answers_table
+    history = response_history(path, dataset)
+    runs = collections(path, dataset)
+    unexplained = history[history["invalid_reason"].isna()]
+    wanted = set(zip(unexplained["model"], unexplained["probe"]))
+    ids = [cid for cid, m, p in zip(runs["collection_id"], runs["model"], runs["probe"]) if (m, p) in wanted]
+    calls = [query(path, "collection_calls_of", (cid,)).assign(collection_id=cid) for cid in ids]
+    calls_frame = pd.concat(calls, ignore_index=True) if calls else pd.DataFrame(
+        columns=["collection_id", "world_id", "attempt", "reason"])
+    return replaced_answers_table(history, earlier_reasons(history, runs, calls_frame))
 
 
 # ------------------------------------------------------------- every problem of an uploaded file

@@ -17,6 +17,7 @@ from dashboard.widgets import (audit_page_start, chart, csv_bytes, finding, md_t
 from qlb.present import names
 from qlb.present.answers import status_sentence
 from qlb.present.figures import recovery_figure
+from qlb.present.recovery_text import class_label, class_sentence
 from qlb.present.robustness import (ALL_COLUMN, SUBSET_COLUMN, both_correct_sentence, both_correct_table, nesting_note,
                                     model_tracks, tracks_sentence)
 from qlb.tuple.release_views import DECODER_FAMILIES, VIEWS
@@ -215,7 +216,7 @@ def render() -> None:
     inverted = nesting_note(pooled)
     if inverted:
         st.caption(md_text(inverted))
-    one_view_tables(path, run_id, rec, worlds, len(models))
+    one_view_tables(path, dataset, run_id, rec, worlds, len(models))
     differences_table(diff[diff["model"].isin(chosen)], run_id)
     selections_table(path, run_id, chosen or models)
     predictions_browser(path, run_id, chosen or models)
@@ -239,7 +240,7 @@ POOLED_COLUMNS = {
 }
 
 
-def one_view_tables(path: str, run_id: str, rec: pd.DataFrame, worlds: str, n_models: int) -> None:
+def one_view_tables(path: str, dataset: str, run_id: str, rec: pd.DataFrame, worlds: str, n_models: int) -> None:
     """Paper Tables 22 and 24 for one picked release view: per model, the test recovery (all domains and the domain
     average), the attacker's log loss and the coarse accuracy; then the recovery per domain (a row per model, or per
     domain when the run's ``n_models`` are fewer than its domains)."""
@@ -266,6 +267,18 @@ def one_view_tables(path: str, run_id: str, rec: pd.DataFrame, worlds: str, n_mo
     table(wide, "recovery_by_domain",
           f"Paper Table 24 for the {view_name} view: test recovery per domain with its 95% interval. "
           f"Run {md_text(run_id)}.")
+    by_class = da.recovery_by_class(path, dataset, run_id, view)
+    by_class = by_class[by_class["model"].isin(pooled.index)]
+    sentence = class_sentence(by_class, names.name("view", view))
+    if sentence is not None:
+        finding(sentence, lead="Which decisions leak.")
+        grid = model_domain_grid(by_class.assign(cell=recovery_cells(by_class), decision=class_label(by_class)),
+                                 n_models, domain="decision")
+        grid = grid.rename(columns={"domain": "decision class"}) if grid.columns[0] == "domain" else grid
+        table(grid, "recovery_by_class",
+              f"Test recovery per decision class (the authorized class both worlds of a pair share) for the "
+              f"{view_name} view, with its 95% pair-clustered interval: a domain's average can hide a leak in one "
+              f"of its classes. Run {md_text(run_id)}.")
 
 
 def verdict(row: pd.Series) -> str:

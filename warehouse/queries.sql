@@ -401,6 +401,13 @@ WHERE run_id = ? AND view = ? ORDER BY model, domain, split, world_id;
 SELECT model, world_id, domain, pair_id, correct, log_loss FROM decoder_predictions
 WHERE run_id = ? AND view = ? AND defense = 'none' ORDER BY model, world_id;
 
+-- name: decoder_predictions_by_class
+-- The selected attacker's test predictions of one view for every model of a run, with each world's
+-- decision class (its coarse class T: both worlds of a pair share it).
+SELECT p.model, p.world_id, p.domain, w.coarse AS class, p.pair_id, p.correct FROM decoder_predictions p
+JOIN worlds w ON w.dataset_id = p.dataset_id AND w.world_id = p.world_id
+WHERE p.run_id = ? AND p.view = ? AND p.defense = 'none' ORDER BY p.model, p.domain, class, p.world_id;
+
 -- name: decoding_worlds
 -- Per model a decoding run decoded and planned world of its dataset: split, pair, labels and the
 -- released choice as decoding_input has them (no response, unavailable or invalid: unavailable).

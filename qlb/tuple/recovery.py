@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from qlb.records.ontology import Ontology
-from qlb.stats.bootstrap import N_BOOT, SEED, PairResamples, percentile_interval, resampled_means
+from qlb.stats.bootstrap import N_BOOT, SEED, PairResamples, pair_bootstrap, percentile_interval, resampled_means
 from qlb.stats.parallel import Workers, domain_tasks, run_tasks
 from qlb.tuple.decoding import (
     FOLDS, DomainDecoding, ViewFit, correct, decode_domain, log_loss_per_world, reselect, split_frames, with_subviews,
@@ -171,6 +171,19 @@ def recovery_tables(predictions: pd.DataFrame, n_boot: int = N_BOOT, seed: int =
     rec = pd.DataFrame(rec_rows, columns=["model", "view", "scope", "accuracy", "ci_low", "ci_high", "log_loss", "n"])
     diff = pd.DataFrame(diff_rows, columns=["model", "view_a", "view_b", "difference", "ci_low", "ci_high", "n"])
     return rec, diff
+
+
+def recovery_by_class(predictions: pd.DataFrame, n_boot: int = N_BOOT, seed: int = SEED) -> pd.DataFrame:
+    """Recovery per (model, domain, decision class) for one release view: which decisions leak. Both
+    worlds of a pair share their class (they differ only in the mechanism), so each class's worlds
+    are whole pairs and its interval is pair-clustered like every other (``pair_bootstrap``, the
+    run's resample count and seed). ``predictions``: model, domain, class, pair_id, correct."""
+    rows = []
+    for (model, domain, cls), g in predictions.groupby(["model", "domain", "class"], sort=True):
+        pairs = pd.factorize(g["pair_id"])[0]
+        est = pair_bootstrap(g["correct"].to_numpy(float), pairs, n_boot, seed)
+        rows.append((model, domain, cls, est.estimate, est.ci_low, est.ci_high, len(g)))
+    return pd.DataFrame(rows, columns=["model", "domain", "class", "accuracy", "ci_low", "ci_high", "n"])
 
 
 def coarse_correct(worlds: pd.DataFrame) -> np.ndarray:

@@ -257,7 +257,7 @@ def test_quasileak_page(app):
     assert board.set_index("detector")["simulated"]["sim-det-local"]
     assert not board.set_index("detector")["simulated"]["lexicon-cues"]
     assert all(re.fullmatch(r"\d+\.\d% \[\d+\.\d, \d+\.\d\]", v) for v in board["complete-group F1"])
-    assert any("finds the most complete groups" in m.value and "sim-det-strong" in m.value for m in at.markdown)
+    assert any("is the best real detector" in m.value and "upper reference" in m.value for m in at.markdown)
     errors = next(f for f in frames(at) if "over-flag" in f.columns)
     assert list(errors["detector"]) == list(board["detector"]) and len(errors.columns) <= 4
     more = next(f for f in frames(at) if "predicted groups" in f.columns)
@@ -281,8 +281,8 @@ def test_recovery_page(decoded_warehouse, monkeypatch):
         assert not at.exception, [e.value for e in at.exception]
         findings = [m.value for m in at.markdown if "qlb-finding" in m.value]
         assert [f.split("</b>")[0].split("<b>")[1] for f in findings] == [
-            "The choice alone.", "The full output.", "The stated confidence."]
-        assert "of test worlds, against 50% for guessing" in findings[0] and "2 models" in findings[1]
+            "The choice alone.", "The full output.", "The stated confidence.", "Which decisions leak."]
+        assert "of test worlds, against 50% for guessing" in findings[0] and "both models" in findings[1]
         internal = ("full_native", "choice_confidence", "no_output", "shrink=", "ensemble of", "[full_")
         assert not [m.value for m in at.markdown if any(word in m.value for word in internal)]
         pooled = next(f for f in frames(at) if "coarse accuracy" in f.columns)
@@ -733,9 +733,35 @@ def test_collection_page_shows_runs_outcomes_reasons_and_calls(collected_warehou
                     + [w.value for w in at.warning] + [i.value for i in at.info])
         assert not any("<script>" in v for v in rendered)
 
-        history = next(f for f in frames(at) if "replaced_by" in f.columns)
-        assert sorted(history["world"]) == ["w2", "w3"] and set(history["replaced_by"]) == {second}
+        history = next(f for f in frames(at) if "replaced by run" in f.columns)
+        assert sorted(history["world"]) == ["w2", "w3"] and set(history["replaced by run"]) == {second}
         assert HOSTILE in history["choice"].tolist()
+
+
+def test_collection_page_replaced_answers_say_unavailable_and_why(tmp_path, monkeypatch):
+    """Walk-through: a replaced HTTP 401 answer showed a ticked "valid" box, no reason and raw column
+    names; the table now names its outcome and the server's reason, under readable labels."""
+    from qlb.runs.collect import CollectOptions, collect
+    from tests.collect.stubs import StubServer, ok, typed
+    from tests.conftest import two_pairs, write_lines
+    from warehouse.db import writer
+    from warehouse.ingest import IngestRequest, ingest_file
+    path = tmp_path / "qlb.duckdb"
+
+    def refuse_two(p, b, h, n):
+        return ok({"error": {"message": "invalid api key"}}, status=401) if n <= 2 else typed(b)
+    with writer(path) as con, StubServer(refuse_two) as stub:
+        ingest_file(con, IngestRequest("worlds", write_lines(tmp_path / "worlds.jsonl", two_pairs()), "ds"))
+        options = dict(probe="native", dataset_id="ds", model="m1", transport="typed", base_url=stub.url)
+        assert collect(con, CollectOptions(**options)).unavailable == 2
+        stub.respond = lambda p, b, h, n: typed(b)
+        assert collect(con, CollectOptions(**options, replace_invalid=True)).valid == 2
+    with opened(path, "pages/collection.py", monkeypatch) as at:
+        assert not at.exception, [e.value for e in at.exception]
+        history = next(f for f in frames(at) if "replaced by run" in f.columns)
+    assert not {"invalid_reason", "replaced_at", "valid"} & set(history.columns)
+    assert history["outcome"].tolist() == ["unavailable", "unavailable"]
+    assert history["reason"].tolist() == ["HTTP 401 Unauthorized: invalid api key"] * 2
 
 
 def test_data_page_ontology_section_shows_validates_and_ingests(demo_warehouse, tmp_path, monkeypatch):
@@ -878,3 +904,20 @@ def test_a_model_registered_without_answers_is_named_not_counted(demo_warehouse,
         assert stats(at)["Models"] == "9"
         assert all("m-silent" not in f["model"].tolist() for f in frames(at) if "model" in f.columns)
         assert any("Registered without any stored answer, so not counted: m\\-silent" in c.value for c in at.caption)
+
+
+def test_data_page_words_a_rejected_world_with_its_field_and_one_world_singular(tmp_path):
+    """Walk-through: on the Data page a world whose mechanism is not its class's showed a blank field,
+    and the quarantine sentence said "(1 worlds)"."""
+    from dashboard import data_access as da
+    from dashboard.quarantine import lines_by_kind
+    from tests.conftest import two_pairs, write_lines
+    assert lines_by_kind({"worlds": 1, "responses": 5}) == "1 world, 5 native responses"
+    assert lines_by_kind({"refusal": 2, "corpus": 1}) == "2 refusal responses, 1 QuasiLeak document"
+    rows = two_pairs()
+    rows[1]["mechanism"] = "author_is_minor"
+    worlds = write_lines(tmp_path / "worlds.jsonl", rows)
+    report = da.validate_upload(str(tmp_path / "none.duckdb"), "worlds", str(worlds), "d", None, "worlds.jsonl")
+    problems = da.line_problems(report, str(worlds))
+    first = problems[problems["line"] == 2].iloc[0]
+    assert first["field"] == "mechanism" and first["problem"].startswith("'author_is_minor' is not a mechanism of ")

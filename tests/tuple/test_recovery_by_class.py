@@ -1,0 +1,43 @@
+"""Recovery per decision class (qlb.tuple.recovery.recovery_by_class): a planted leak in one class
+comes back in that class only, with the pair-clustered interval pair_bootstrap gives directly."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from qlb.stats.bootstrap import pair_bootstrap
+from qlb.tuple.recovery import recovery_by_class
+
+
+def test_a_leak_planted_in_one_class_is_found_in_that_class_only():
+    rng = np.random.default_rng(7)
+    rows = []
+    for cls, p_right in (("LABEL", 1.0), ("ALLOW", 0.5)):            # the model leaks only for LABEL
+        for k in range(40):
+            for side in (0, 1):
+                right = True if p_right == 1.0 else bool(rng.random() < 0.5)
+                rows.append({"model": "m", "domain": "posts", "class": cls, "pair_id": f"{cls}-{k}",
+                             "world_id": f"{cls}-{k}-{side}", "correct": right})
+    frame = pd.DataFrame(rows)
+    out = recovery_by_class(frame, n_boot=500, seed=3).set_index("class")
+    assert list(out.index) == ["ALLOW", "LABEL"] and (out["n"] == 80).all()
+    assert out.loc["LABEL", ["accuracy", "ci_low", "ci_high"]].tolist() == [1.0, 1.0, 1.0]
+    allow = frame[frame["class"] == "ALLOW"]
+    ref = pair_bootstrap(allow["correct"].to_numpy(float), pd.factorize(allow["pair_id"])[0], 500, 3)
+    assert np.allclose(out.loc["ALLOW", ["accuracy", "ci_low", "ci_high"]].tolist(),
+                       [ref.estimate, ref.ci_low, ref.ci_high])
+    assert out.loc["ALLOW", "ci_low"] < 0.5 < out.loc["ALLOW", "ci_high"]
+    assert np.isclose(out.loc["ALLOW", "accuracy"], allow["correct"].mean())
+
+
+def test_the_class_sentence_says_where_the_leak_sits():
+    from qlb.present.recovery_text import class_sentence
+    cells = pd.DataFrame([("a", "posts", "LABEL", 0.95, 0.9, 1.0), ("a", "posts", "ALLOW", 0.5, 0.4, 0.6),
+                          ("b", "posts", "LABEL", 0.52, 0.45, 0.6), ("b", "posts", "ALLOW", 0.49, 0.4, 0.58)],
+                         columns=["model", "domain", "class", "accuracy", "ci_low", "ci_high"])
+    assert class_sentence(cells, "full native") == (
+        "In the full native view, the attacker beats guessing (95% interval above 50%) in 1 of 4 cells of model and "
+        "decision class; highest 95.0% [90.0, 100.0] (a, posts / LABEL), lowest 49.0% [40.0, 58.0] (b, posts / "
+        "ALLOW). The leak sits in posts / LABEL; the other classes stay near guessing. Each class holds fewer test "
+        "worlds than its domain: the intervals are wider.")
+    assert class_sentence(cells.iloc[0:0], "choice") is None
