@@ -12,7 +12,7 @@ import json
 
 import pandas as pd
 
-from qlb.present.names import FAMILY_NAMES, TASK_NAMES, count_of, listing, pct, text_range
+from qlb.present.names import FAMILY_NAMES, TASK_NAMES, count_of, how_many, listing, pct, text_range
 from qlb.present.rundata import RunData
 from qlb.tuple.release_views import DECODER_FAMILIES
 from qlb.tuple.workflows import TASKS
@@ -52,7 +52,7 @@ def scope_sentence(d: RunData) -> str:
     n_all = len(d.models)
     if len(audited) >= n_all:
         who = count_of(n_all) if n_all != 1 else f"the dataset's one model, {audited[0]}"
-        who = f"all {n_all} models" if n_all > 1 else who
+        who = how_many(n_all, n_all) if n_all > 1 else who
     else:
         named = f" ({listing(audited)})" if len(audited) <= NAMED else ""
         who = f"{len(audited)} of the dataset's {count_of(n_all)}{named}"
@@ -116,7 +116,7 @@ def options(d: RunData) -> list[str]:
                            f"(full output: {_range(by_view['full_native'], list(ok))} of test worlds; choice alone: "
                            f"{_range(by_view['choice'], list(ok))}).")
             else:
-                whom = f"all {n} models" if n > 1 else str(pairs["model"].iloc[0])
+                whom = how_many(n, n) if n > 1 else str(pairs["model"].iloc[0])
                 out.append(f"In {where}, withholding the probabilities and the confidence may cost the recipient "
                            f"more than 0.1 cost units a case for {whom}: there the full output is what the recipient "
                            "uses, and a defense that keeps its decisions is the option.")
@@ -155,5 +155,5 @@ def _range(frame: pd.DataFrame, models: list[str]) -> str:
 
 
 def _models(models: list[str], n_all: int) -> str:
-    return f"all {n_all} models" if len(models) == n_all and n_all > 1 else (
+    return how_many(n_all, n_all) if len(models) == n_all and n_all > 1 else (
         listing(models) if len(models) <= NAMED else count_of(len(models)))

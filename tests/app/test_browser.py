@@ -200,6 +200,7 @@ def _check_refusal(page, wh: Path) -> None:
     page.locator(".js-plotly-plot").first.wait_for(timeout=30000)
     assert page.get_by_text("Withholding and recovery per model").count() >= 1
     assert page.get_by_text("N/A").count() >= 1              # sim-juniper never withholds
+    page.locator(".js-plotly-plot").nth(1).wait_for(timeout=30000)   # the second draws later, at the page's end
     assert page.locator(".js-plotly-plot").count() == 2      # routes + one response's scores
 
 

@@ -387,6 +387,14 @@ def test_a_signal_while_a_batch_is_written_stops_cleanly(wh, monkeypatch, capsys
 
     monkeypatch.setattr(AnswerStore, "store", store)
     monkeypatch.setattr("qlb.runs.collect.BATCH_SIZE", 2)
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)    # as in a terminal (xdist's workers ignore it)
+    try:
+        _collect_with_a_signal(wh, capsys, reason)
+    finally:
+        signal.signal(signal.SIGINT, before)
+
+
+def _collect_with_a_signal(wh, capsys, reason):  # noqa: F811
     with StubServer(lambda p, b, h, n: typed(b)) as stub:
         assert collect(wh, "native", "--model", "m1", "--transport", "typed", "--base-url", stub.url) == 4
     err = capsys.readouterr().err

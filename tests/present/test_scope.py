@@ -47,7 +47,7 @@ def test_scope_names_what_a_restricted_run_left_out():
         "stronger attacker could recover more than it reports. Not run: refusal, utility, defenses and QuasiLeak "
         "(no QuasiLeak corpus).")
     whole = _run({}, REC, _utility({("a", "selective"): True, ("b", "selective"): False}))
-    assert scope_sentence(whole).startswith("This run audited all 2 models on 288 test worlds each, with all five "
+    assert scope_sentence(whole).startswith("This run audited both models on 288 test worlds each, with all five "
                                             "decoder families.")
     assert "run-x" in stale_warning("run-x") and "again before relying on them" in stale_warning("run-x")
 
@@ -60,7 +60,7 @@ def test_options_follow_noninferiority_and_name_the_models_left_out():
                        "recipient as well as the full output (at most 0.1 cost units more a case) for a (not for b), "
                        "and lowers what an attacker recovers (full output: 80.0% of test worlds; choice alone: 50.0%).")
     assert said[1].startswith("In asymmetric-cost routing, withholding the probabilities and the confidence may cost "
-                              "the recipient more than 0.1 cost units a case for all 2 models")
+                              "the recipient more than 0.1 cost units a case for both models")
     # b's choice alone is above chance (its interval clears 50%): said; a's is not
     assert said[2] == ("Even the choice alone lets an attacker recover the protected mechanism above chance for b "
                        "(58.0%): any release of its decisions leaks somewhat.")
@@ -74,7 +74,7 @@ def test_options_on_wcpq_and_a_leak_through_failures():
                 ["accuracy", "ci_low", "ci_high"]] = (0.72, 0.63, 0.81)
     said = options(_run({}, failing, defenses=wcpq))
     assert said[0] == ("Where the full output must be released, the workflow-constrained quantizer (WCPQ) keeps every "
-                       "recipient decision and cost exactly and lowers recovery by 6.0 to 12.0 points for all 2 models.")
+                       "recipient decision and cost exactly and lowers recovery by 6.0 to 12.0 points for both models.")
     # b leaks through whether it answers: said once, as that (not again as a leak of its choice)
     assert said[1:] == ["Which cases b fails to answer gives the mechanism away (72.0% from whether an answer came at "
                         "all, and so from every release): the failures need fixing before any release of its decisions "
