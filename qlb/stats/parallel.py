@@ -27,6 +27,7 @@ import importlib.resources
 import os
 import pkgutil
 import re
+import socket
 import sys
 import time
 import types
@@ -37,6 +38,7 @@ from dataclasses import dataclass
 from functools import cache, partial
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
+from urllib.parse import urlsplit
 
 import numpy as np
 import pandas as pd
@@ -325,6 +327,9 @@ def _open_client(spec: str, timeout: float) -> tuple[Any, Any]:
                              "distributed.comm.tls.ca-file, distributed.comm.tls.client.cert and "
                              "distributed.comm.tls.client.key in Dask's configuration, see "
                              "https://distributed.dask.org/en/stable/tls.html)")
+    if _refused(spec, timeout):
+        raise SchedulerError(f"cannot reach the Dask scheduler at {spec}: nothing listens there (connection "
+                             "refused; is a `dask scheduler` running there, on that port?)")
     try:
         _handshake(spec, timeout)
         return Client(spec, timeout=timeout), None
@@ -383,6 +388,25 @@ def _connection_args() -> dict[str, Any]:
 
 class _NotAScheduler(Exception):
     """Something accepts connections at the address, but does not answer as a Dask scheduler."""
+
+
+def _refused(spec: str, timeout: float) -> bool:
+    """Whether the host of a ``tcp://`` or ``tls://`` address refuses a connection to its port
+    outright: nothing listens there, which Dask's own connect would retry until its timeout."""
+    url = urlsplit(spec if "://" in spec else f"tcp://{spec}")
+    try:
+        host, port = url.hostname, url.port
+    except ValueError:
+        return False
+    if url.scheme not in ("tcp", "tls") or host is None or port is None:
+        return False
+    try:
+        socket.create_connection((host, port), timeout=timeout).close()
+    except ConnectionRefusedError:
+        return True
+    except OSError:               # no answer, or no route: Dask's connect says so after its timeout
+        return False
+    return False
 
 
 def _handshake(address: str, timeout: float) -> None:

@@ -412,10 +412,11 @@ def test_an_unreachable_or_malformed_scheduler_is_one_line(small, tmp_path, monk
     address = f"tcp://127.0.0.1:{free_port()}"
     started = time.monotonic()
     assert main(["audit", "--warehouse", str(path), "--scheduler", address]) == 1
-    assert time.monotonic() - started < 15
+    assert time.monotonic() - started < 5                # refused at once: no waiting for Dask's connect timeout
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == [f"qlb audit: error: cannot reach the Dask scheduler at {address}: no answer within 1 s "
-                   "(OSError; is a `dask scheduler` running there?)"]
+    assert err == [f"qlb audit: error: cannot reach the Dask scheduler at {address}: nothing listens there "
+                   "(connection refused; is a `dask scheduler` running there, on that port?)"]
+
     for bad in ("local:0", "local:two", "my-laptop", "http://127.0.0.1:8787", "inproc://x:1", "ucx://host:8786"):
         assert main(["audit", "--warehouse", str(path), "--scheduler", bad]) == 2
         err = capsys.readouterr().err.strip().splitlines()
