@@ -8,8 +8,11 @@ VIEW_COLOURS = {"no_output": "#999999", "choice": "#56B4E9", "choice_confidence"
                 "full_probabilities": "#E69F00", "full_native": "#D55E00"}
 VIEW_SYMBOLS = {"no_output": "circle-open", "choice": "square", "choice_confidence": "diamond",
                 "full_probabilities": "triangle-up", "full_native": "circle"}
+# Paul Tol's muted scheme, its purple (#AA4499) replaced by his vibrant orange: beside the wine
+# (#882255) the purple read as the same magenta on small markers (a board reader could not tell the
+# demo's eighth and ninth models apart on the fronts)
 MODEL_PALETTE = ("#332288", "#88CCEE", "#44AA99", "#117733", "#999933", "#DDCC77", "#CC6677", "#882255",
-                 "#AA4499", "#DDDDDD")
+                 "#EE7733", "#DDDDDD")
 # diverging, colour-blind safe (Paul Tol's "sunset" ends): blue = lower, red = higher
 DIVERGING = [[0.0, "#364B9A"], [0.5, "#F7F7F7"], [1.0, "#A50026"]]
 
