@@ -27,3 +27,18 @@ def test_a_run_older_than_its_data_is_warned_about_on_the_overview_and_the_pages
             assert not at.exception, [e.value for e in at.exception]
             warned = [w.value for w in at.warning if "changed after run" in w.value]
             assert len(warned) == 1 and "Run qlb audit again before relying on them" in warned[0], page
+
+
+def test_real_answers_to_generated_cases_are_labelled_as_such_in_the_sidebar(demo_warehouse, tmp_path, monkeypatch):
+    """A dataset of the auditor's own whose worlds qlb generated (`qlb demo --ontology`) and whose answers are
+    real: the sidebar said "user data" beside a banner saying the worlds were generated."""
+    from qlb.simulate.tuple_sim import SIMULATED_NOTE
+    path = tmp_path / "qlb.duckdb"
+    shutil.copy(demo_warehouse, path)
+    generated = [w | {"diagnostic_note": SIMULATED_NOTE + w["diagnostic_note"]} for w in two_pairs()]
+    with writer(path) as con:
+        ingest_file(con, IngestRequest("worlds", write_lines(tmp_path / "mine.jsonl", generated), "mine"))
+    with opened(path, "pages/overview.py", monkeypatch, query={"dataset": "mine"}) as at:
+        assert not at.exception, [e.value for e in at.exception]
+        shown = " ".join(m.value for m in at.sidebar.markdown)
+    assert "real answers · simulated cases" in shown and "user data" not in shown
