@@ -10,10 +10,12 @@ import streamlit as st
 
 from dashboard import data_access as da
 from qlb.tuple.defenses import static_grid
-from qlb.present.defense_notes import temperature_note
+from qlb.present.defense_notes import (COST_WHY, NATIVE_ATTACKED, codeword_note, control_sentence, method_points,
+                                       recovery_label, relabel_native, release_column, restricted_sentence,
+                                       temperature_note)
 from qlb.present.figures import DEFENSE_ORDER as ORDER, defense_figure, learned_figure
 from qlb.present.learned import learned_points, learned_sentence, proxy_table, table15, verification_table
-from qlb.present.names import (TASK_HELP, cost_interval, how_many, listing, name, pct, pct_interval, points_interval,
+from qlb.present.names import (TASK_HELP, cost_interval, how_many, name, pct, pct_interval, points_interval,
                                profile_descriptions)
 from qlb.tuple.release_views import DECODER_FAMILIES
 from qlb.present.palette import model_colours
@@ -24,18 +26,10 @@ from qlb.tuple.recipients import candidate_ranks
 from qlb.tuple.workflows import TASKS, action_labels, policy_count, run_task
 
 INTRO = (
-    "Every defense starts from the same native response and changes only the probability field "
-    "(choice and confidence kept; WCPQ sets confidence to its codeword's maximum). Fresh decoders "
-    "are fitted and selected on the defended train and validation releases, frozen, and scored on "
-    "test; every release's attacker, the native control's too, also sees the release's public "
-    "workflow signatures (what the frozen recipients do with it), and the temperature attacker "
-    "reads the release through the public inverse. WCPQ replaces each response by the first "
-    "codeword that makes all frozen full-native recipient policies (one per workflow and cost profile: 3 x 6 = "
-    "18 for the paper's task) "
-    "behave identically, else releases it unchanged; its main codebook is the 0.1 grid, then the "
-    "model's training responses, then the midpoints of its training pairs, and the grid alone is "
-    "shown as a control. Intervals: 95% pair-clustered bootstrap; noise averages the three seeds' "
-    "per-world outcomes."
+    "This page tests ways of blurring the probabilities a model releases (rounding them, keeping only the top two, "
+    "flattening them, adding noise) and measures how much of the hidden secret an attacker can still recover from "
+    "each. WCPQ, the workflow-constrained quantizer, is built so that the downstream recipient's decisions never "
+    "change: it swaps each response for a stand-in on which every recipient policy acts exactly as on the original."
 )
 
 CODEBOOKS = {"wcpq": "main", "wcpq grid": "grid only"}
@@ -48,6 +42,10 @@ def render() -> None:
     if start is None:
         return
     path, dataset = start
+    ontology = da.ontology(path, dataset)
+    policies = policy_count(ontology)
+    with st.expander("How the defenses are evaluated"):
+        st.markdown("\n".join(f"- {point}" for point in method_points(policies, len(TASKS))))
     run_id = pick_run(da.defense_runs(path, dataset), "defenses_run", context=da.run_context(path, dataset), empty=
                       "No defense audit in this dataset yet: run `qlb audit --jobs 2` (it needs the decoding and "
                       "the utility audits, which it runs too).")
@@ -60,8 +58,6 @@ def render() -> None:
     main = res[res["defense"].isin(ORDER)]
     wcpq = res[res["defense"].isin(list(CODEBOOKS))].sort_values(["model", "defense"])
     params = da.run_parameters(path, dataset, run_id)
-    ontology = da.ontology(path, dataset)
-    policies = policy_count(ontology)
     findings(main, wcpq, models, len(set(everyone)), res, policies)
     control_note(da.query(path, "recovery_results", (run_id,)), main, params.get("defense_families"),
                  params.get("families") or list(DECODER_FAMILIES), policies)
@@ -110,26 +106,16 @@ def findings(main: pd.DataFrame, wcpq: pd.DataFrame, models: list[str], n_models
 
 def control_note(recovery: pd.DataFrame, main: pd.DataFrame, families: list[str] | None = None,
                  decoding: list[str] | None = None, policies: int = policy_count()) -> None:
-    """Why the native control here is not the full-native figure of the Release-view recovery page:
-    the same responses, a different attacker (public workflow signatures, the defense audit's
-    decoder families, named when they are fewer than the decoding audit's ``decoding`` families); both figures side by
-    side, from the run."""
-    pooled = recovery[(recovery["scope"] == "pooled") & (recovery["view"] == "full_native")].set_index("model")
-    native = main[main["defense"] == "native"].set_index("model")
-    both = [m for m in native.index if m in pooled.index]
-    if not both:
-        return
-    pairs = "; ".join(f"{md_text(m)} {pct(native.loc[m, 'accuracy'])} here, {pct(pooled.loc[m, 'accuracy'])} there"
-                      for m in both)
-    missing = [f for f in DECODER_FAMILIES if f in (decoding or DECODER_FAMILIES) and f not in (families or [])]
-    st.caption(f"The native control is the model's full native release attacked the way every defended release is: "
-               f"the attacker also reads the {policies} public workflow signatures and is chosen from this audit's decoder "
-               f"families. So it differs from the full-native recovery on the Release-view recovery page ({pairs}); "
-               f"compare each defense with this control, not with that page."
-               + (f" This run's defense attacker is restricted to {md_text(listing([name('family', f) for f in families]))}"
-                  f" (qlb audit --defense-families): the decoding audit's other families "
-                  f"({md_text(listing([name('family', f) for f in missing]))}) do not attack the defended releases, "
-                  f"so a stronger attacker could recover more from them." if families and missing else ""))
+    """Right after the findings, a short callout: why this page's native figure (``NATIVE_ATTACKED``) is not the
+    full-native figure of the Release-view recovery page, both from the run (``control_sentence``); and a warning
+    when the defense audit's attacker uses fewer decoder families than the decoding audit's ``decoding``."""
+    said = control_sentence(recovery, main, policies, md_text)
+    if said:
+        st.info(f"**Two “full native” recovery figures.** {said}", icon=":material/info:")
+    restricted = restricted_sentence(families, [f for f in DECODER_FAMILIES if f in (decoding or DECODER_FAMILIES)],
+                                     md_text)
+    if restricted:
+        st.warning(restricted, icon=":material/warning:")
 
 
 CONTROLS = ("native", "wcpq grid")      # the native release and WCPQ's grid-only codebook: controls, not defenses
@@ -206,21 +192,22 @@ def recovery_section(path: str, dataset: str, run_id: str, res: pd.DataFrame, ma
     difference against the native control, and the noise seeds one by one."""
     families = da.run_parameters(path, dataset, run_id).get("defense_families")
     st.subheader("Recovery per defense")
-    chart(defense_figure(main, colours), main, "defense_recovery",
+    chart(relabel_native(defense_figure(main, colours)), main, "defense_recovery",
           f"Paper Figure 10: defense-aware secret recovery on the test worlds per model and defense, 95% "
-          f"pair-clustered intervals; dashed line: 50% (guessing). The defenses are categories, not a scale. Decoder "
+          f"pair-clustered intervals; dashed line: 50% (guessing). The defenses are categories, not a scale; "
+          f"{NATIVE_ATTACKED} is the unchanged release under the same attacker. Decoder "
           f"families: {md_text(', '.join(families)) if families else 'all'}. Run {md_text(run_id)}.")
     t3 = main[main["model"].isin(shown)]
     t3 = t3.assign(order=t3["defense"].map(ORDER.index)).sort_values(["model", "order"])
     out = pd.DataFrame({
-        "model": t3["model"].to_numpy(), "defense": t3["defense"].to_numpy(),
+        "model": t3["model"].to_numpy(), "defense": t3["defense"].map(recovery_label).to_numpy(),
         "secret recovery [95% CI]": [pct_interval(a, lo, hi) for a, lo, hi in
                                      zip(t3["accuracy"], t3["ci_low"], t3["ci_high"])],
         "vs native [95% CI]": ["control" if pd.isna(d) else points_interval(d, lo, hi) for d, lo, hi in
                                zip(t3["diff_vs_native"], t3["diff_ci_low"], t3["diff_ci_high"])],
         "n": t3["n"].to_numpy()})
     sizes = out["n"].unique()
-    tip = ("Recovery under the defense minus recovery under the native control, in percentage points, with the "
+    tip = (f"Recovery under the defense minus the {NATIVE_ATTACKED} figure, in percentage points, with the "
            "paired 95% interval.")
     table(out.drop(columns="n") if len(sizes) == 1 else out, "defense_table3",
           "Paper Table 3: recovery per defense and the paired difference against the native control on the same "
@@ -280,11 +267,11 @@ def learned_section(info: pd.DataFrame, res: pd.DataFrame, costs: pd.DataFrame, 
         return
     finding(learned_sentence(points, info), lead="What a cost budget buys.")
     chart(learned_figure(points, colours), points, "learned_wcpq_figure11",
-          "Paper Figure 11: secret recovery (95% pair-clustered intervals) against what the frozen full-native "
-          "recipients pay under the authored costs (the mean of the three tasks), for WCPQ strict and each learned "
-          "variant; the label is the budget: how much more, in "
-          "review costs, a release may cost any policy for any true class. Lower and further left is better. "
-          f"Run {md_text(run_id)}.")
+          "Paper Figure 11, one panel per model: secret recovery (95% pair-clustered intervals) against what the "
+          "frozen full-native recipients pay under the authored costs (the mean of the three tasks). Shape: WCPQ "
+          "strict or a learned variant (with or without the pair loss); colour: its budget, how much more, in review "
+          "costs, a release may cost any policy for any true class. Points at the same cost are drawn side by side. "
+          f"Lower and further left is better. Run {md_text(run_id)}.")
     table(table15(points), "learned_wcpq_table15",
           "Paper Table 15: secret recovery on the test worlds [95% pair-clustered intervals] under WCPQ strict and "
           "the learned variants, for each model (budget in review costs; with or without the loss that pushes a pair's two worlds "
@@ -336,18 +323,15 @@ def cost_section(costs: pd.DataFrame, run_id: str, policies: int = policy_count(
                                                         zip(c["mean_cost"], c["ci_low"], c["ci_high"])]})
     missing = [d for d in ORDER if d in set(costs["defense"]) and d not in set(out["defense"])]
     why = {"top2": "a native-distribution recipient cannot read top-two scores"}
+    absent = "".join(f"; {md_text(name('defense', d))} has no row here ({why.get(d, 'none stored')})" for d in missing)
     table(out, f"defense_costs_{recipient}_{task}_{profile}",
           f"Mean test cost per case of the {md_text(name('task', task))} recipients under the "
-          f"{md_text(name('profile', profile))} [95% pair-clustered intervals], cost units. The native control and "
-          f"WCPQ rows are the frozen full-native policies (WCPQ is built so that they act unchanged). The frozen "
-          f"native policies are themselves the adapted ones for the native release (the utility audit fits and "
-          f"selects them on native validation worlds exactly as an adapted recipient is fitted on a defended "
-          f"release), so an adapted row and the native row compare like with like; a defended row can still read "
-          f"cheaper or dearer by chance, because its recipient is refitted and reselected on validation worlds: "
-          f"compare the intervals, not the point estimates." + temperature_note(costs)
-          + "".join(f" No pooled cost for {md_text(name('defense', d))} here: {why.get(d, 'none stored')}."
-                    for d in missing)
-          + f" Run {md_text(run_id)}.")
+          f"{md_text(name('profile', profile))}, in cost units with 95% pair-clustered intervals: compare intervals, "
+          f"not point values{absent}. Run {md_text(run_id)}.")
+    with st.expander("Why a defended release can read cheaper"):
+        st.markdown(COST_WHY)
+        if temperature_note(costs):
+            st.markdown(temperature_note(costs).strip())
 
 
 SIDE_BY_SIDE = ["native", "quantize", "top2", "wcpq"]     # the releases the inspector shows first
@@ -389,18 +373,22 @@ def inspector(path: str, dataset: str, run_id: str, models: list[str]) -> None:
 
 
 def releases_side_by_side(vec: dict, conf: dict, order: list[str], model: str, world_id: str) -> None:
-    """The released probabilities and confidence of the chosen releases of one world, one column per release."""
+    """The released probabilities and confidence of the chosen releases of one world, one column per release; a
+    codeword release (WCPQ and its variants) is labelled a codeword, and said above the table not to be a probability."""
     present = [d for d in vec if d in ORDER] + sorted(d for d in vec if d not in ORDER)
     chosen = st.multiselect("Releases", present, default=[d for d in SIDE_BY_SIDE if d in present],
                             key="inspector_releases", format_func=lambda d: name("defense", d),
                             help="Which releases of this world to show side by side.")
+    warning = codeword_note(chosen)
+    if warning:                      # before the numbers: a codeword's 0.9 is not a 90% probability
+        st.info(warning, icon=":material/info:")
     side = pd.DataFrame({"class (public order)": order + ["confidence"]})
     for defense in (d for d in present if d in chosen):
         v = vec[defense]
-        side[name("defense", defense)] = [("—" if c not in v else f"{v[c]:.4f}") for c in order] + \
+        side[release_column(defense)] = [("—" if c not in v else f"{v[c]:.4f}") for c in order] + \
             ["—" if conf[defense] is None or pd.isna(conf[defense]) else f"{conf[defense]:.4f}"]
     table(side, f"inspector_{model}_{world_id}", "The chosen releases of this world side by side; — means not "
-                                                 "released.")
+                                                 "released; a codeword's numbers are not probabilities.")
 
 
 def policies_on_world(policies: list, native: pd.DataFrame, vec: dict, conf: dict, dom, model: str,
@@ -427,11 +415,6 @@ def policies_on_world(policies: list, native: pd.DataFrame, vec: dict, conf: dic
                else f"{len(plans) - same} act differently")
     st.markdown(f"Of the {len(plans)} frozen full-native policies, {verdict} on the native and the WCPQ release of "
                 f"this world (same complete plan, same cost).")
-    if "wcpq" in vec and same == len(plans):
-        st.caption("A WCPQ codeword is not a recalibrated probability: it is the first vector in the codebook that "
-                   "every frozen policy treats exactly as it treats this response, so its numbers can differ a lot "
-                   "from the native ones (even in which class scores highest) while no recipient decision changes. "
-                   "What the codeword drops is what those policies never used, and that is what an attacker loses.")
     with st.expander(f"The plans of the {len(policies)} policies on this world"):
         table(plans, f"inspector_policies_{model}_{world_id}",
               "What each frozen full-native policy does with the native and the WCPQ release of this world (plans "

@@ -13,6 +13,7 @@ import textwrap
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
+from plotly.subplots import make_subplots
 
 from qlb.tuple.costs import profile_order
 from qlb.present.names import DEFENSE_NAMES, OUTCOME_NAMES, PROFILE_HELP, VIEW_NAMES, as_shown, name as display_name
@@ -269,45 +270,104 @@ def defense_figure(res: pd.DataFrame, colours: dict[str, str]) -> go.Figure:
 
 LEARNED_SYMBOLS = {"strict": "diamond", "no pair": "circle", "paired": "square"}
 LEARNED_KINDS = {"strict": "WCPQ strict", "no pair": "learned, no pair loss", "paired": "learned, pair loss"}
+STRICT_COLOUR = "#444444"
+# the budgets, smallest to largest: an ordinal ramp (Paul Tol's YlOrBr without its lightest steps, readable on white)
+BUDGET_RAMP = ("#FB9A29", "#EC7014", "#CC4C02", "#993404", "#662506")
+LEARNED_COLUMNS = 3          # facets per row of Figure 11
+DODGE = 0.02                 # mappers at one cost drawn this share of the cost axis apart, in legend order
 
 
-def learned_figure(points: pd.DataFrame, colours: dict[str, str]) -> go.Figure:
-    """Paper Figure 11: per model, WCPQ strict and each learned variant as (mean authored cost of
-    the frozen recipients over the three tasks, secret recovery with its 95% interval); the
-    marker says strict, no pair loss or pair loss, the label the budget. The legend is a key, one
-    entry per model (its colour; a click hides its points) and one per mapper (its symbol), so it
-    stays short with nine models."""
-    fig = go.Figure()
+def learned_label(kind: str, budget: float) -> str:
+    """A mapper's legend entry in Figure 11: ``WCPQ strict`` or ``budget 0.2 · pair loss``."""
+    if kind == "strict":
+        return LEARNED_KINDS["strict"]
+    return f"budget {budget:g} · {'pair loss' if kind == 'paired' else 'no pair loss'}"
+
+
+def budget_colours(budgets) -> dict[float, str]:
+    """A colour per learned budget, light (small) to dark (large), spread over ``BUDGET_RAMP``."""
+    ordered = sorted({float(b) for b in budgets})
+    if len(ordered) == 1:
+        return {ordered[0]: BUDGET_RAMP[2]}
+    steps = np.linspace(0, len(BUDGET_RAMP) - 1, len(ordered))
+    return {b: BUDGET_RAMP[int(round(i))] for b, i in zip(ordered, steps)}
+
+
+def learned_figure(points: pd.DataFrame, colours: dict[str, str] | None = None) -> go.Figure:
+    """Paper Figure 11, one small panel per model (``LEARNED_COLUMNS`` to a row, the model named above its panel):
+    WCPQ strict and each learned variant as (mean authored cost of the frozen recipients over the three tasks,
+    secret recovery with its 95% interval). The marker's shape is the mapper (diamond strict, circle without the
+    pair loss, square with it) and its colour the budget (light to dark as the budget grows); the legend lists each
+    mapper once, exactly as drawn, and a click hides it in every panel. No text sits on the markers: the budget is
+    in the legend and the hover. Mappers at the same cost (the strict mapper and the small budgets usually cost
+    what the native release costs) would hide one another, so each is drawn ``DODGE`` of its panel's cost axis
+    from the next, in legend order (at most a few thousandths of a cost unit; the hover gives the exact cost).
+    Recovery shares one axis (and the 50% guessing line) across panels; each panel's
+    cost axis fits its model's points, which sit close together. ``colours`` (a colour per model) is not used:
+    the panel titles name the models."""
+    models = sorted(points["model"].unique())
+    n = max(len(models), 1)
+    cols = min(LEARNED_COLUMNS, n)
+    rows = int(np.ceil(n / cols))
+    fig = make_subplots(rows=rows, cols=cols, shared_yaxes=True, horizontal_spacing=0.035 if cols > 1 else 0.02,
+                        vertical_spacing=min(0.28 / rows, 0.12) if rows > 1 else 0.0,
+                        subplot_titles=[plot_text(m) for m in models] or None,
+                        x_title="mean cost per case of the frozen recipients (authored costs, mean of the three tasks)",
+                        y_title="defense-aware secret recovery on test worlds (%)")
+    shades = budget_colours(points.loc[points["kind"] != "strict", "budget"])
     order = list(LEARNED_KINDS)
-    for (model, _, kind), d in points.assign(o=points["kind"].map(order.index)).groupby(["model", "o", "kind"]):
-        fig.add_trace(go.Scatter(
-            name=f"{plot_text(model)} · {LEARNED_KINDS[kind]}", x=d["mean_cost"], showlegend=False,
-            y=d["accuracy"], mode="markers+text", text=[f"{b:g}" if kind != "strict" else "" for b in d["budget"]],
-            textposition="middle right", legendgroup=plot_text(model),
-            marker=dict(color=colours[model], size=11, symbol=LEARNED_SYMBOLS[kind], line=dict(color="#444444", width=0.75)),
-            error_y=dict(type="data", symmetric=False, array=d["ci_high"] - d["accuracy"],
-                         arrayminus=d["accuracy"] - d["ci_low"], thickness=1),
-            customdata=np.column_stack([d["ci_low"], d["ci_high"], d["budget"]]),
-            hovertemplate="%{fullData.name}<br>budget %{customdata[2]} review costs<br>recovery %{y:.1%} "
-                          "[%{customdata[0]:.1%}, %{customdata[1]:.1%}]<br>mean cost %{x:.3f} per case<extra></extra>"))
-    legend_key(fig, points["model"], colours, "mapper",
-               [(LEARNED_KINDS[k], LEARNED_SYMBOLS[k]) for k in order if k in set(points["kind"])],
-               "mapper (symbol; the label is the budget)")
-    reference_line(fig, 0.5, "50%: guessing")
-    rows = int(np.ceil(points["model"].nunique() / 4)) + 3          # the legend's lines above the plot
-    cost = points["mean_cost"].dropna()
-    pad = max(0.05 * float(cost.max() - cost.min()), 0.01) if len(cost) else 0.01
+    mappers = points.assign(o=points["kind"].map(order.index))[["budget", "o", "kind", "defense"]] \
+        .drop_duplicates("defense").sort_values(["o", "budget"])        # strict, then no pair, then pair loss
+    mappers = mappers.assign(rank=range(len(mappers)))
+    shown: set[str] = set()
+    for i, model in enumerate(models):
+        row, col = i // cols + 1, i % cols + 1
+        d = points[points["model"] == model]
+        span = _learned_cost_axis(fig, d["mean_cost"], row, col)
+        for m in mappers.itertuples(index=False):
+            p = d[d["defense"] == m.defense]
+            if p.empty:
+                continue
+            label = learned_label(m.kind, m.budget)
+            colour = STRICT_COLOUR if m.kind == "strict" else shades[float(m.budget)]
+            nudge = (m.rank - (len(mappers) - 1) / 2) * DODGE * span       # side by side where the costs are equal
+            fig.add_trace(go.Scatter(
+                name=label, legendgroup=m.defense, showlegend=m.defense not in shown, legendrank=100 + m.rank,
+                x=p["mean_cost"] + nudge, y=p["accuracy"], mode="markers", meta=[plot_text(model), label],
+                marker=dict(color=colour, size=9, symbol=LEARNED_SYMBOLS[m.kind],
+                            line=dict(color="#222222", width=0.75)),
+                error_y=dict(type="data", symmetric=False, array=p["ci_high"] - p["accuracy"],
+                             arrayminus=p["accuracy"] - p["ci_low"], thickness=1, width=2, color=colour),
+                customdata=np.column_stack([p["ci_low"], p["ci_high"], p["mean_cost"]]),
+                hovertemplate="<b>%{meta[0]}</b> · %{meta[1]}<br>recovery %{y:.1%} [%{customdata[0]:.1%}, "
+                              "%{customdata[1]:.1%}]<br>mean cost %{customdata[2]:.3f} per case<extra></extra>"),
+                row=row, col=col)
+            shown.add(m.defense)
+        fig.add_hline(y=0.5, row=row, col=col, line_dash="dash", line_color="#555555", line_width=1, layer="below",
+                      showlegend=i == 0, name="50%: guessing", legendgroup="guessing", legendrank=2000)
     low = float(np.nanmin([*points["accuracy"], *points["ci_low"], 0.5]))      # a point without an interval too
     high = float(np.nanmax([*points["accuracy"], *points["ci_high"], 0.5]))
-    fig.update_layout(height=460 + 22 * rows, margin=dict(l=10, r=10, t=30, b=10),
-                      legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0, tracegroupgap=2),
-                      xaxis=dict(title="mean cost per case of the frozen recipients (authored costs, mean of the "
-                                       "three tasks)",        # a cost is never negative, one point not a ±1 axis
-                                 range=[max(0.0, float(cost.min()) - pad), float(cost.max()) + 4 * pad] if len(cost)
-                                 else None),
-                      yaxis=dict(title="defense-aware secret recovery on test worlds (%)", tickformat=".0%",
-                                 range=[max(0.0, low - 0.03), min(1.0, high + 0.03)]))
+    fig.update_yaxes(tickformat=".0%", range=[max(0.0, low - 0.03), min(1.0, high + 0.03)], nticks=5)
+    fig.update_annotations(font_size=12)                     # the panel titles and the shared axis titles
+    top, bottom = 150, 60                     # the legend's lines above the panel titles; the cost title below
+    height = top + bottom + rows * (300 if rows == 1 else 230)
+    fig.update_layout(height=height, margin=dict(l=70, r=10, t=top, b=bottom),
+                      legend=dict(title=dict(text="mapper (shape) · budget in review costs (colour)", side="top"),
+                                  orientation="h", yanchor="bottom", x=0, tracegroupgap=0,
+                                  y=1 + 28 / (height - top - bottom)))        # clear of the panel titles
     return fig
+
+
+def _learned_cost_axis(fig: go.Figure, cost: pd.Series, row: int, col: int) -> float:
+    """A panel's cost axis: its model's points with a margin, never below zero (one point is not a ±1 axis);
+    returns the axis's width (0.02 for a panel without costs)."""
+    cost = cost.dropna()
+    if cost.empty:
+        return 0.02
+    pad = max(0.08 * float(cost.max() - cost.min()), 0.01)
+    low, high = max(0.0, float(cost.min()) - pad), float(cost.max()) + pad
+    fig.update_xaxes(range=[low, high], nticks=4, row=row, col=col)
+    return high - low
 
 
 def f1_figure(numeric: pd.DataFrame) -> go.Figure:

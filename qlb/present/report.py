@@ -614,7 +614,8 @@ def render_report(d: RunData) -> str:
                          f"<p>{esc(learned_sentence(points, d.learned))}</p>")
             fig(figures.learned_figure(points, colours),
                 "Secret recovery (95% intervals) against the frozen recipients' mean authored cost, for WCPQ strict "
-                "and each learned variant (label: the budget, in review costs).")
+                "and each learned variant, one panel per model (shape: the mapper; colour: the budget, in review "
+                "costs).")
             table = table15(points)
             parts.append(_table(table, {c: "figure" for c in table.columns[1:]}))
     if not d.ql.empty:

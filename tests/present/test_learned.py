@@ -73,18 +73,54 @@ def test_figure_11_one_trace_per_model_and_mapper_with_escaped_names():
     res = RES.assign(model="<b>m</b>")
     pts = learned_points(res, COSTS.assign(model="<b>m</b>"))
     fig = learned_figure(pts, {"<b>m</b>": "#123456"})
-    data = [t for t in fig.data if t.hovertemplate]                  # the points; the rest is the legend's key
-    names = [t.name for t in data]
-    assert names == ["&lt;b&gt;m&lt;/b&gt; · WCPQ strict", "&lt;b&gt;m&lt;/b&gt; · learned, no pair loss",
-                     "&lt;b&gt;m&lt;/b&gt; · learned, pair loss"]
+    data = list(fig.data)                                            # a trace per model and mapper, nothing else
+    assert [t.name for t in data] == ["WCPQ strict", "budget 0 · no pair loss", "budget 0.5 · pair loss"]
+    assert all(t.meta[0] == "&lt;b&gt;m&lt;/b&gt;" for t in data)   # the model, escaped, named in the hover
+    assert "<b>m</b>" not in str(fig.to_dict())                      # nowhere unescaped (panel title included)
+    assert [a.text for a in fig.layout.annotations if a.text == "&lt;b&gt;m&lt;/b&gt;"]
     assert [t.marker.symbol for t in data] == ["diamond", "circle", "square"]
-    assert list(data[2].y) == [0.51] and list(data[2].text) == ["0.5"]
-    assert all(t.mode == "markers+text" and t.showlegend is False for t in data)
-    key = [t for t in fig.data if not t.hovertemplate]                # one entry per model, one per mapper
-    assert [t.name for t in key] == ["&lt;b&gt;m&lt;/b&gt;", "WCPQ strict", "learned, no pair loss",
-                                     "learned, pair loss"]
-    assert [t.legendgroup for t in key] == ["&lt;b&gt;m&lt;/b&gt;", "mapper", "mapper", "mapper"]
+    assert list(data[2].y) == [0.51] and all(t.mode == "markers" and t.text is None for t in data)    # no labels
+    assert [t.showlegend for t in data] == [True, True, True]
     assert [s.name for s in fig.layout.shapes] == ["50%: guessing"]
+    assert "mapper" in fig.layout.legend.title.text
+
+
+def test_figure_11_with_nine_models_is_one_panel_each_and_reads_without_labels():
+    """The board review: nine models in one plot were nine colours by three symbols with budget labels piled on the
+    markers. Now a panel per model (three to a row), each mapper once in the legend (shape: mapper, colour: budget,
+    light to dark), no text on a marker, the exact cost in the hover, and the guessing line in every panel."""
+    from qlb.present.figures import BUDGET_RAMP, STRICT_COLOUR, learned_figure
+
+    res = _res([("m", "native", 0.70, 0.65, 0.75, None, None, None, None),
+                ("m", "wcpq", 0.55, 0.50, 0.60, -0.15, -0.2, -0.1, 1.0)]
+               + [("m", f"wcpq learned {b:g} {k}", 0.53, 0.49, 0.57, -0.17, -0.22, -0.12, 0.95)
+                  for b in (0, 0.2, 0.5) for k in ("no pair", "paired")])
+    costs = _costs("m", {d: (0.3, 0.1, 0.2) for d in res["defense"]})
+    one = learned_points(res, costs)
+    models = [f"sim-{i}" for i in range(9)]
+    pts = pd.concat([one.assign(model=m) for m in models], ignore_index=True)
+    fig = learned_figure(pts, {})
+    assert len(fig.data) == 9 * 7 and all(t.mode == "markers" and t.text is None for t in fig.data)
+    titles = [a.text for a in fig.layout.annotations]
+    assert models == [t for t in titles if t.startswith("sim-")]                 # one panel each, in order
+    axes = {t.xaxis for t in fig.data}
+    assert len(axes) == 9 and fig.layout.xaxis9.domain[0] > 0.6 and fig.layout.yaxis7.domain[1] < 0.4  # 3 x 3
+    legend = [t for t in fig.data if t.showlegend]
+    assert [t.name for t in legend] == ["WCPQ strict", "budget 0 · no pair loss", "budget 0.2 · no pair loss",
+                                        "budget 0.5 · no pair loss", "budget 0 · pair loss", "budget 0.2 · pair loss",
+                                        "budget 0.5 · pair loss"]
+    colour = {t.name: t.marker.color for t in legend}
+    assert colour["WCPQ strict"] == STRICT_COLOUR
+    assert [colour[f"budget {b} · pair loss"] for b in ("0", "0.2", "0.5")] == [BUDGET_RAMP[0], BUDGET_RAMP[2],
+                                                                               BUDGET_RAMP[4]]
+    assert colour["budget 0.2 · pair loss"] == colour["budget 0.2 · no pair loss"]        # colour: the budget only
+    # equal costs are drawn side by side, a few thousandths apart; the hover gives the stored cost
+    first = [t for t in fig.data if t.xaxis == "x"]
+    xs = [t.x[0] for t in first]
+    assert xs == sorted(xs) and len(set(xs)) == 7 and max(xs) - min(xs) < 0.01
+    assert all(np.isclose(t.customdata[0][2], 0.2) for t in first) and "customdata[2]" in first[0].hovertemplate
+    assert [s.name for s in fig.layout.shapes] == ["50%: guessing"] * 9
+    assert [s.showlegend for s in fig.layout.shapes] == [True] + [False] * 8
 
 
 def test_the_sentence_says_when_the_pair_loss_changes_nothing():
@@ -105,7 +141,7 @@ def test_figure_11_axes_hold_the_points_and_never_go_negative():
 
     pts = learned_points(RES, COSTS)
     fig = learned_figure(pts, {"m": "#123456"})
-    x0, x1 = fig.layout.xaxis.range
+    x0, x1 = fig.layout.xaxis.range                                  # the one model's panel
     y0, y1 = fig.layout.yaxis.range
     assert 0 <= x0 <= pts["mean_cost"].min() and x1 > pts["mean_cost"].max()
     assert 0 <= y0 <= min(pts["ci_low"].min(), 0.5) and max(pts["ci_high"].max(), 0.5) <= y1 <= 1
