@@ -10,9 +10,9 @@ from dashboard import data_access as da
 from dashboard.routing import page_entry
 from dashboard.widgets import audit_page_start, chart, finding, md_text, pick_run, profile_help, table
 from qlb.present.figures import front_figure, front_key
-from qlb.present.fronts import Front, front_of, stability_sentence, who_sentence
-from qlb.present.names import (TASK_HELP, cost_interval, listing, name, pct, pct_interval, profile_descriptions,
-                               under)
+from qlb.present.fronts import (MEMBERSHIP_NOTE, Front, front_of, members_heading, members_note, price_of_privacy,
+                                review_cost, stability_sentence, who_sentence)
+from qlb.present.names import TASK_HELP, cost_interval, name, pct_interval, profile_descriptions
 from qlb.present.palette import model_colours
 from qlb.tuple.costs import profile_order
 from qlb.tuple.release_views import VIEWS
@@ -25,7 +25,7 @@ INTRO = (
     "useful). A point is on the front when no other point is at least as good on both axes and "
     "better on one (unrounded means). The per-model points are each model's full native release; "
     "the toggle adds every model × release view point (with one model in the run, its release views are the "
-    "points). Membership is descriptive, not a significance claim: look at the intervals."
+    "points)."
 )
 FRONT_ROWS = "front"     # the every-view table's default rows: the points on the front
 
@@ -51,9 +51,10 @@ def render() -> None:
     tasks = [t for t in TASKS if t in set(points["task"])]
     profiles = profile_order(points["profile"])
     front = front_of(points)
-    findings(front, points, tasks, profiles)
+    onto = da.ontology(path, dataset)
+    findings(front, points, tasks, profiles, onto)
 
-    described = profile_descriptions(da.ontology(path, dataset))
+    described = profile_descriptions(onto)
     task, profile, every = controls(tasks, profiles, front.key == "view", described)
     sel = points[(points["task"] == task) & (points["profile"] == profile)]
     member = "nondominated_all" if every else "nondominated_models"
@@ -85,45 +86,16 @@ def controls(tasks: list[str], profiles: list[str], one_model: bool, described: 
     return task, profile, every
 
 
-def findings(front: Front, points: pd.DataFrame, tasks: list[str], profiles: list[str]) -> None:
+def findings(front: Front, points: pd.DataFrame, tasks: list[str], profiles: list[str], ontology) -> None:
     """Up to three sentences: who is on the front (of models, or of the one model's release views) under the reference
-    costs and whether it changes with the task, how often each is on it over every task × profile, and what full
-    privacy costs."""
+    costs and whether it changes with the task (with the caveat that membership is descriptive), how often each is on
+    it over every task × profile, and what full privacy costs (in words when it is sending every case to trusted
+    review, from the dataset's decision task's review cost)."""
     reference = "authored" if "authored" in profiles else profiles[0]
-    finding(who_sentence(front, tasks, reference), lead="Who is on the front.")
+    finding(f"{who_sentence(front, tasks, reference)} {MEMBERSHIP_NOTE}", lead="Who is on the front.")
     finding(stability_sentence(front, tasks, profiles), lead="Across cost profiles.")
-    finding(price_of_privacy(points, tasks, reference), lead="What full privacy costs.")
-
-
-def price_of_privacy(points: pd.DataFrame, tasks: list[str], profile: str) -> str:
-    """Per task, counting every model × view release: what the most private end of the front costs per case, and
-    what its cheapest end costs (with the interval), each with its recovery."""
-    private, cheap = [], []
-    for t in tasks:
-        front = points[(points["task"] == t) & (points["profile"] == profile) & points["nondominated_all"]]
-        private.append(corner(front, "recovery", "mean_cost").iloc[0])
-        cheap.append(corner(front, "mean_cost", "recovery").iloc[0])
-    names = [name("task", t) for t in tasks]
-    dear = listing([f"{p['mean_cost']:.3f}" + (" per case" if i == 0 else "") + f" in {n}"
-                    for i, (p, n) in enumerate(zip(private, names))])
-    cheapest = listing([cost_interval(c["mean_cost"], c["cost_ci_low"], c["cost_ci_high"]) for c in cheap])
-    guessing = ": guessing" if all(p["recovery"] == 0.5 for p in private) else ""
-    every = "counting every release view" if points["model"].nunique() == 1 else "counting every model × view release"
-    return (f"{under(profile)}, {every}, the most private end of each front "
-            f"({recoveries(private)}{guessing}) costs {dear}; the cheapest end costs {cheapest} "
-            f"({recoveries(cheap)}).")
-
-
-def recoveries(rows: list[pd.Series]) -> str:
-    """``50.0% recovery``, or ``recovery 50.0%, 52.1% and 50.0%`` when the tasks differ."""
-    values = [pct(r["recovery"]) for r in rows]
-    return f"{values[0]} recovery" if len(set(values)) == 1 else f"recovery {listing(values)}"
-
-
-def corner(front: pd.DataFrame, first: str, then: str) -> pd.DataFrame:
-    """The releases of ``front`` with the smallest ``first``, and among them the smallest ``then`` (one spot)."""
-    d = front[front[first] == front[first].min()]
-    return d[d[then] == d[then].min()]
+    finding(price_of_privacy(points, tasks, reference, review_cost(reference, ontology)),
+            lead="What full privacy costs.")
 
 
 def front_chart(shown: pd.DataFrame, member: str, every: bool, task: str, profile: str, run_id: str,
@@ -178,14 +150,12 @@ def points_table(shown: pd.DataFrame, member: str, every: bool, task: str, profi
 
 
 def members_by_task(front: Front, tasks: list[str], profiles: list[str], profile: str, run_id: str) -> None:
-    """A heading that says whether the front is the same in every task under ``profile``; per model (or, with one
-    model, per release view) that is ever on it and task, whether it is on it under ``profile`` and under how many of
-    the profiles."""
+    """A heading that says the table counts across every cost profile, and a note that says whether the front is the
+    same in every task under ``profile`` and what the cells say; per model (or, with one model, per release view)
+    that is ever on it and task, whether it is on it under ``profile`` and under how many of the profiles."""
     members = {t: front.members(t, profile) for t in tasks}
-    same = len({frozenset(v) for v in members.values()}) == 1
-    plural = f"{front.noun}s"
-    st.subheader(f"{md_text(under(profile))}, " + (f"the same {plural} are on the front in every task" if same
-                                                  else "the front changes with the task"))
+    st.subheader(md_text(members_heading(front, profiles)))
+    st.caption(md_text(members_note(front, tasks, profiles, profile)))
     on = front.points[front.points[front.member]]
     ever = front.order(on[front.key].unique())
     rows = []

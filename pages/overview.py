@@ -10,7 +10,7 @@ import streamlit as st
 
 from dashboard import data_access as da
 from dashboard.routing import page_entry
-from dashboard.widgets import chart, current_dataset, finding, md_text, simulated_banner, stat_row, table
+from dashboard.widgets import chart, csv_bytes, current_dataset, finding, md_text, simulated_banner, stat_row, table
 from qlb.present.names import utc_minute
 from qlb.present.figures import plot_texts, recovery_figure
 from qlb.present.paper import checks_frame, comparison_lead, comparison_sentence, paper_checks, tally
@@ -133,12 +133,25 @@ def headline_findings(path: str, dataset: str) -> None:
                          + (f", {bad} do not" if bad > 1 else ", 1 does not" if bad else ""), expanded=bad > 0):
             st.caption("Each band is what a run must show to tell the paper's story: its direction and rough "
                        "size, not its exact numbers.")
-            table(checks_frame([c for c in checks if c.holds is not None]).assign(holds=lambda f: f["holds"].map({True: "yes", False: "NO"}))
-                  [["finding", "holds", "run", "band", "paper"]].rename(columns={"run": "this run"}),
-                  "paper_comparison", "The paper's findings (TUPLE.md section 8, and its appendix H.2 for the learned "
-                  "WCPQ) against this run.",
-                  column_config={"finding": st.column_config.TextColumn("finding", width="medium"),
-                                 "holds": st.column_config.TextColumn("holds", width="small")})
+            paper_comparison([c for c in checks if c.holds is not None])
+
+
+def paper_comparison(checks: list) -> None:
+    """The paper's findings the run can judge, one list item each (verdict first, then the finding, this run, the
+    band and the paper): a list wraps at any width, where a table's long cells were cut at 1,024 px; the same
+    rows as a CSV."""
+    shown = checks_frame(checks).assign(holds=lambda f: f["holds"].map({True: "yes", False: "NO"}))[
+        ["finding", "holds", "run", "band", "paper"]].rename(columns={"run": "this run"})
+    st.markdown("\n".join(
+        f"- **{'Holds' if r['holds'] == 'yes' else 'Does NOT hold'}**: {md_text(r['finding'])}. This run: "
+        f"{md_text(r['this run'])}; band: {md_text(r['band'])}; paper: {md_text(r['paper'])}."
+        for _, r in shown.iterrows()))
+    cols = st.columns([4, 1])
+    cols[0].caption("The paper's findings (TUPLE.md section 8, and its appendix H.2 for the learned WCPQ) against "
+                    "this run.")
+    cols[1].download_button("CSV", csv_bytes(shown), file_name="paper_comparison.csv", mime="text/csv",
+                            key="dl_paper_comparison", icon=":material/download:",
+                            help="Download this comparison as CSV (exactly the rows and columns shown).")
 
 
 SIMULATED_PREFIX = re.compile(r"^\s*SIMULATED\b[^:]*:\s*")

@@ -330,14 +330,18 @@ def selections_table(path: str, run_id: str, models: list[str]) -> None:
     domain = c2.selectbox("Domain", sorted(sel.loc[sel["model"] == model, "domain"].unique()), key="sel_domain")
     here = sel[(sel["model"] == model) & (sel["domain"] == domain)].set_index("view").reindex(VIEWS).dropna(
         subset=["candidate"]).reset_index()
+    st.caption("The result is the test recovery shown above; the validation score below only chose the attacker, "
+               "on worlds the test never uses.")
     st.markdown("\n".join(
         f"- **{md_text(names.name('view', r.view))}**: "
-        f"{md_text(attacker_words(f'{r.candidate} [{r.candidate_view}]', r.view))}. Validation recovery "
-        f"{names.pct(r.val_accuracy)}, log loss {r.val_log_loss:.3f}; best of {int(r.n_candidates):,} candidates."
+        f"{md_text(attacker_words(f'{r.candidate} [{r.candidate_view}]', r.view))}. Validation score (chose the "
+        f"attacker; not the result): {names.pct(r.val_accuracy)} recovery, log loss {r.val_log_loss:.3f}; best of "
+        f"{int(r.n_candidates):,} candidates."
         for r in here.itertuples()))
     cols = st.columns([4, 1])
     cols[0].caption(f"For {md_text(model)} in {md_text(domain)}: per release view, the attacker with the best "
-                    f"validation recovery (then log loss), frozen before the test worlds were scored. Run "
+                    f"validation score (recovery on the validation worlds, then log loss), frozen before the test "
+                    f"worlds were scored. Run "
                     f"{md_text(run_id)}.")
     cols[1].download_button("CSV", csv_bytes(shown_frame(sel.assign(
         candidate=[attacker_words(c, v) for c, v in zip(sel["candidate"], sel["view"])]))[0]),

@@ -15,6 +15,7 @@ from dashboard.widgets import audit_page_start, chart, data_table, finding, md_t
 from qlb.present.figures import cost_difference_heatmap
 from qlb.present.names import (TASK_HELP, VIEW_HELP, as_shown, authored_sentence, cost_interval, name, pct,
                                profile_descriptions, under)
+from qlb.present.sensitivity_text import richer_worse_sentence
 from qlb.tuple.costs import authored, domain_costs, profile_order
 from qlb.tuple.release_views import VIEWS
 from qlb.tuple.utility import DELTA, whatif
@@ -72,9 +73,10 @@ def reference_profile(profiles: list[str]) -> str:
 
 
 def findings(diff: pd.DataFrame, lower: list[str], profiles: list[str]) -> None:
-    """Three sentences: non-inferiority of every lower-information release under the reference costs, how the
-    headline view's count moves with the cost profile, and its closest call (the comparison whose interval's upper end
-    is nearest the margin, on either side) with the interval."""
+    """Three sentences: non-inferiority of every lower-information release under the reference costs (and, when a
+    release that holds every field of another counts lower, why), how the headline view's count moves with the cost
+    profile, and its closest call (the comparison whose interval's upper end is nearest the margin, on either side)
+    with the interval."""
     ref = reference_profile(profiles)
     at_ref = diff[diff["profile"] == ref]
     per_view = [(v, int(at_ref.loc[at_ref["view_a"] == v, "noninferior"].sum()), int((at_ref["view_a"] == v).sum()))
@@ -85,6 +87,9 @@ def findings(diff: pd.DataFrame, lower: list[str], profiles: list[str]) -> None:
             f"interval of its extra cost per case is at most {DELTA}) in {total} of {len(at_ref)} model × task "
             "comparisons: " + ", ".join(f"{name('view', v)} {k} of {n}" for v, k, n in per_view) + ".",
             lead="Non-inferiority.")
+    backwards = richer_worse_sentence(at_ref, lower, DELTA)
+    if backwards:
+        finding(backwards, lead="More information, less often good enough.")
     view = LEAD_VIEW if LEAD_VIEW in lower else lower[0]
     d = diff[diff["view_a"] == view]
     by_profile = [(p, int(d.loc[d["profile"] == p, "noninferior"].sum())) for p in profiles]

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from qlb.present.names import count_of, name, pct_interval, under
+from qlb.present.names import count_of, cost_interval, listing, name, pct, pct_interval, under
 from qlb.tuple.release_views import VIEWS
 
 
@@ -99,3 +99,79 @@ def stability_sentence(front: Front, tasks: list[str], profiles: list[str]) -> s
     rest = (f"; every {front.noun} is on it at least once" if never == 0 else
             f"; the other {front.noun} never is" if never == 1 else f"; the other {never} {front.noun}s never are")
     return f"{over}, {what} is on the front: {listed}{rest}."
+
+
+# The Fronts page's caveat, said with its first finding (who is on the front) rather than only in the intro
+MEMBERSHIP_NOTE = ("Being on the front is descriptive, not a significance claim: a point just off the front may be "
+                   "within its intervals of one on it, so look at the intervals.")
+
+
+def review_cost(profile: str, ontology=None) -> float | None:
+    """What one trusted review costs under ``profile``: the task's authored review cost times the profile's
+    ``review_x`` (``ontology``: the dataset's decision task; None = TUPLE); None for a profile the task lacks."""
+    from qlb.tuple.costs import CostProfile, authored
+    try:
+        return float(authored(ontology)["review"]) * CostProfile.named(profile, ontology).review_x
+    except ValueError:
+        return None
+
+
+def price_of_privacy(points: pd.DataFrame, tasks: list[str], profile: str, review: float | None = None) -> str:
+    """Per task, counting every model × view release: what the most private end of the front costs per case, and
+    what its cheapest end costs (with the interval), each with its recovery. ``review``: what one trusted review
+    costs under ``profile`` (``review_cost``); a private end that costs exactly that per case (as shown) is said to
+    be the price of sending every case to trusted review."""
+    private, cheap = [], []
+    for t in tasks:
+        front = points[(points["task"] == t) & (points["profile"] == profile) & points["nondominated_all"]]
+        private.append(corner(front, "recovery", "mean_cost").iloc[0])
+        cheap.append(corner(front, "mean_cost", "recovery").iloc[0])
+    names = [name("task", t) for t in tasks]
+    dear = listing([f"{p['mean_cost']:.3f}" + (" per case" if i == 0 else "") + f" in {n}"
+                    for i, (p, n) in enumerate(zip(private, names))])
+    cheapest = listing([cost_interval(c["mean_cost"], c["cost_ci_low"], c["cost_ci_high"]) for c in cheap])
+    guessing = ": guessing" if all(p["recovery"] == 0.5 for p in private) else ""
+    every = "counting every release view" if points["model"].nunique() == 1 else "counting every model × view release"
+    said = (f"{under(profile)}, {every}, the most private end of each front "
+            f"({recoveries(private)}{guessing}) costs {dear}; the cheapest end costs {cheapest} "
+            f"({recoveries(cheap)}).")
+    if review is None:
+        return said
+    reviewed = [n for p, n in zip(private, names) if f"{p['mean_cost']:.3f}" == f"{review:.3f}"]
+    if not reviewed:
+        return said
+    return (f"{said} In {listing(reviewed)}, {review:.3f} per case is the price of sending every case to trusted "
+            f"review (one review costs {review:g}).")
+
+
+def recoveries(rows: list[pd.Series]) -> str:
+    """``50.0% recovery``, or ``recovery 50.0%, 52.1% and 50.0%`` when the tasks differ."""
+    values = [pct(r["recovery"]) for r in rows]
+    return f"{values[0]} recovery" if len(set(values)) == 1 else f"recovery {listing(values)}"
+
+
+def corner(front: pd.DataFrame, first: str, then: str) -> pd.DataFrame:
+    """The releases of ``front`` with the smallest ``first``, and among them the smallest ``then`` (one spot)."""
+    d = front[front[first] == front[first].min()]
+    return d[d[then] == d[then].min()]
+
+
+def members_heading(front: Front, profiles: list[str]) -> str:
+    """The heading of the per-task members table, saying what its cells count: across every cost profile."""
+    plural = f"{front.noun}s"
+    if len(profiles) == 1:
+        return f"{under(profiles[0])}: which {plural} are on the front, per task"
+    return f"Across the {len(profiles)} cost profiles: how often each {front.noun} is on the front, per task"
+
+
+def members_note(front: Front, tasks: list[str], profiles: list[str], profile: str) -> str:
+    """What the members table's cells say (on the front under ``profile``, yes or no; in brackets, under how many of
+    the profiles), after whether the front under ``profile`` is the same in every task."""
+    members = {t: front.members(t, profile) for t in tasks}
+    same = len({frozenset(v) for v in members.values()}) == 1
+    plural = f"{front.noun}s"
+    what = "the model's full native release" if front.key == "model" else "the release view"
+    return (f"{under(profile)}, " + (f"the same {plural} are on the front in every task. " if same
+                                     else "the front changes with the task. ")
+            + f"Each cell says whether {what} is on the front {under(profile)[0].lower() + under(profile)[1:]} (yes "
+            f"or no) and, in brackets, under how many of the {count_of(len(profiles), 'cost profile')} it is.")

@@ -115,23 +115,23 @@ class SimModel:
 
 
 SIM_MODELS: tuple[SimModel, ...] = (
-    SimModel("sim-alder", "states its top class probability as its confidence, strong residual leak", 2.8, 1.05, 0.55, 0.8,
+    SimModel("sim-alder", "its stated confidence is just its top probability; its other probabilities give the protected mechanism away strongly", 2.8, 1.05, 0.55, 0.8,
              "max_p", 0.0, 0.62, 0.99, 0.97, 0.01, 0.003, 2),
-    SimModel("sim-birch", "noisy verbal confidence, moderate leak", 3.0, 0.95, 0.6, 0.7,
+    SimModel("sim-birch", "states a slightly noisy confidence; its probabilities give the protected mechanism away moderately", 3.0, 0.95, 0.6, 0.7,
              "noisy", 0.0, 0.75, 0.98, 0.93, 0.02, 0.005, 0),
-    SimModel("sim-cedar", "least accurate, leaks through its errors, noisy verbal confidence", 2.4, 1.3, 0.65, 1.0,
+    SimModel("sim-cedar", "the least accurate model; its mistakes give the protected mechanism away; states a slightly noisy confidence", 2.4, 1.3, 0.65, 1.0,
              "noisy", 0.0, 0.55, 0.97, 0.9, 0.02, 0.004, 3),
-    SimModel("sim-dogwood", "most accurate, overconfident, moderate leak", 3.1, 1.0, 0.6, 0.6,
+    SimModel("sim-dogwood", "the most accurate model; states more confidence than its probabilities support; gives the protected mechanism away moderately", 3.1, 1.0, 0.6, 0.6,
              "overconfident", 0.0, 0.85, 0.99, 0.95, 0.01, 0.002, 0),
-    SimModel("sim-elm", "confidence tinted by the mechanism (a confidence-only channel)", 2.7, 0.85, 0.6, 0.7,
+    SimModel("sim-elm", "its stated confidence is nudged up or down by the protected mechanism, so the confidence alone can give it away", 2.7, 0.85, 0.6, 0.7,
              "tinted", 0.0, 0.7, 0.98, 0.96, 0.01, 0.006, 1),
-    SimModel("sim-fir", "sometimes chooses its second-highest-scoring class", 2.6, 1.0, 0.55, 1.0,
+    SimModel("sim-fir", "sometimes releases its second most likely class instead of its most likely one", 2.6, 1.0, 0.55, 1.0,
              "noisy", 0.04, 0.5, 0.96, 0.92, 0.03, 0.008, 2),
-    SimModel("sim-ginkgo", "confidence rounded to one decimal, strong leak", 2.8, 1.1, 0.5, 0.8,
+    SimModel("sim-ginkgo", "states its confidence rounded to one decimal place; its probabilities give the protected mechanism away strongly", 2.8, 1.1, 0.5, 0.8,
              "tenths", 0.0, 0.9, 0.99, 0.99, 0.005, 0.003, 0),
-    SimModel("sim-hazel", "cautious: withholds almost always; its remaining scores rank the mechanism slightly less faithfully", 2.9, 0.9, 0.6, 0.7,
+    SimModel("sim-hazel", "cautious: asked for the protected mechanism, it almost always withholds it; the scores it still gives point to it slightly less reliably", 2.9, 0.9, 0.6, 0.7,
              "max_p", 0.0, 0.97, 0.95, 0.95, 0.015, 0.01, 1),
-    SimModel("sim-juniper", "never withholds; names the mechanism directly, binned confidence", 3.0, 1.0, 0.6, 0.7,
+    SimModel("sim-juniper", "never withholds: asked for the protected mechanism, it names it outright; states its confidence in a few coarse steps", 3.0, 1.0, 0.6, 0.7,
              "bins", 0.0, 0.0, 0.93, 0.9, 0.0, 0.004, 0),
 )
 

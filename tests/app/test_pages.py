@@ -296,8 +296,8 @@ def test_recovery_page(decoded_warehouse, monkeypatch):
         assert all(len(t["x"]) == 2 for t in fig)
         diff = next(f for f in frames(at) if "reading" in f.columns)
         assert len(diff) == 2 and diff["difference [95% CI]"].str.match(r"^[+-]\d+\.\d \[").all()
-        chosen = [m.value for m in at.markdown if "Validation recovery" in m.value]
-        assert len(chosen) == 1 and chosen[0].count("Validation recovery") == 5      # one line per release view
+        chosen = [m.value for m in at.markdown if "Validation score" in m.value]
+        assert len(chosen) == 1 and chosen[0].count("Validation score") == 5      # one line per release view
         # recompute from the run's fits with the run's families: exactly the stored result
         assert at.multiselect(key="rc_families").value == ["prior", "logistic", "template"]
         assert at.toggle(key="rc_refit").value is False
@@ -459,8 +459,8 @@ def test_fronts_page(decoded_warehouse, monkeypatch):
         assert all(c.endswith(" of 6 profiles)") for t in tasks for c in members[t])
         # the section heading is true for the table under it
         same = len({frozenset(members.loc[members[t].str.startswith("yes"), "model"]) for t in tasks}) == 1
-        heading = next(h.value for h in at.subheader if "on the front in every task" in h.value
-                       or "changes with the task" in h.value)
+        heading = next(c.value for c in at.caption if "on the front in every task" in c.value
+                       or "changes with the task" in c.value)
         assert ("the same models are on the front in every task" in heading) == same
         assert "Who is on the front." in texts(at)
         at.toggle(key="every_view").set_value(True).run()
@@ -523,8 +523,8 @@ def test_defenses_page(decoded_warehouse, monkeypatch):
         assert "Under the learned variants, secret recovery is" in texts(at)
         assert "Every release stayed within its budget" in texts(at)
         fig11 = next(c for c in at.get("plotly_chart") if "mapper" in c.proto.spec)
-        assert ({t["name"] for t in plotly_traces(fig11) if "hovertemplate" in t}
-                == {"sim-alder · WCPQ strict", "sim-alder · learned, pair loss"})
+        assert ({(t["meta"][0], t["name"]) for t in plotly_traces(fig11) if "hovertemplate" in t}
+                == {("sim-alder", "WCPQ strict"), ("sim-alder", "budget 0.2 · pair loss")})
         t15 = next(f for f in frames(at) if "mapper" in f.columns)          # a row per mapper, a column per model
         assert list(t15.columns) == ["mapper", "sim-alder"]
         assert list(t15["mapper"]) == ["WCPQ strict", "budget 0.2 · pair loss"]
@@ -536,7 +536,8 @@ def test_defenses_page(decoded_warehouse, monkeypatch):
         assert {"WCPQ strict", "native (control)", "quantize 0.1"} <= set(paid["defense"])   # WCPQ rows included
         assert set(paid.loc[paid["defense"] == "WCPQ strict", "recipients"]) == {"frozen"}
         side = next(f for f in frames(at) if "class (public order)" in f.columns)
-        assert list(side.columns)[1:] == ["native (control)", "quantize 0.1", "top-two", "WCPQ strict"]
+        assert list(side.columns)[1:] == ["native (control)", "quantize 0.1", "top-two",
+                                          "WCPQ codeword"]
         at.multiselect(key="inspector_releases").select("temperature").run()
         side = next(f for f in frames(at) if "class (public order)" in f.columns)
         assert "temperature τ=2" in side.columns
