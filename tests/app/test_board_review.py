@@ -48,9 +48,12 @@ def test_the_detector_finding_says_which_detectors_are_simulated():
                            "value": [0.757, 0.301, 0.112], "ci_low": [0.71, 0.25, 0.08],
                            "ci_high": [0.80, 0.35, 0.15], "simulated": [True, False, False]})
     assert quasileak_sentence(scores) == (
-        "Among 3 privacy detectors on the QuasiLeak corpus, the best complete-group F1 is 75.7% [71.0, 80.0] "
-        "(sim-det-strong, simulated from the gold groups); the best real detector reaches 30.1% [25.0, 35.0] "
-        "(lexicon-cues) (95% intervals in brackets).")
+        "Among 3 privacy detectors on the QuasiLeak corpus, the best real detector finds complete groups with F1 "
+        "30.1% [25.0, 35.0] (lexicon-cues); the simulated ones, derived from the answer key, reach up to 75.7% "
+        "[71.0, 80.0] (sim-det-strong): an upper reference (95% intervals in brackets).")
+    only = scores[scores["simulated"]]
+    assert quasileak_sentence(only).endswith("is 75.7% [71.0, 80.0] (sim-det-strong), simulated from the gold "
+                                             "groups (95% intervals in brackets).")
     real = scores.assign(simulated=False)
     assert quasileak_sentence(real).endswith("is 75.7% [71.0, 80.0] (sim-det-strong) (95% intervals in brackets).")
 
