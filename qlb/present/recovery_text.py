@@ -33,6 +33,7 @@ def class_sentence(by_class: pd.DataFrame, view: str) -> str | None:
         text += f"; highest {said(ordered.iloc[-1])}, lowest {said(ordered.iloc[0])}"
     if not above.empty and len(above) < len(cells):
         classes = sorted(set(class_label(above)))
-        text += (f". The leak sits in {', '.join(classes[:4])}{' and more' if len(classes) > 4 else ''}; "
-                 "the other classes stay near guessing")
-    return text + ". Each class holds fewer test worlds than its domain: the intervals are wider."
+        text += (f". Clear of guessing: {', '.join(classes[:4])}{' and more' if len(classes) > 4 else ''}; the "
+                 "other cells' intervals include 50%")
+    return text + (". Each class holds fewer test worlds than its domain, so its interval is wider: a leak too small "
+                   "to clear 50% in one class can still add up over its domain.")
