@@ -14,7 +14,7 @@ from qlb.stats.parallel import Workers, domain_tasks, run_tasks
 from qlb.tuple.decoding import (
     FOLDS, DomainDecoding, ViewFit, correct, decode_domain, log_loss_per_world, reselect, split_frames, with_subviews,
 )
-from qlb.tuple.release_views import VIEWS, release_columns
+from qlb.tuple.release_views import VIEWS
 
 log = logging.getLogger(__name__)
 
