@@ -569,7 +569,7 @@ def render_report(d: RunData) -> str:
         costs.columns = [f"{TASK_NAMES[t]}: {VIEW_NAMES[v]}" for t, v in costs.columns]
         parts.append(_table(costs.reset_index(), {c: "cost" for c in costs.columns}))
         parts.append("<p class='caption'>Mean test cost per case of the validation-selected recipient policy when it "
-                     "receives only the choice or the full native response (authored costs, benchmark units; lower "
+                     "receives only the choice or the full native response (authored costs, in cost units; lower "
                      "is better). Every view and cost profile is on the Cost-profile sensitivity page.</p>")
         choice = d.utility_diff[d.utility_diff["view_a"] == "choice"]["difference"].abs().dropna()
         shared = max(float(np.ceil(choice.max() * 1000) / 1000), 1e-3) if len(choice) else None   # one scale
