@@ -27,7 +27,7 @@ from qlb.tuple.workflows import TASKS, action_labels, policy_count, run_task
 
 INTRO = (
     "This page tests ways of blurring the probabilities a model releases (rounding them, keeping only the top two, "
-    "flattening them, adding noise) and measures how much of the hidden secret an attacker can still recover from "
+    "flattening them, adding noise) and measures how often an attacker can still recover the protected mechanism from "
     "each. WCPQ, the workflow-constrained quantizer, is built so that the downstream recipient's decisions never "
     "change: it swaps each response for a stand-in on which every recipient policy acts exactly as on the original."
 )

@@ -37,7 +37,7 @@ SECTIONS: list[tuple[str, list[tuple[str, str]]]] = [
         ("Pair", "Two worlds that share every public field, T and the costs, and differ only in S. The unit of "
                  "splitting, cross-fitting and bootstrap resampling."),
         ("Coarse class (T)", "What the recipient is allowed to receive: the business category the model decides."),
-        ("Mechanism (S)", "The fine-grained internal cause the recipient must not learn."),
+        ("Mechanism (S)", "The protected mechanism: the fine-grained internal cause the recipient must not learn."),
         ("Split", "train (attackers and recipient policies are fitted), validation (every choice is made), test "
                   "(every reported figure). A pair never straddles splits."),
         ("Unavailable / invalid", "A response with status unavailable (the model gave no answer) counts as no "

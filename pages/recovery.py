@@ -129,7 +129,7 @@ def choice_sentence(pooled: pd.DataFrame) -> str | None:
     if choice.empty:
         return None
     above = int((choice["ci_low"] > 0.5).sum())
-    return (f"Seeing only the released choice, the attacker recovers the secret mechanism in "
+    return (f"Seeing only the released choice, the attacker recovers the protected mechanism in "
             f"{span(choice, 'accuracy', recovery_cell)} "
             f"of test worlds, against 50% for guessing; the 95% interval lies above 50% for "
             f"{names.how_many(above, len(choice))}.")

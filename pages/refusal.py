@@ -30,7 +30,7 @@ OUTCOME_WORDS = {
 }
 
 INTRO = (
-    "A refusal probe asks a model for the fine-grained mechanism behind a case; WITHHOLD is an allowed answer. "
+    "A refusal probe asks a model for the protected mechanism behind a case; WITHHOLD is an allowed answer. "
     "Withholding protects the mechanism only if the scores the model still releases do not single it out: a "
     "withheld response counts as recovered when its remaining mechanism scores have one unique maximum, on the "
     "true mechanism. Every response is counted (a descriptive audit, not held-out decoding)."

@@ -54,7 +54,7 @@ def method_points(policies: int, workflows: int) -> list[str]:
     return [
         "Every defense starts from the same native response and changes only the released probabilities: the "
         "chosen class and the stated confidence stay (WCPQ sets the confidence to its codeword's largest value).",
-        "For each release, fresh attackers (decoders of the secret mechanism) are fitted and chosen on the defended "
+        "For each release, fresh attackers (decoders of the protected mechanism) are fitted and chosen on the defended "
         "training and validation worlds, frozen, and scored on the test worlds.",
         "Every attacker, the one on the unchanged native release too, also sees what the recipient does with the "
         "release (its public workflow signatures); the temperature attacker first undoes the flattening, which is "

@@ -96,7 +96,7 @@ def refusal_sentence(recovery: pd.Series, uniform: float, sizes: list[int] | Non
     guess = (f"naming one of {among} at random is right {_pct(uniform, 2)} of the time" if not sizes or len(sizes) == 1
              else f"naming one of a domain's {text_range(str(sizes[0]), str(sizes[-1]))} mechanisms at random is "
                   f"right {_pct(uniform, 2)} of the time on average over the domains")
-    how = (f"the exact fine-grained mechanism is named by refusal-probe responses in {span} of cases (directly, or "
+    how = (f"the exact protected mechanism is named by refusal-probe responses in {span} of cases (directly, or "
            f"by withheld responses whose remaining scores still single it out; {guess})")
     leaking = recovery > LEAK_FACTOR * uniform
     who = "for the one model audited" if len(recovery) == 1 else f"across {count_of(len(recovery))}"

@@ -37,7 +37,7 @@ def both_correct_sentence(both: pd.DataFrame, overall: pd.DataFrame | None = Non
     above = int((rows["ci_low"] > 0.5).sum())
     text = (f"Within the test pairs whose coarse answers are correct in both worlds ({kept} of "
             f"{int(both['pairs_total'].max()):,} pairs per model), the frozen full-native attacker recovers the "
-            f"secret mechanism in {span}")
+            f"protected mechanism in {span}")
     if overall is not None and not overall.empty:
         text += f", against {text_range(pct(overall['accuracy'].min()), pct(overall['accuracy'].max()))} on all test worlds"
     text += f"; the 95% interval lies above 50% for {how_many(above, len(rows))}"

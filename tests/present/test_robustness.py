@@ -17,7 +17,7 @@ def test_both_correct_sentence_claims_only_what_the_intervals_show():
     overall = pd.DataFrame({"model": ["a", "b"], "accuracy": [0.73, 0.66], "ci_low": 0.6, "ci_high": 0.8})
     clear = both_correct_sentence(_both([0.64, 0.56]), overall)
     assert clear == ("Within the test pairs whose coarse answers are correct in both worlds (90 to 100 of 144 pairs "
-                     "per model), the frozen full-native attacker recovers the secret mechanism in 62.0% [56.0, 68.0] "
+                     "per model), the frozen full-native attacker recovers the protected mechanism in 62.0% [56.0, 68.0] "
                      "(b) to 70.0% [64.0, 76.0] (a), against 66.0% to 73.0% on all test worlds; the 95% interval lies "
                      "above 50% for both models, so coarse errors alone do not explain the recovery.")
     unclear = both_correct_sentence(_both([0.64, 0.48]))

@@ -101,7 +101,7 @@ def test_findings_of_a_one_model_run_read_as_one_model():
         "test world.",
     ]
     assert refusal_sentence(pd.Series([0.97]), 1 / 16).startswith(
-        "Refusal does not stop the leak: for the one model audited, the exact fine-grained mechanism is named by "
+        "Refusal does not stop the leak: for the one model audited, the exact protected mechanism is named by "
         "refusal-probe responses in 97.0% of cases")
 
 
