@@ -4,38 +4,20 @@ sensitivity page's explanation of a richer release that is non-inferior less oft
 price of full privacy and members table title."""
 from __future__ import annotations
 
-from contextlib import contextmanager
 import html
 
 from streamlit.testing.v1 import AppTest
 
 from dashboard import data_access as da
-from dashboard.data_access import release_readers
 from dashboard.widgets import md_text
 from qlb.present.fronts import MEMBERSHIP_NOTE, front_of, members_heading, review_cost
 from qlb.present.sensitivity_text import richer_worse_sentence
 from qlb.tuple.costs import profile_order
 from qlb.tuple.release_views import VIEWS
 from qlb.tuple.utility import DELTA
-from tests.conftest import ROOT
+from tests.app.test_pages import opened
 
-APP = str(ROOT / "app.py")
 DATASET = "simulated-reference"
-
-
-@contextmanager
-def opened(path, page: str, monkeypatch, timeout: int = 60):
-    """The app on the warehouse at ``path``, switched to ``page`` (as tests/app/test_pages.py opens a page); the
-    cached read-only handle is closed afterwards."""
-    monkeypatch.setenv("QLB_WAREHOUSE", str(path))
-    monkeypatch.chdir(ROOT)
-    at = AppTest.from_file(APP, default_timeout=timeout)
-    at.run()
-    at.switch_page(page).run()
-    try:
-        yield at
-    finally:
-        release_readers()
 
 
 def texts(at: AppTest) -> str:
