@@ -50,9 +50,10 @@ def scope_sentence(d: RunData) -> str:
     ran = _ran(d)
     audited = sorted(params.get("models") or d.models)
     n_all = len(d.models)
-    if len(audited) >= n_all:
-        who = count_of(n_all) if n_all != 1 else f"the dataset's one model, {audited[0]}"
-        who = how_many(n_all, n_all) if n_all > 1 else who
+    if n_all == 0:                    # a QuasiLeak-only dataset: detectors, no decision model
+        who = "no decision model"
+    elif len(audited) >= n_all:
+        who = how_many(n_all, n_all) if n_all > 1 else f"the dataset's one model, {audited[0]}"
     else:
         named = f" ({listing(audited)})" if len(audited) <= NAMED else ""
         who = f"{len(audited)} of the dataset's {count_of(n_all)}{named}"

@@ -49,6 +49,8 @@ def test_scope_names_what_a_restricted_run_left_out():
     whole = _run({}, REC, _utility({("a", "selective"): True, ("b", "selective"): False}))
     assert scope_sentence(whole).startswith("This run audited both models on 288 test worlds each, with all five "
                                             "decoder families.")
+    nothing = _run({"audits": ["quasileak"]}, REC.iloc[0:0], models=())           # a QuasiLeak-only dataset
+    assert scope_sentence(nothing).startswith("This run audited no decision model.")
     assert "run-x" in stale_warning("run-x") and "again before relying on them" in stale_warning("run-x")
 
 
