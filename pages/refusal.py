@@ -58,14 +58,16 @@ def interval_help(rates: list[str]) -> dict[str, object]:
         INTERVAL_LABELS[r], help=f"{names.COLUMNS[r].help} With its Wilson 95% interval.") for r in rates}
 
 
-def findings(results: pd.DataFrame, uniform: float) -> None:
+def findings(results: pd.DataFrame, uniform: float, sizes: list[int] | None = None) -> None:
     """The page's findings for every model of the run, over all domains: does refusal stop the leak (the
-    report's sentence, with the extremes and their intervals), and how often models withhold."""
+    report's sentence, with the extremes and their intervals; ``sizes``: the domains' numbers of mechanisms, as
+    the report says them), and how often models withhold."""
     overall = rate_intervals(results[results["domain"] == "all"])
     recovered = overall.dropna(subset=["overall_recovery"])
     if recovered.empty:
         return
-    finding(f"{refusal_sentence(recovered['overall_recovery'], uniform)} {extremes(recovered, 'overall_recovery')}",
+    finding(f"{refusal_sentence(recovered['overall_recovery'], uniform, sizes)} "
+            f"{extremes(recovered, 'overall_recovery')}",
             "Does refusal protect the mechanism?")
     finding(withholding_sentence(recovered), "How often models withhold.")
 
@@ -136,8 +138,9 @@ def render() -> None:
     if run_id is None:
         return
     results = da.query(path, "refusal_results", (run_id,))
-    reference = uniform_reference(da.ontology(path, dataset))
-    findings(results, reference)
+    onto = da.ontology(path, dataset)
+    reference = uniform_reference(onto)
+    findings(results, reference, sorted({len(dom.mechanisms) for dom in onto.domains.values()}))
     models = sorted(results["model"].unique())
     f1, f2 = st.columns([1, 3])
     domain = f1.selectbox("Domain", ["all"] + sorted(d for d in results["domain"].unique() if d != "all"),

@@ -32,8 +32,9 @@ def class_sentence(by_class: pd.DataFrame, view: str) -> str | None:
     if len(cells) > 1:
         text += f"; highest {said(ordered.iloc[-1])}, lowest {said(ordered.iloc[0])}"
     if not above.empty and len(above) < len(cells):
-        classes = sorted(set(class_label(above)))
-        text += (f". Clear of guessing: {', '.join(classes[:4])}{' and more' if len(classes) > 4 else ''}; the "
-                 "other cells' intervals include 50%")
+        shown = above.assign(label=class_label(above)).sort_values(["accuracy", "model"], ascending=[False, True])
+        named = [f"{r['label']} ({r['model']})" if several else r["label"] for _, r in shown.head(4).iterrows()]
+        more = f" and {len(shown) - 4} more" if len(shown) > 4 else ""
+        text += f". Clear of guessing, highest first: {', '.join(named)}{more}; the other cells' intervals include 50%"
     return text + (". Each class holds fewer test worlds than its domain, so its interval is wider: a leak too small "
                    "to clear 50% in one class can still add up over its domain.")

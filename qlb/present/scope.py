@@ -78,6 +78,10 @@ def scope_sentence(d: RunData) -> str:
         defended = sorted(set(d.defenses["model"]))
         if len(defended) < len(audited):
             text += f" The output defenses were tried on {len(defended)} of them ({listing(defended)})."
+        attackers = [f for f in (params.get("defense_families") or DECODER_FAMILIES) if f in DECODER_FAMILIES]
+        if len(attackers) < len(DECODER_FAMILIES):
+            text += (f" The defended releases were attacked with {len(attackers)} of the five families "
+                     f"({listing([FAMILY_NAMES.get(f, f) for f in attackers])}): their recovery too could be higher.")
     skipped = [AUDITS[a] for a in AUDITS if not ran[a]]
     if skipped:
         why = {a: "no QuasiLeak corpus" for a in ("QuasiLeak",) if "quasileak" in (params.get("audits") or [])}
@@ -108,28 +112,33 @@ def options(d: RunData) -> list[str]:
             groups.setdefault((ok, len(cell)), []).append(TASK_NAMES.get(task, task))
         for (ok, n), tasks in groups.items():
             where = listing(tasks)
+            rows = pairs[pairs["task"].isin([t for t in set(pairs["task"]) if TASK_NAMES.get(t, t) in tasks])]
             if ok:
                 whom = "every model" if len(ok) == n and n > 1 else listing(list(ok))
                 others = sorted(set(pairs["model"]) - set(ok))
                 whom += f" (not for {listing(others, 'or')})" if others and len(others) <= NAMED else ""
-                out.append(f"In {where}, releasing the choice alone serves the recipient as well as the full output "
-                           f"(at most 0.1 cost units more a case) for {whom}, and lowers what an attacker recovers "
-                           f"(full output: {_range(by_view['full_native'], list(ok))} of test worlds; choice alone: "
-                           f"{_range(by_view['choice'], list(ok))}).")
+                extra = _cost_range(rows[rows["model"].isin(ok)])
+                out.append(f"In {where}, releasing the choice alone costs the recipient at most 0.1 cost units a case "
+                           f"more than the full output (the margin; measured: {extra} a case) for {whom}"
+                           + _recovery_effect(d, by_view, list(ok)) + ".")
             else:
                 whom = how_many(n, n) if n > 1 else str(pairs["model"].iloc[0])
-                out.append(f"In {where}, withholding the probabilities and the confidence may cost the recipient "
-                           f"more than 0.1 cost units a case for {whom}: there the full output is what the recipient "
-                           "uses, and a defense that keeps its decisions is the option.")
+                out.append(f"In {where}, withholding the probabilities and the confidence costs the recipient "
+                           f"{_cost_range(rows)} a case more for {whom} (more than the 0.1 margin, or not shown to be "
+                           "less): there the full output is what the recipient uses, and a defense that keeps its "
+                           "decisions is the option.")
     wcpq = d.defenses[d.defenses["defense"] == "wcpq"] if not d.defenses.empty else d.defenses
     if not wcpq.empty:
         kept = bool(((wcpq["plan_agreement"] == wcpq["plan_comparisons"]) & (wcpq["max_abs_cost_diff"] == 0)).all())
         drop = 100 * wcpq["diff_vs_native"]
         change = text_range(f"{-drop.max():.1f}", f"{-drop.min():.1f}")
         if kept and (drop < 0).all():
+            cover = text_range(pct(wcpq["coverage"].min()), pct(wcpq["coverage"].max()))
+            uncovered = "" if (wcpq["coverage"] >= 1).all() else "; the responses it cannot cover go out unchanged"
             out.append(f"Where the full output must be released, the workflow-constrained quantizer (WCPQ) keeps every "
                        f"recipient decision and cost exactly and lowers recovery by {change} points for "
-                       f"{_models(sorted(wcpq['model']), len(d.models))}.")
+                       f"{_models(sorted(wcpq['model']), len(d.models))} (it covers {cover} of the responses"
+                       f"{uncovered}).")
         elif not kept:
             out.append("The workflow-constrained quantizer (WCPQ) did not keep every recipient decision in this run: "
                        "see the verification on the Defenses page before relying on it.")
@@ -147,6 +156,28 @@ def options(d: RunData) -> list[str]:
                    "release): the failures need fixing before any release of "
                    f"{'its' if len(failing) == 1 else 'their'} decisions is private.")
     return out
+
+
+def _cost_range(rows: pd.DataFrame) -> str:
+    """The lowest to the highest extra cost a case (choice minus full native) of ``rows``."""
+    return text_range(f"{rows['difference'].min():+.3f}", f"{rows['difference'].max():+.3f}")
+
+
+def _recovery_effect(d: RunData, by_view: dict[str, pd.DataFrame], models: list[str]) -> str:
+    """What keeping only the choice does to recovery for ``models``: lower where the paired 95% interval of full
+    output minus choice lies above 0 (with both views' ranges), no clear change for the others."""
+    diff = d.recovery_diff
+    pair = diff[(diff["view_a"] == "full_native") & (diff["view_b"] == "choice")] if not diff.empty else diff
+    clear = sorted(set(pair.loc[pair["ci_low"] > 0, "model"]) & set(models)) if not pair.empty else list(models)
+    unclear = sorted(set(models) - set(clear))
+    text = ""
+    if clear:
+        text = (f", and it lowers what an attacker recovers{' for ' + listing(clear) if unclear else ''} (full "
+                f"output: {_range(by_view['full_native'], clear)} of test worlds; choice alone: "
+                f"{_range(by_view['choice'], clear)})")
+    if unclear:
+        text += f"{';' if clear else ','} recovery shows no clear change for {listing(unclear)}"
+    return text
 
 
 def _range(frame: pd.DataFrame, models: list[str]) -> str:

@@ -18,14 +18,14 @@ def test_a_run_older_than_its_data_is_warned_about_on_the_overview_and_the_pages
     path = tmp_path / "qlb.duckdb"
     shutil.copy(demo_warehouse, path)
     with opened(path, "pages/refusal.py", monkeypatch) as at:            # the data as the run saw it: no warning
-        assert not any("changed after run" in w.value for w in at.warning)
+        assert not any("changed after run" in w.value for w in at.error)
     more = [w | {"world_id": f"late-{w['world_id']}", "pair_id": f"late-{w['pair_id']}"} for w in two_pairs()]
     with writer(path) as con:                                            # new worlds: the dataset changed
         ingest_file(con, IngestRequest("worlds", write_lines(tmp_path / "late.jsonl", more), DATASET))
     for page in ("pages/overview.py", "pages/refusal.py", "pages/quasileak.py"):
         with opened(path, page, monkeypatch) as at:
             assert not at.exception, [e.value for e in at.exception]
-            warned = [w.value for w in at.warning if "changed after run" in w.value]
+            warned = [w.value for w in at.error if "changed after run" in w.value]
             assert len(warned) == 1 and "Run qlb audit again before relying on them" in warned[0], page
 
 

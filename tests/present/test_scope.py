@@ -49,6 +49,10 @@ def test_scope_names_what_a_restricted_run_left_out():
     whole = _run({}, REC, _utility({("a", "selective"): True, ("b", "selective"): False}))
     assert scope_sentence(whole).startswith("This run audited both models on 288 test worlds each, with all five "
                                             "decoder families.")
+    wcpq = pd.DataFrame([{"model": "a", "defense": "wcpq", "diff_vs_native": -0.1}])
+    attacked = _run({"defense_families": ["prior", "template"]}, REC, defenses=wcpq)
+    assert ("The output defenses were tried on 1 of them (a). The defended releases were attacked with 2 of the five "
+            "families (base rate and Gaussian templates): their recovery too could be higher.") in scope_sentence(attacked)
     nothing = _run({"audits": ["quasileak"]}, REC.iloc[0:0], models=())           # a QuasiLeak-only dataset
     assert scope_sentence(nothing).startswith("This run audited no decision model.")
     assert "run-x" in stale_warning("run-x") and "again before relying on them" in stale_warning("run-x")
@@ -58,11 +62,18 @@ def test_options_follow_noninferiority_and_name_the_models_left_out():
     ni = {("a", "selective"): True, ("b", "selective"): False, ("a", "clarification"): True,
           ("b", "clarification"): False, ("a", "asymmetric"): False, ("b", "asymmetric"): False}
     said = options(_run({}, REC, _utility(ni)))
-    assert said[0] == ("In selective routing and one-step clarification, releasing the choice alone serves the "
-                       "recipient as well as the full output (at most 0.1 cost units more a case) for a (not for b), "
-                       "and lowers what an attacker recovers (full output: 80.0% of test worlds; choice alone: 50.0%).")
-    assert said[1].startswith("In asymmetric-cost routing, withholding the probabilities and the confidence may cost "
-                              "the recipient more than 0.1 cost units a case for both models")
+    assert said[0] == ("In selective routing and one-step clarification, releasing the choice alone costs the "
+                       "recipient at most 0.1 cost units a case more than the full output (the margin; measured: +0.050 "
+                       "a case) for a (not for b), and it lowers what an attacker recovers (full output: 80.0% of test "
+                       "worlds; choice alone: 50.0%).")
+    assert said[1].startswith("In asymmetric-cost routing, withholding the probabilities and the confidence costs the "
+                              "recipient +0.400 a case more for both models (more than the 0.1 margin")
+    # recovery lowered only where the paired interval of full output minus choice clears 0
+    diff = pd.DataFrame([{"model": "a", "view_a": "full_native", "view_b": "choice", "difference": 0.3,
+                          "ci_low": -0.02, "ci_high": 0.6}])
+    run = _run({}, REC, _utility(ni))
+    run.recovery_diff = diff
+    assert options(run)[0].endswith("for a (not for b), recovery shows no clear change for a.")
     # b's choice alone is above chance (its interval clears 50%): said; a's is not
     assert said[2] == ("Even the choice alone lets an attacker recover the protected mechanism above chance for b "
                        "(58.0%): any release of its decisions leaks somewhat.")
@@ -70,13 +81,15 @@ def test_options_follow_noninferiority_and_name_the_models_left_out():
 
 def test_options_on_wcpq_and_a_leak_through_failures():
     wcpq = pd.DataFrame([{"model": m, "defense": "wcpq", "diff_vs_native": dv, "plan_agreement": 5184,
-                          "plan_comparisons": 5184, "max_abs_cost_diff": 0.0} for m, dv in (("a", -0.12), ("b", -0.06))])
+                          "plan_comparisons": 5184, "max_abs_cost_diff": 0.0, "coverage": cov}
+                         for m, dv, cov in (("a", -0.12, 1.0), ("b", -0.06, 0.969))])
     failing = REC.copy()
     failing.loc[(failing["model"] == "b") & (failing["view"].isin(["no_output", "choice"])),
                 ["accuracy", "ci_low", "ci_high"]] = (0.72, 0.63, 0.81)
     said = options(_run({}, failing, defenses=wcpq))
     assert said[0] == ("Where the full output must be released, the workflow-constrained quantizer (WCPQ) keeps every "
-                       "recipient decision and cost exactly and lowers recovery by 6.0 to 12.0 points for both models.")
+                       "recipient decision and cost exactly and lowers recovery by 6.0 to 12.0 points for both models "
+                       "(it covers 96.9% to 100.0% of the responses; the responses it cannot cover go out unchanged).")
     # b leaks through whether it answers: said once, as that (not again as a leak of its choice)
     assert said[1:] == ["Which cases b fails to answer gives the mechanism away (72.0% from whether an answer came at "
                         "all, and so from every release): the failures need fixing before any release of its decisions "

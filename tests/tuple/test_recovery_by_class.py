@@ -38,7 +38,7 @@ def test_the_class_sentence_says_where_the_leak_sits():
     assert class_sentence(cells, "full native") == (
         "In the full native view, the attacker beats guessing (95% interval above 50%) in 1 of 4 cells of model and "
         "decision class; highest 95.0% [90.0, 100.0] (a, posts / LABEL), lowest 49.0% [40.0, 58.0] (b, posts / "
-        "ALLOW). Clear of guessing: posts / LABEL; the other cells' intervals include 50%. Each class holds fewer "
+        "ALLOW). Clear of guessing, highest first: posts / LABEL (a); the other cells' intervals include 50%. Each class holds fewer "
         "test worlds than its domain, so its interval is wider: a leak too small to clear 50% in one class can still "
         "add up over its domain.")
     assert class_sentence(cells.iloc[0:0], "choice") is None
