@@ -15,7 +15,7 @@ from qlb.present.names import utc_minute
 from qlb.present.figures import plot_texts, recovery_figure
 from qlb.present.paper import checks_frame, comparison_lead, comparison_sentence, paper_checks, tally
 from qlb.present.report import headline
-from qlb.present.scope import OPTIONS_NOTE, options, scope_sentence, stale_warning
+from qlb.present.scope import options, options_note, scope_sentence, stale_warning
 from qlb.records.ontology import SPLITS
 
 # the Models table: the counts first (narrow, all visible), the long description last; the names
@@ -115,7 +115,7 @@ def headline_findings(path: str, dataset: str) -> None:
     supported = options(d)
     if supported:
         st.subheader("What the numbers support")
-        st.caption(OPTIONS_NOTE)
+        st.caption(md_text(options_note(d)))
         for sentence in supported:
             st.markdown(f"- {md_text(sentence)}")
     checks = paper_checks(d) if d.tuple_task else []

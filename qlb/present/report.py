@@ -30,7 +30,7 @@ from qlb.present.palette import model_colours
 from qlb.present.robustness import (FAMILY_TRACKS, MAIN_TRACKS, both_correct_sentence, both_correct_table,
                                     tracks_sentence, tracks_table)
 from qlb.present.rundata import RunData
-from qlb.present.scope import OPTIONS_NOTE, options, scope_sentence, stale_warning
+from qlb.present.scope import options, options_note, scope_sentence, stale_warning
 from qlb.records.ontology import Ontology
 from qlb.tuple.refusal import rate_intervals
 from qlb.tuple.release_views import VIEWS
@@ -504,7 +504,7 @@ def render_report(d: RunData) -> str:
                  + "".join(f"<li>{esc(s)}</li>" for s in findings(d)) + "</ul>")
     supported = options(d)
     if supported:
-        parts.append("<h2>What the numbers support</h2><p class='caption'>" + esc(OPTIONS_NOTE) + "</p>"
+        parts.append("<h2>What the numbers support</h2><p class='caption'>" + esc(options_note(d)) + "</p>"
                      "<ul class='findings'>" + "".join(f"<li>{esc(s)}</li>" for s in supported) + "</ul>")
     against = comparison_sentence(paper_checks(d)) if d.tuple_task else None
     if against:

@@ -12,7 +12,8 @@ import json
 
 import pandas as pd
 
-from qlb.present.names import FAMILY_NAMES, TASK_NAMES, count_of, how_many, listing, pct, text_range
+from qlb.present.names import (FAMILY_NAMES, TASK_NAMES, authored_sentence, count_of, how_many, listing, pct,
+                               text_range)
 from qlb.present.rundata import RunData
 from qlb.tuple.release_views import DECODER_FAMILIES
 from qlb.tuple.workflows import TASKS
@@ -21,6 +22,11 @@ AUDITS = {"refusal": "refusal", "decoding": "recovery", "utility": "utility", "d
           "quasileak": "QuasiLeak"}
 OPTIONS_NOTE = ("Release options the measurements support, under the authored costs, for the board to weigh: they "
                 "decide nothing, since a release also depends on what each recipient may learn.")
+
+
+def options_note(d: RunData) -> str:
+    """``OPTIONS_NOTE`` with the scale of its costs: the task's authored costs in cost units."""
+    return OPTIONS_NOTE + f" Costs are in the task's cost units: {authored_sentence(d.ontology)}."
 NAMED = 4                      # name the models audited when a run restricts itself to at most this many
 
 

@@ -7,7 +7,7 @@ import json
 import pandas as pd
 
 from qlb.present.rundata import RunData
-from qlb.present.scope import options, scope_sentence, stale_warning
+from qlb.present.scope import options, options_note, scope_sentence, stale_warning
 
 EMPTY = pd.DataFrame()
 
@@ -97,3 +97,5 @@ def test_options_on_wcpq_and_a_leak_through_failures():
     broken = wcpq.assign(plan_agreement=5000)
     assert "did not keep every recipient decision" in options(_run({}, REC, defenses=broken))[0]
     assert options(_run({}, REC.iloc[0:0])) == []
+    assert options_note(_run({}, REC)).endswith("Costs are in the task's cost units: a wrong route 10, trusted review "
+                                                "2, one check 0.4.")
