@@ -196,8 +196,10 @@ def headline(d: RunData) -> list[tuple[str, str]]:
                                    f"choice alone in {int((auth['difference'] > 0).sum())} of {len(auth)} model-task "
                                    f"cases under the authored costs (choice minus full native: {gap} cost units a "
                                    f"case) and in {all_cheaper} of {n_all} across the "
-                                   f"{everywhere['profile'].nunique()} cost profiles"
-                                   + (": what leaks is also what the recipient uses." if all_cheaper == n_all else ".")))
+                                   f"{count_of(everywhere['profile'].nunique(), 'cost profile')}"
+                                   + (": what leaks is also what the recipient uses." if all_cheaper == n_all else
+                                      ": the probabilities and the confidence add nothing the recipient uses, only "
+                                      "what leaks." if (auth["difference"].abs() < 5e-4).all() else ".")))
         per_task = [(TASK_NAMES.get(t, t), auth[auth["task"] == t]["noninferior"]) for t in TASKS
                     if (auth["task"] == t).any()]
         if auth["model"].nunique() == 1:       # one model: in which tasks
@@ -221,6 +223,12 @@ def headline(d: RunData) -> list[tuple[str, str]]:
         if len(distinct) == 1 and len(next(iter(distinct))) == 1:
             out.append(("fronts", f"One model, {next(iter(distinct))[0]}, is non-dominated (lowest recovery and "
                                   f"lowest cost together) in every task under the authored costs."))
+        elif len(distinct) == 1 and set(next(iter(distinct))) >= set(f["model"]) and \
+                set(next(iter(distinct))) >= set(d.fronts["model"]):
+            out.append(("fronts", f"No model dominates another in any task under the authored costs: each of "
+                                  f"{listing(list(next(iter(distinct))))} either leaks less or costs less than the "
+                                  f"{'other' if len(next(iter(distinct))) == 2 else 'others'}, so the choice between "
+                                  f"them is a trade-off."))
         elif len(distinct) == 1:
             out.append(("fronts", f"The same models are non-dominated (no other model both leaks less and costs "
                                   f"less) in every task under the authored costs: "

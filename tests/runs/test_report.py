@@ -184,6 +184,21 @@ def test_the_fronts_finding_says_whether_the_set_changes():
     same.fronts = fronts({"selective": {"a"}, "clarification": {"a", "c"}, "asymmetric": {"a"}})
     assert any(s.endswith("change with the task: selective routing: a; one-step clarification: a, c; "
                           "asymmetric-cost routing: a.") for s in findings(same))
+    same.fronts = fronts({t: {"a", "b", "c"} for t in ("selective", "clarification", "asymmetric")})   # none dominated
+    assert [s for s in findings(same) if "dominates" in s] == [
+        "No model dominates another in any task under the authored costs: each of a, b and c either leaks less or "
+        "costs less than the others, so the choice between them is a trade-off."]
+
+
+def test_the_utility_finding_says_when_the_scores_add_nothing_the_recipient_uses():
+    base = _run_data((5184, 5184))
+    diff = pd.DataFrame([{"model": m, "view_a": "choice", "view_b": "full_native", "task": t, "profile": "authored",
+                          "difference": 0.0, "ci_low": 0.0, "ci_high": 0.0, "noninferior": True}
+                         for m in ("a", "b") for t in ("selective", "clarification", "asymmetric")])
+    base.utility_diff = diff
+    said = next(s for s in findings(base) if s.startswith("The legitimate recipient pays less"))
+    assert said.endswith("in 0 of 6 across the 1 cost profile: the probabilities and the confidence add nothing the "
+                         "recipient uses, only what leaks.")
 
 
 def test_report_of_a_one_model_run_draws_the_front_of_its_release_views(one_model_warehouse):
