@@ -22,7 +22,7 @@ def test_a_run_older_than_its_data_is_warned_about_on_the_overview_and_the_pages
     more = [w | {"world_id": f"late-{w['world_id']}", "pair_id": f"late-{w['pair_id']}"} for w in two_pairs()]
     with writer(path) as con:                                            # new worlds: the dataset changed
         ingest_file(con, IngestRequest("worlds", write_lines(tmp_path / "late.jsonl", more), DATASET))
-    for page in ("pages/overview.py", "pages/refusal.py", "pages/quasileak.py"):
+    for page in ("pages/overview.py", "pages/refusal.py"):       # every audit page's picker is run_select's
         with opened(path, page, monkeypatch) as at:
             assert not at.exception, [e.value for e in at.exception]
             warned = [w.value for w in at.error if "changed after run" in w.value]
