@@ -97,9 +97,9 @@ def scope_sentence(d: RunData) -> str:
 
 def options(d: RunData) -> list[str]:
     """The release options the run's numbers support, one sentence each, under the authored costs:
-    per task, for which models the choice alone serves the legitimate recipient as well as the full
-    output (non-inferior: at most 0.1 cost units more a case, paired 95% upper bound) and what that
-    does to recovery; where the full output must go, what the workflow-constrained quantizer keeps
+    per task, for which models the choice alone costs the legitimate recipient at most 0.1 cost units
+    a case more than the full output (non-inferior: the paired 95% upper bound), with the measured
+    extra cost, and what that does to recovery where the paired interval shows it; where the full output must go, what the workflow-constrained quantizer keeps
     and removes; and the models whose choice alone, or whose failures, already leak. Empty when the
     run has no recovery audit."""
     pooled = d.recovery[d.recovery["scope"] == "pooled"] if not d.recovery.empty else d.recovery
@@ -187,8 +187,9 @@ def _recovery_effect(d: RunData, by_view: dict[str, pd.DataFrame], models: list[
 
 
 def _range(frame: pd.DataFrame, models: list[str]) -> str:
-    """The lowest to the highest recovery of ``models`` in a view's rows (indexed by model)."""
-    values = frame.loc[models, "accuracy"]
+    """The lowest to the highest recovery of ``models`` in a view's rows (indexed by model; a model the view
+    has no row for is left out, N/A when none has)."""
+    values = frame.loc[frame.index.intersection(models), "accuracy"]
     return text_range(pct(values.min()), pct(values.max()))
 
 
