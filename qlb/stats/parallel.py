@@ -327,10 +327,13 @@ def _open_client(spec: str, timeout: float) -> tuple[Any, Any]:
                              "distributed.comm.tls.ca-file, distributed.comm.tls.client.cert and "
                              "distributed.comm.tls.client.key in Dask's configuration, see "
                              "https://distributed.dask.org/en/stable/tls.html)")
-    if _refused(spec, timeout):
+    probe = _probe(spec, timeout)
+    if probe == "refused":
         raise SchedulerError(f"cannot reach the Dask scheduler at {spec}: nothing listens there (connection "
                              "refused; is a `dask scheduler` running there, on that port?)")
     try:
+        if probe == "hung up":
+            raise _NotAScheduler("it hung up at once")
         _handshake(spec, timeout)
         return Client(spec, timeout=timeout), None
     except _NotAScheduler as exc:
@@ -390,23 +393,35 @@ class _NotAScheduler(Exception):
     """Something accepts connections at the address, but does not answer as a Dask scheduler."""
 
 
-def _refused(spec: str, timeout: float) -> bool:
-    """Whether the host of a ``tcp://`` or ``tls://`` address refuses a connection to its port
-    outright: nothing listens there, which Dask's own connect would retry until its timeout."""
+PROBE_LISTEN = 0.5      # seconds a probe waits to see whether what accepted its connection hangs up at once
+
+
+def _probe(spec: str, timeout: float) -> str | None:
+    """What a plain connection to a ``tcp://`` or ``tls://`` address shows at once: "refused" when
+    its host refuses the connection (nothing listens there), "hung up" when what accepts it closes it
+    straight away (no Dask scheduler does: it greets), None otherwise, for Dask's own handshake to
+    tell. Dask's connect would retry a refused connection until its timeout, and under load could
+    take a hang-up for no answer."""
     url = urlsplit(spec if "://" in spec else f"tcp://{spec}")
     try:
         host, port = url.hostname, url.port
     except ValueError:
-        return False
+        return None
     if url.scheme not in ("tcp", "tls") or host is None or port is None:
-        return False
+        return None
     try:
-        socket.create_connection((host, port), timeout=timeout).close()
+        with socket.create_connection((host, port), timeout=timeout) as sock:
+            sock.settimeout(PROBE_LISTEN)
+            try:
+                return "hung up" if sock.recv(1) == b"" else None
+            except TimeoutError:                 # it waits for us to speak first: the handshake will tell
+                return None
+            except ConnectionResetError:
+                return "hung up"
     except ConnectionRefusedError:
-        return True
+        return "refused"
     except OSError:               # no answer, or no route: Dask's connect says so after its timeout
-        return False
-    return False
+        return None
 
 
 def _handshake(address: str, timeout: float) -> None:

@@ -456,7 +456,7 @@ class NoScheduler:
 
 
 @pytest.mark.parametrize("hang_up, why", [(False, "no Dask handshake within 6 s"),
-                                          (True, "it hung up: CommClosedError")])
+                                          (True, "it hung up at once")])
 def test_an_address_that_is_no_scheduler_fails_within_the_deadline(hang_up, why, small, tmp_path, monkeypatch,
                                                                    capsys):
     """A port that accepts the connection but never speaks Dask's protocol used to leave `qlb
