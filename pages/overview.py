@@ -100,7 +100,10 @@ def headline_findings(path: str, dataset: str) -> None:
     """The newest most complete audit run's headline findings (the report's sentences), each with
     a link to the page behind it; for a TUPLE dataset, how the run compares with the paper."""
     d = da.run_data(path, dataset)
-    st.subheader("What the audit found")
+    head, link = st.columns([5, 1], vertical_alignment="bottom")
+    head.subheader("What the audit found")
+    link.page_link("pages/glossary.py", label="Terms", icon=":material/menu_book:",
+                   help="The Glossary explains every term the findings use.")
     if d is None:
         st.info("No audit run of this dataset yet: run `qlb audit` (or wait for the background audit above).")
         return

@@ -375,6 +375,7 @@ def test_refusal_recompute_now_stores_a_quick_new_run(demo_warehouse, tmp_path, 
     # newest: the pages and the Overview tell the same numbers
     with opened(wh, "pages/overview.py", monkeypatch) as at:
         links = {el.proto.page: el.proto.query_string for el in at.get("page_link") if el.proto.label == "Details"}
+        assert any(el.proto.label == "Terms" and el.proto.page.endswith("glossary") for el in at.get("page_link"))
         full = links["refusal"].removeprefix("run=")
         assert full != new_run and links.get("data") == ""          # the Data page has no run to open on
         con = duckdb.connect(str(wh), read_only=True)
