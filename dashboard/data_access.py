@@ -21,7 +21,7 @@ import shutil
 import tempfile
 import threading
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -394,6 +394,7 @@ class RunContext:
     and the runs whose dataset changed after them (their fingerprint is not today's)."""
     headline: str | None
     changed: frozenset[str]
+    ran: dict[str, frozenset[str]] = field(default_factory=dict)   # run id -> the audits that stored results
 
 
 def run_context(path: str, dataset: str) -> RunContext:
@@ -405,8 +406,10 @@ def run_context(path: str, dataset: str) -> RunContext:
         return RunContext(None, frozenset())
     with _cursor(path) as cur:
         now = dataset_fingerprint(cur, dataset)
+    kinds = query(path, "run_result_kinds", (dataset,))
     return RunContext(None if best is None else str(best["run_id"]),
-                      frozenset(runs.loc[runs["dataset_fingerprint"] != now, "run_id"].astype(str)))
+                      frozenset(runs.loc[runs["dataset_fingerprint"] != now, "run_id"].astype(str)),
+                      {str(r): frozenset(k["kind"]) for r, k in kinds.groupby("run_id")})
 
 
 @st.cache_data(ttl=600, max_entries=8, show_spinner=False)

@@ -199,7 +199,8 @@ def run_select(where: Any, runs: pd.DataFrame, key: str, label: str = "Run",
     changed after them, warned about under the picker. A link with ``?run=<run id>`` (the
     Overview's Details links) opens the page on that run."""
     headline = context.headline if context is not None else None
-    labels = {r.run_id: run_label(r.run_id, r.started_at, r.parameters) for r in runs.itertuples()}
+    ran = context.ran if context is not None else {}
+    labels = {r.run_id: run_label(r.run_id, r.started_at, r.parameters, ran.get(r.run_id)) for r in runs.itertuples()}
     ids = list(labels)
     linked = st.query_params.get("run")
     if linked in labels and (key not in st.session_state or st.session_state.get(f"{key}_linked") != linked):

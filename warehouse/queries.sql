@@ -373,6 +373,17 @@ SELECT w.world_id, w.pair_id, w.domain, w.split, w.coarse, w.mechanism, w.hypoth
 FROM worlds w LEFT JOIN responses r ON r.dataset_id = w.dataset_id AND r.world_id = w.world_id AND r.model = ?
 WHERE w.dataset_id = ? AND w.world_id = ?;
 
+-- name: run_result_kinds
+-- Per audit run of a dataset, the audits that stored results (a run's parameters name the audits
+-- it asked for; QuasiLeak without a corpus stores none).
+SELECT r.run_id, k.kind FROM runs r JOIN (
+    SELECT DISTINCT run_id, 'refusal' AS kind FROM refusal_results
+    UNION ALL SELECT DISTINCT run_id, 'decoding' FROM recovery_results
+    UNION ALL SELECT DISTINCT run_id, 'utility' FROM utility_results
+    UNION ALL SELECT DISTINCT run_id, 'defenses' FROM defense_results
+    UNION ALL SELECT DISTINCT run_id, 'quasileak' FROM ql_scores) k ON k.run_id = r.run_id
+WHERE r.dataset_id = ? ORDER BY r.run_id, k.kind;
+
 -- name: all_runs
 -- Audit runs with how many kinds of results each holds (the report defaults to the newest of
 -- the most complete ones).

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Collection
 
 import numpy as np
 import pandas as pd
@@ -411,11 +411,15 @@ def audit_names(params: dict, every: str | None = None) -> str:
     return ", ".join(held) or "no audit"
 
 
-def run_label(run_id: str, started_at: object, parameters: str | dict) -> str:
+def run_label(run_id: str, started_at: object, parameters: str | dict, ran: Collection[str] | None = None) -> str:
     """A run as a reader picks it: when it started (UTC, to the minute), its audits, its models and
     decoder families when restricted, and the end of its id (``2026-12-02 00:07 UTC · refusal,
-    QuasiLeak · 2 models · run-…ec1b08``; short enough for a picker at 1,024 px)."""
+    QuasiLeak · 2 models · run-…ec1b08``; short enough for a picker at 1,024 px). ``ran``: the
+    audits that stored results, when known; an audit asked for that stored none (QuasiLeak without a
+    corpus) is then left out."""
     params = json.loads(parameters) if isinstance(parameters, str) else parameters
+    if ran is not None:
+        params = {**params, "audits": [a for a in params.get("audits", []) if a in ran]}
     parts = [utc_minute(started_at), audit_names(params, every="every audit")]
     if params.get("models"):
         parts.append(count_of(len(params["models"])))

@@ -46,3 +46,13 @@ def test_how_many_reads_as_words_for_one_and_two():
     assert [how_many(k, 1) for k in (0, 1)] == ["no model", "the model"]
     assert [how_many(k, 2) for k in (0, 1, 2)] == ["neither model", "1 of 2 models", "both models"]
     assert [how_many(k, 9) for k in (0, 4, 9)] == ["none of the 9 models", "4 of 9 models", "all 9 models"]
+
+
+def test_a_run_label_leaves_out_an_audit_that_stored_nothing():
+    """A run that asked for QuasiLeak without a corpus was labelled with it while its Scope said it did not run."""
+    from qlb.present.names import run_label
+    params = {"audits": ["refusal", "decoding", "utility", "quasileak"], "models": ["a", "b"]}
+    asked = run_label("run-x-abcdef", "2026-12-04 20:00", params)
+    assert asked == "2026-12-04 20:00 UTC · refusal, recovery, utility, QuasiLeak · 2 models · run-…abcdef"
+    ran = run_label("run-x-abcdef", "2026-12-04 20:00", params, {"refusal", "decoding", "utility"})
+    assert ran == "2026-12-04 20:00 UTC · refusal, recovery, utility · 2 models · run-…abcdef"
