@@ -30,7 +30,7 @@ from qlb.present.palette import model_colours
 from qlb.present.robustness import (FAMILY_TRACKS, MAIN_TRACKS, both_correct_sentence, both_correct_table,
                                     tracks_sentence, tracks_table)
 from qlb.present.rundata import RunData
-from qlb.present.scope import options, options_note, scope_sentence, stale_warning
+from qlb.present.scope import options, options_note, parameters, ran, scope_sentence, stale_warning
 from qlb.records.ontology import Ontology
 from qlb.tuple.refusal import rate_intervals
 from qlb.tuple.release_views import VIEWS
@@ -159,7 +159,8 @@ def headline(d: RunData) -> list[tuple[str, str]]:
     if answered is not None:          # collected answers: the Collection page says more about them than the Data page
         collected = "transport" in d.answers and d.answers["transport"].notna().any()
         answers_item = ("collection" if collected else "answers", answered)
-        if answers_lead(d.answers):   # missing answers or fields change what every finding below means
+        lead = answers_lead(d.answers)
+        if lead:                      # missing answers or fields change what every finding below means
             out.append(answers_item)
     ref = d.refusal[d.refusal["domain"] == "all"] if not d.refusal.empty else d.refusal
     if not ref.empty:
@@ -257,7 +258,7 @@ def headline(d: RunData) -> list[tuple[str, str]]:
         allm = d.ql[(d.ql["slice_kind"] == "all") & (d.ql["metric"] == "complete_f1")]
         if not allm.empty:
             out.append(("quasileak", quasileak_sentence(allm)))
-    if answered is not None and not answers_lead(d.answers):     # housekeeping: after the findings on the leak
+    if answered is not None and not lead:                        # housekeeping: after the findings on the leak
         out.append(answers_item)
     return out
 
@@ -417,13 +418,6 @@ def quasileak_table(ql: pd.DataFrame) -> pd.DataFrame:
         for det in order])
 
 
-def _ran(d: RunData, audit: str) -> bool:
-    """Whether the run holds results of ``audit`` (one asked for can be skipped for lack of input)."""
-    results = {"refusal": d.refusal, "quasileak": d.ql, "decoding": d.recovery, "utility": d.utility,
-               "defenses": d.defenses}.get(audit)
-    return results is None or not results.empty
-
-
 def provenance_table(d: RunData, params: dict) -> pd.DataFrame:
     """What the run was computed from, one fact a row, in words."""
     views = params.get("views") or []
@@ -433,7 +427,7 @@ def provenance_table(d: RunData, params: dict) -> pd.DataFrame:
         ("Data fingerprint", str(d.run["dataset_fingerprint"])[:16]),
         ("qlb version", str(d.run["code_version"])),
         ("Started / finished", f"{utc_minute(d.run['started_at'], 'not finished')} / {utc_minute(d.run['finished_at'], 'not finished')}"),
-        ("Audits", ", ".join(a for a in params.get("audits") or [] if _ran(d, a)) or "—"),
+        ("Audits", ", ".join(a for a in params.get("audits") or [] if ran(d).get(a, True)) or "—"),
         ("Models", ", ".join(params["models"]) if params.get("models") else f"all {len(d.models)}"),
         ("Release views", ", ".join(VIEW_NAMES.get(v, v) for v in views) or "—"),
         ("Defended models", "—" if d.defenses.empty else
@@ -652,7 +646,7 @@ def render_report(d: RunData) -> str:
                                   "holds": "—" if c.holds is None else ("yes" if c.holds else "NO"),
                                   "this run": c.run, "band": c.band, "paper": c.paper} for c in checks])
             parts.append(_table(rows, {c: "figure" for c in ("finding", "paper", "band", "this run")}))
-    params = json.loads(d.run["parameters"]) if isinstance(d.run["parameters"], str) else {}
+    params = parameters(d)
     prov = {"run_id": run_id, "dataset": str(d.dataset["dataset_id"]), "simulated": simulated,
             "simulated_worlds": _simulated_worlds(d),
             "dataset_fingerprint": str(d.run["dataset_fingerprint"]), "code_version": str(d.run["code_version"]),

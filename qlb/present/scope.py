@@ -12,14 +12,12 @@ import json
 
 import pandas as pd
 
-from qlb.present.names import (FAMILY_NAMES, TASK_NAMES, authored_sentence, count_of, how_many, listing, pct,
+from qlb.present.names import (AUDIT_NAMES, FAMILY_NAMES, TASK_NAMES, authored_sentence, count_of, how_many, listing, pct,
                                text_range)
 from qlb.present.rundata import RunData
 from qlb.tuple.release_views import DECODER_FAMILIES
 from qlb.tuple.workflows import TASKS
 
-AUDITS = {"refusal": "refusal", "decoding": "recovery", "utility": "utility", "defenses": "defenses",
-          "quasileak": "QuasiLeak"}
 OPTIONS_NOTE = ("Release options the measurements support, under the authored costs, for the board to weigh: they "
                 "decide nothing, since a release also depends on what each recipient may learn.")
 
@@ -43,7 +41,9 @@ def stale_warning(run_id: str) -> str:
             "numbers describe the data as it was then. Run qlb audit again before relying on them.")
 
 
-def _ran(d: RunData) -> dict[str, bool]:
+def ran(d: RunData) -> dict[str, bool]:
+    """Per audit (as run parameters name them), whether the run holds its results: one asked for can
+    store none for lack of input (QuasiLeak without a corpus)."""
     return {"refusal": not d.refusal.empty, "decoding": not d.recovery.empty, "utility": not d.utility.empty,
             "defenses": not d.defenses.empty, "quasileak": not d.ql.empty}
 
@@ -53,7 +53,7 @@ def scope_sentence(d: RunData) -> str:
     worlds, with which attackers (fewer than the five decoder families make recovery a lower bound),
     which models the defenses were tried on, and which audits it did not run."""
     params = parameters(d)
-    ran = _ran(d)
+    held = ran(d)
     audited = sorted(params.get("models") or d.models)
     n_all = len(d.models)
     if n_all == 0:                    # a QuasiLeak-only dataset: detectors, no decision model
@@ -64,7 +64,7 @@ def scope_sentence(d: RunData) -> str:
         named = f" ({listing(audited)})" if len(audited) <= NAMED else ""
         who = f"{len(audited)} of the dataset's {count_of(n_all)}{named}"
     parts = [f"This run audited {who}"]
-    pooled = d.recovery[d.recovery["scope"] == "pooled"] if ran["decoding"] else d.recovery
+    pooled = d.recovery[d.recovery["scope"] == "pooled"] if held["decoding"] else d.recovery
     if not pooled.empty:
         sizes = pooled.groupby("model")["n"].max()
         lo, hi = int(sizes.min()), int(sizes.max())
@@ -80,7 +80,7 @@ def scope_sentence(d: RunData) -> str:
         else:
             parts.append(", with all five decoder families")
     text = "".join(parts) + "."
-    if ran["defenses"]:
+    if held["defenses"]:
         defended = sorted(set(d.defenses["model"]))
         if len(defended) < len(audited):
             text += f" The output defenses were tried on {len(defended)} of them ({listing(defended)})."
@@ -88,7 +88,7 @@ def scope_sentence(d: RunData) -> str:
         if len(attackers) < len(DECODER_FAMILIES):
             text += (f" The defended releases were attacked with {len(attackers)} of the five families "
                      f"({listing([FAMILY_NAMES.get(f, f) for f in attackers])}): their recovery too could be higher.")
-    skipped = [AUDITS[a] for a in AUDITS if not ran[a]]
+    skipped = [AUDIT_NAMES[a] for a in AUDIT_NAMES if not held[a]]
     if skipped:
         why = {a: "no QuasiLeak corpus" for a in ("QuasiLeak",) if "quasileak" in (params.get("audits") or [])}
         text += " Not run: " + listing([f"{a} ({why[a]})" if a in why else a for a in skipped]) + "."
@@ -115,10 +115,10 @@ def options(d: RunData) -> list[str]:
         for task in [t for t in TASKS if (pairs["task"] == t).any()] + sorted(set(pairs["task"]) - set(TASKS)):
             cell = pairs[pairs["task"] == task]
             ok = tuple(sorted(cell.loc[cell["noninferior"].astype(bool), "model"]))
-            groups.setdefault((ok, len(cell)), []).append(TASK_NAMES.get(task, task))
+            groups.setdefault((ok, len(cell)), []).append(task)
         for (ok, n), tasks in groups.items():
-            where = listing(tasks)
-            rows = pairs[pairs["task"].isin([t for t in set(pairs["task"]) if TASK_NAMES.get(t, t) in tasks])]
+            where = listing([TASK_NAMES.get(t, t) for t in tasks])
+            rows = pairs[pairs["task"].isin(tasks)]
             if ok:
                 whom = "every model" if len(ok) == n and n > 1 else listing(list(ok))
                 others = sorted(set(pairs["model"]) - set(ok))
