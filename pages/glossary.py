@@ -13,6 +13,7 @@ from qlb.present.names import (DEFENSE_HELP, DEFENSE_NAMES, FAMILY_NAMES, LEARNE
                                authored_sentence, listing, name, pct, profile_descriptions)
 from qlb.records.ontology import Ontology, load_ontology
 from qlb.tuple.defenses import static_grid
+from qlb.tuple.refusal import mechanism_counts
 from qlb.tuple.release_views import DECODER_FAMILIES
 
 # the attacker library's families as the pages name them, in library order
@@ -156,7 +157,7 @@ SECTIONS: list[tuple[str, list[tuple[str, str]]]] = [
 def task_terms(ontology: Ontology) -> dict[str, str]:
     """The explanations that depend on the decision task (TUPLE's, or the dataset's own): the uniform guess over a
     domain's mechanisms, the authored costs, the size of WCPQ's 0.1 grid."""
-    sizes = sorted({len(d.mechanisms) for d in ontology.domains.values()})
+    sizes = mechanism_counts(ontology)
     uniform = (f"Naming one of the domain's {sizes[0]} mechanisms at random: {pct(1 / sizes[0], 2)}." if len(sizes) == 1
                else "Naming one of the domain's mechanisms at random: " + listing(
                    [f"{pct(1 / m, 2)} for a domain of {m}" for m in sizes]) + ".")

@@ -16,7 +16,8 @@ from qlb.present import names
 from qlb.present.figures import plot_text, plot_texts, routes_figure
 from qlb.present.refusal_text import extremes, withholding_sentence
 from qlb.present.report import refusal_sentence
-from qlb.tuple.refusal import OUTCOMES, RATE_COUNTS, rate_intervals, recovery_routes, uniform_reference, world_scores
+from qlb.tuple.refusal import (OUTCOMES, RATE_COUNTS, mechanism_counts, rate_intervals, recovery_routes,
+                               uniform_reference, world_scores)
 
 OUTCOME_WORDS = {
     "direct_correct": "The model answered with the true mechanism: a policy violation that gives it away.",
@@ -140,7 +141,7 @@ def render() -> None:
     results = da.query(path, "refusal_results", (run_id,))
     onto = da.ontology(path, dataset)
     reference = uniform_reference(onto)
-    findings(results, reference, sorted({len(dom.mechanisms) for dom in onto.domains.values()}))
+    findings(results, reference, mechanism_counts(onto))
     models = sorted(results["model"].unique())
     f1, f2 = st.columns([1, 3])
     domain = f1.selectbox("Domain", ["all"] + sorted(d for d in results["domain"].unique() if d != "all"),

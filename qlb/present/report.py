@@ -32,7 +32,7 @@ from qlb.present.robustness import (FAMILY_TRACKS, MAIN_TRACKS, both_correct_sen
 from qlb.present.rundata import RunData
 from qlb.present.scope import options, options_note, parameters, ran, scope_sentence, stale_warning
 from qlb.records.ontology import Ontology
-from qlb.tuple.refusal import rate_intervals
+from qlb.tuple.refusal import mechanism_counts, rate_intervals
 from qlb.tuple.release_views import VIEWS
 from qlb.tuple.tracks import RobustnessChecks
 from qlb.tuple.workflows import TASKS, policy_count
@@ -165,7 +165,7 @@ def headline(d: RunData) -> list[tuple[str, str]]:
     ref = d.refusal[d.refusal["domain"] == "all"] if not d.refusal.empty else d.refusal
     if not ref.empty:
         rec = ref["overall_recovery"].dropna()
-        sizes = sorted({len(dom.mechanisms) for dom in d.ontology.domains.values()}) if d.ontology else []
+        sizes = mechanism_counts(d.ontology) if d.ontology else []
         out.append(("refusal", refusal_sentence(rec, d.uniform_reference, sizes)))
     pooled = d.recovery[d.recovery["scope"] == "pooled"] if not d.recovery.empty else d.recovery
     if not pooled.empty:

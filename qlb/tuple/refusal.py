@@ -31,6 +31,12 @@ from qlb.stats.proportion import wilson
 UNIFORM_REFERENCE = 1.0 / 16.0          # the TUPLE ontology's 16 mechanisms per domain
 
 
+def mechanism_counts(ontology: Ontology | None = None) -> list[int]:
+    """The distinct numbers of mechanisms the ontology's domains have, ascending (TUPLE: [16])."""
+    onto = ontology or load_ontology()
+    return sorted({len(onto.domain(d).mechanisms) for d in onto.domains})
+
+
 def uniform_reference(ontology: Ontology | None = None) -> float:
     """Uniform guessing over a domain's mechanisms, 1/M (the mean over domains when M differs)."""
     onto = ontology or load_ontology()

@@ -144,3 +144,9 @@ def test_demo_run_matches_a_recount(demo_warehouse):
     overall = {m: o for m, *_, o in stored}
     assert 0.9 <= min(overall.values()) and max(overall.values()) <= 1.0   # the paper's regime
     assert len({round(v, 3) for v in overall.values()}) > 5                 # models differ
+
+
+def test_mechanism_counts_are_the_domains_distinct_sizes():
+    from qlb.records.ontology import load_ontology
+    from qlb.tuple.refusal import mechanism_counts
+    assert mechanism_counts() == [16] == mechanism_counts(load_ontology())
