@@ -65,7 +65,7 @@ def render() -> None:
     shown = table_models(models)
     recovery_section(path, dataset, run_id, res, main, model_colours(everyone), shown)
     verification_section(wcpq, run_id, policies)
-    learned_section(da.query(path, "learned_wcpq", (run_id,)), res, costs, model_colours(everyone), run_id, policies)
+    learned_section(da.query(path, "learned_wcpq", (run_id,)), res, costs, run_id, policies)
     cost_section(costs[costs["model"].isin(shown)], run_id, policies, profile_descriptions(ontology))
     inspector(path, dataset, run_id, models)
 
@@ -256,8 +256,8 @@ def verification_section(w: pd.DataFrame, run_id: str, policies: int = policy_co
                                          "and the WCPQ response, of all compared.")})
 
 
-def learned_section(info: pd.DataFrame, res: pd.DataFrame, costs: pd.DataFrame, colours: dict[str, str],
-                    run_id: str, policies: int = policy_count()) -> None:
+def learned_section(info: pd.DataFrame, res: pd.DataFrame, costs: pd.DataFrame, run_id: str,
+                    policies: int = policy_count()) -> None:
     """The learned bounded-cost variants next to WCPQ strict: a finding, Figure 11 (recovery against the
     recipients' cost), Table 15 (recovery per variant) and their verification."""
     st.subheader("Learned WCPQ: trading a bounded cost for privacy")
@@ -266,7 +266,7 @@ def learned_section(info: pd.DataFrame, res: pd.DataFrame, costs: pd.DataFrame, 
         st.info("This run trained no learned WCPQ variant (`qlb audit --learned-wcpq` chooses them; by default all six).")
         return
     finding(learned_sentence(points, info), lead="What a cost budget buys.")
-    chart(learned_figure(points, colours), points, "learned_wcpq_figure11",
+    chart(learned_figure(points), points, "learned_wcpq_figure11",
           "Paper Figure 11, one panel per model: secret recovery (95% pair-clustered intervals) against what the "
           "frozen full-native recipients pay under the authored costs (the mean of the three tasks). Shape: WCPQ "
           "strict or a learned variant (with or without the pair loss); colour: its budget, how much more, in review "

@@ -17,6 +17,7 @@ from plotly.subplots import make_subplots
 
 from qlb.tuple.costs import profile_order
 from qlb.present.names import DEFENSE_NAMES, OUTCOME_NAMES, PROFILE_HELP, VIEW_NAMES, as_shown, name as display_name
+from qlb.present.learned import column_name
 from qlb.present.palette import DIVERGING, VIEW_COLOURS, VIEW_SYMBOLS
 from qlb.tuple.refusal import UNIFORM_REFERENCE
 from qlb.tuple.release_views import VIEWS
@@ -277,13 +278,6 @@ LEARNED_COLUMNS = 3          # facets per row of Figure 11
 DODGE = 0.02                 # mappers at one cost drawn this share of the cost axis apart, in legend order
 
 
-def learned_label(kind: str, budget: float) -> str:
-    """A mapper's legend entry in Figure 11: ``WCPQ strict`` or ``budget 0.2 · pair loss``."""
-    if kind == "strict":
-        return LEARNED_KINDS["strict"]
-    return f"budget {budget:g} · {'pair loss' if kind == 'paired' else 'no pair loss'}"
-
-
 def budget_colours(budgets) -> dict[float, str]:
     """A colour per learned budget, light (small) to dark (large), spread over ``BUDGET_RAMP``."""
     ordered = sorted({float(b) for b in budgets})
@@ -293,7 +287,7 @@ def budget_colours(budgets) -> dict[float, str]:
     return {b: BUDGET_RAMP[int(round(i))] for b, i in zip(ordered, steps)}
 
 
-def learned_figure(points: pd.DataFrame, colours: dict[str, str] | None = None) -> go.Figure:
+def learned_figure(points: pd.DataFrame) -> go.Figure:
     """Paper Figure 11, one small panel per model (``LEARNED_COLUMNS`` to a row, the model named above its panel):
     WCPQ strict and each learned variant as (mean authored cost of the frozen recipients over the three tasks,
     secret recovery with its 95% interval). The marker's shape is the mapper (diamond strict, circle without the
@@ -303,8 +297,7 @@ def learned_figure(points: pd.DataFrame, colours: dict[str, str] | None = None) 
     what the native release costs) would hide one another, so each is drawn ``DODGE`` of its panel's cost axis
     from the next, in legend order (at most a few thousandths of a cost unit; the hover gives the exact cost).
     Recovery shares one axis (and the 50% guessing line) across panels; each panel's
-    cost axis fits its model's points, which sit close together. ``colours`` (a colour per model) is not used:
-    the panel titles name the models."""
+    cost axis fits its model's points, which sit close together. The panel titles name the models."""
     models = sorted(points["model"].unique())
     n = max(len(models), 1)
     cols = min(LEARNED_COLUMNS, n)
@@ -328,7 +321,7 @@ def learned_figure(points: pd.DataFrame, colours: dict[str, str] | None = None) 
             p = d[d["defense"] == m.defense]
             if p.empty:
                 continue
-            label = learned_label(m.kind, m.budget)
+            label = LEARNED_KINDS["strict"] if m.kind == "strict" else column_name(m.defense)
             colour = STRICT_COLOUR if m.kind == "strict" else shades[float(m.budget)]
             nudge = (m.rank - (len(mappers) - 1) / 2) * DODGE * span       # side by side where the costs are equal
             fig.add_trace(go.Scatter(

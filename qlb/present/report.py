@@ -616,7 +616,7 @@ def render_report(d: RunData) -> str:
         if not points.empty and not d.learned.empty:
             parts.append("<h3>Learned WCPQ: trading a bounded cost for privacy</h3>"
                          f"<p>{esc(learned_sentence(points, d.learned))}</p>")
-            fig(figures.learned_figure(points, colours),
+            fig(figures.learned_figure(points),
                 "Secret recovery (95% intervals) against the frozen recipients' mean authored cost, for WCPQ strict "
                 "and each learned variant, one panel per model (shape: the mapper; colour: the budget, in review "
                 "costs).")

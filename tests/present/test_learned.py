@@ -72,7 +72,7 @@ def test_figure_11_one_trace_per_model_and_mapper_with_escaped_names():
 
     res = RES.assign(model="<b>m</b>")
     pts = learned_points(res, COSTS.assign(model="<b>m</b>"))
-    fig = learned_figure(pts, {"<b>m</b>": "#123456"})
+    fig = learned_figure(pts)
     data = list(fig.data)                                            # a trace per model and mapper, nothing else
     assert [t.name for t in data] == ["WCPQ strict", "budget 0 · no pair loss", "budget 0.5 · pair loss"]
     assert all(t.meta[0] == "&lt;b&gt;m&lt;/b&gt;" for t in data)   # the model, escaped, named in the hover
@@ -99,7 +99,7 @@ def test_figure_11_with_nine_models_is_one_panel_each_and_reads_without_labels()
     one = learned_points(res, costs)
     models = [f"sim-{i}" for i in range(9)]
     pts = pd.concat([one.assign(model=m) for m in models], ignore_index=True)
-    fig = learned_figure(pts, {})
+    fig = learned_figure(pts)
     assert len(fig.data) == 9 * 7 and all(t.mode == "markers" and t.text is None for t in fig.data)
     titles = [a.text for a in fig.layout.annotations]
     assert models == [t for t in titles if t.startswith("sim-")]                 # one panel each, in order
@@ -140,15 +140,15 @@ def test_figure_11_axes_hold_the_points_and_never_go_negative():
     from qlb.present.figures import learned_figure
 
     pts = learned_points(RES, COSTS)
-    fig = learned_figure(pts, {"m": "#123456"})
+    fig = learned_figure(pts)
     x0, x1 = fig.layout.xaxis.range                                  # the one model's panel
     y0, y1 = fig.layout.yaxis.range
     assert 0 <= x0 <= pts["mean_cost"].min() and x1 > pts["mean_cost"].max()
     assert 0 <= y0 <= min(pts["ci_low"].min(), 0.5) and max(pts["ci_high"].max(), 0.5) <= y1 <= 1
-    one = learned_figure(pts.iloc[:1].assign(mean_cost=0.0), {"m": "#123456"})
+    one = learned_figure(pts.iloc[:1].assign(mean_cost=0.0))
     assert one.layout.xaxis.range[0] == 0 and one.layout.xaxis.range[1] > 0
     bare = pts.assign(ci_low=float("nan"), ci_high=float("nan"), accuracy=[0.92] + [0.55] * (len(pts) - 1))
-    bare = learned_figure(bare, {"m": "#123456"})                   # no intervals: the points still fit
+    bare = learned_figure(bare)                   # no intervals: the points still fit
     assert bare.layout.yaxis.range[0] <= 0.5 and bare.layout.yaxis.range[1] >= 0.92
 
 
