@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from qlb.present.names import utc_second
+
 NO_REASON = "no reason recorded"
 
 
@@ -51,10 +53,6 @@ def earlier_reasons(history: pd.DataFrame, runs: pd.DataFrame, calls: pd.DataFra
     return out
 
 
-def _when(ts) -> str:
-    return "" if ts is None or pd.isna(ts) else pd.Timestamp(ts).strftime("%Y-%m-%d %H:%M:%S")
-
-
 def replaced_answers_table(history: pd.DataFrame, reasons: list[str]) -> pd.DataFrame:
     """The replaced answers as shown: model, probe, world, what the answer came to (``outcome``),
     its choice, why it was not valid (``reasons``, one per row), when it was replaced and by which
@@ -66,6 +64,6 @@ def replaced_answers_table(history: pd.DataFrame, reasons: list[str]) -> pd.Data
         "outcome": [answer_outcome(s, v) for s, v in zip(history["status"], history["valid"])],
         "choice": [_text(c) for c in history["choice"]],
         "reason": list(reasons),
-        "replaced (UTC)": [_when(t) for t in history["replaced_at"]],
+        "replaced (UTC)": [utc_second(t) for t in history["replaced_at"]],
         "replaced by run": history["replaced_by"].tolist(),
     })

@@ -16,6 +16,7 @@ from dashboard.widgets import (audit_page_start, chart, current_dataset, finding
                                table, warehouse_args)
 from qlb.collect.transports import TARGET_RAISED, stop_causes, stopped_refused
 from qlb.present.answers import collection_summary
+from qlb.present.names import utc_second
 
 INTRO = (
     "`qlb collect` asks a model about every world of the dataset, once, and stores each answer through "
@@ -53,10 +54,6 @@ def readable_settings(settings: str) -> str:
     return "; ".join(out)
 
 
-def _when(ts) -> str:
-    return "" if ts is None or pd.isna(ts) else pd.Timestamp(ts).strftime("%Y-%m-%d %H:%M:%S")
-
-
 def _ms(v) -> str:
     return "N/A" if v is None or pd.isna(v) else f"{v:,.0f} ms" if v >= 10 else f"{v:,.2f} ms"
 
@@ -69,7 +66,7 @@ def runs_table(runs: pd.DataFrame) -> pd.DataFrame:
         out[c] = runs[c].astype(int)
     out["skipped"] = runs["skipped_existing"].astype(int)
     out["stopped early"] = ["yes" if isinstance(s, str) and s else "" for s in runs["stopped"]]
-    out["started (UTC)"] = [_when(t) for t in runs["started_at"]]        # last: the counts first at 1,024 px
+    out["started (UTC)"] = [utc_second(t) for t in runs["started_at"]]        # last: the counts first at 1,024 px
     return out
 
 
@@ -79,8 +76,8 @@ def provenance_table(runs: pd.DataFrame) -> pd.DataFrame:
     out = runs[["collection_id", "model", "probe", "transport", "endpoint", "endpoint_model",
                 "instruction_version"]].copy()
     out["endpoint_model"] = out["endpoint_model"].fillna("")
-    out["started (UTC)"] = [_when(t) for t in runs["started_at"]]
-    out["finished (UTC)"] = [_when(t) for t in runs["finished_at"]]
+    out["started (UTC)"] = [utc_second(t) for t in runs["started_at"]]
+    out["finished (UTC)"] = [utc_second(t) for t in runs["finished_at"]]
     out["asked"] = runs["asked"].astype(int)
     out["settings"] = [readable_settings(s) for s in runs["settings"]]
     return out
@@ -241,7 +238,7 @@ def inspector(path: str, dataset: str, run: pd.Series) -> None:
     calls["http_status"] = [("" if pd.isna(s) else str(int(s))) for s in attempts["http_status"]]
     calls["latency_ms"] = attempts["latency_ms"].round(2)
     calls["reason"] = attempts["reason"].fillna("")
-    calls["called (UTC)"] = [_when(t) for t in attempts["called_at"]]
+    calls["called (UTC)"] = [utc_second(t) for t in attempts["called_at"]]
     calls["request sha256"] = [f"{h[:12]}…" if isinstance(h, str) else "" for h in attempts["request_sha256"]]
     table(calls, f"collection_calls_{cid}",
           "Every attempt for this world; the last one decided the stored answer. http_status is empty for the "

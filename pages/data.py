@@ -10,7 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import data_access as da
-from dashboard.quarantine import lines_by_kind
+from dashboard.quarantine import KIND_NOUNS, lines_by_kind
 from dashboard.routing import page_entry
 from dashboard.widgets import current_dataset, finding, md_text, own_dataset, simulated_banner, source_of, table
 from qlb.present.names import utc_minute
@@ -42,8 +42,7 @@ def widths(**px: int) -> dict[str, object]:
     return out
 
 
-KIND_NAMES = {"worlds": "worlds", "responses": "native responses", "refusal": "refusal responses",
-              "corpus": "QuasiLeak documents", "predictions": "detector predictions", "all": "all kinds"}
+KIND_NAMES = {k: many for k, (_, many) in KIND_NOUNS.items()} | {"all": "all kinds"}
 
 
 @st.cache_resource

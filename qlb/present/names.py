@@ -386,6 +386,12 @@ def utc_minute(value: object, missing: str = "") -> str:
     return missing if value is None or pd.isna(value) else pd.Timestamp(value).strftime("%Y-%m-%d %H:%M UTC")
 
 
+def utc_second(value: object) -> str:
+    """A stored timestamp (UTC) to the second, for tables of calls and runs: ``2026-12-04 20:00:47``; empty when
+    there is none (the column's label says UTC)."""
+    return "" if value is None or pd.isna(value) else pd.Timestamp(value).strftime("%Y-%m-%d %H:%M:%S")
+
+
 def under(profile: str) -> str:
     """``Under the authored costs`` or ``Under the cost profile “review at half cost”``: a sentence's opening."""
     return ("Under the authored costs" if profile == "authored"
