@@ -404,17 +404,19 @@ def csv_bytes(df: pd.DataFrame) -> bytes:
     return spreadsheet_safe(df).to_csv(index=False, lineterminator="\r\n").encode()
 
 
-def model_domain_grid(cells: pd.DataFrame, n_models: int, domain: str = "domain") -> pd.DataFrame:
+def model_domain_grid(cells: pd.DataFrame, n_models: int, domain: str = "domain",
+                      label: str = "domain") -> pd.DataFrame:
     """A frame of (model, ``domain``, cell) as a table of cells with the longer list down the
     side: models as rows and domains as columns (the papers' tables) unless the run has more
     domains than its ``n_models`` models (an own task's 20 domains would otherwise scroll
     sideways). ``n_models`` counts the run's models, not those picked, so that picking a few
-    does not turn the table. The side column is named ``model`` or ``domain`` (``model name`` or
-    ``domain name`` when a column is already called that); a pair without a cell shows —."""
+    does not turn the table. The side column is named ``model`` or ``label`` (what the ``domain``
+    column holds: ``domain``, or ``decision class``; ``model name`` or ``domain name`` when a column
+    is already called that); a pair without a cell shows —."""
     across_domains = cells[domain].nunique() <= n_models
     rows, columns = ("model", domain) if across_domains else (domain, "model")
     wide = cells.pivot(index=rows, columns=columns, values="cell").fillna("—")
-    side = "model" if across_domains else "domain"
+    side = "model" if across_domains else label
     wide.columns.name, wide.index.name = None, side if side not in wide.columns else f"{side} name"
     return wide.reset_index()
 

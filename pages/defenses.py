@@ -330,8 +330,9 @@ def cost_section(costs: pd.DataFrame, run_id: str, policies: int = policy_count(
           f"not point values{absent}. Run {md_text(run_id)}.")
     with st.expander("Why a defended release can read cheaper"):
         st.markdown(COST_WHY)
-        if temperature_note(costs):
-            st.markdown(temperature_note(costs).strip())
+        note = temperature_note(costs)
+        if note:
+            st.markdown(note.strip())
 
 
 SIDE_BY_SIDE = ["native", "quantize", "top2", "wcpq"]     # the releases the inspector shows first

@@ -273,8 +273,7 @@ def one_view_tables(path: str, dataset: str, run_id: str, rec: pd.DataFrame, wor
     if sentence is not None:
         finding(sentence, lead="Which decisions leak.")
         grid = model_domain_grid(by_class.assign(cell=recovery_cells(by_class), decision=class_label(by_class)),
-                                 n_models, domain="decision")
-        grid = grid.rename(columns={"domain": "decision class"}) if grid.columns[0] == "domain" else grid
+                                 n_models, domain="decision", label="decision class")
         table(grid, "recovery_by_class",
               f"Test recovery per decision class (the authorized class both worlds of a pair share) for the "
               f"{view_name} view, with its 95% pair-clustered interval: a domain's average can hide a leak in one "

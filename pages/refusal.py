@@ -112,7 +112,8 @@ def run_panel(path: str, dataset: str) -> str | None:
     """The run selector (runs with a refusal audit, newest first) and the Recompute now button, which stores a new
     run and selects it; None when no run has a refusal audit."""
     runs = da.runs(path, dataset)
-    with_refusal = [r for r in runs["run_id"] if not da.query(path, "refusal_results", (r,)).empty]
+    context = da.run_context(path, dataset)
+    with_refusal = [r for r in runs["run_id"] if "refusal" in context.ran.get(r, ())]
     c1, c2 = st.columns([3, 1], vertical_alignment="bottom")
     if c2.button("Recompute now", help="Rerun the refusal audit on the current data through the engine "
                                        "and store it as a new run."):
@@ -125,7 +126,7 @@ def run_panel(path: str, dataset: str) -> str | None:
         c1.info("No refusal audit in this dataset yet: press Recompute now, or run `qlb audit`. "
                 "(A dataset needs worlds and refusal responses.)")
         return None
-    return run_select(c1, runs[runs["run_id"].isin(with_refusal)], "refusal_run", context=da.run_context(path, dataset))
+    return run_select(c1, runs[runs["run_id"].isin(with_refusal)], "refusal_run", context=context)
 
 
 def render() -> None:
