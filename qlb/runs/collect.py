@@ -347,7 +347,8 @@ class _Collection:
         self.stop_calls: list[Call] = []
         self.received = 0
         self.last_flush = time.monotonic()
-        self.refused: list[Reply] | None = []     # the first answers while each is the same 401/403/404
+        self.refused: tuple[int, int] | None = (0, 0)   # (status, how many) while the first answers are the same
+                                                        # 401/403/404; None once one is not
         self.halt = threading.Event()             # set to end dispatching as a stop reply does
 
     def open(self, con: duckdb.DuckDBPyConnection) -> None:
@@ -407,12 +408,13 @@ class _Collection:
         later 4xx are the worlds' own."""
         if self.refused is None:
             return
+        status, count = self.refused
         if answer.outcome != "unavailable" or answer.status not in REFUSED_STATUSES or (
-                self.refused and answer.status != self.refused[0].status):
+                count and answer.status != status):
             self.refused = None
             return
-        self.refused.append(answer)
-        if len(self.refused) == REFUSED_FIRST:
+        self.refused = (answer.status, count + 1)
+        if count + 1 == REFUSED_FIRST:
             self.result.stopped = self.result.stopped or refused_stop(answer.status, self.opts.api_key_env,
                                                                       self.opts.transport, self.opts.endpoint)
             self.halt.set()

@@ -65,5 +65,5 @@ def build_report(con: duckdb.DuckDBPyConnection, run_id: str | None = None, data
     read a run's tables do not need them)."""
     d = load_run(con, run_id, dataset)
     if not d.recovery.empty:
-        d.robustness = robustness_checks(con, str(d.run["run_id"]))
+        d.robustness = robustness_checks(con, str(d.run["run_id"]), d.data_changed)
     return render_report(d)

@@ -13,17 +13,20 @@ from warehouse import queries
 from warehouse.results import dataset_fingerprint
 
 
-def robustness_checks(con: duckdb.DuckDBPyConnection, run_id: str) -> RobustnessChecks:
+def robustness_checks(con: duckdb.DuckDBPyConnection, run_id: str, changed: bool | None = None) -> RobustnessChecks:
     """The both-worlds-correct subset and the attack tracks of ``run_id``, with the run's bootstrap
     resamples and seed (so they share the stored recovery's intervals). Empty tables for a run
-    without a decoding audit; no tracks for a run that stored no configuration scores."""
+    without a decoding audit; no tracks for a run that stored no configuration scores. ``changed``:
+    whether the dataset changed after the run, when the caller knows already (the report's loaded
+    run does); else it is computed from the fingerprints."""
     runs = queries.fetch_df(con, "all_runs", [])
     run = runs[runs["run_id"] == run_id]
     if run.empty:
         raise ValueError(f"no run {run_id!r} in the warehouse")
     run = run.iloc[0]
     params = json.loads(run["parameters"]) if isinstance(run["parameters"], str) else {}
-    changed = dataset_fingerprint(con, str(run["dataset_id"])) != run["dataset_fingerprint"]
+    if changed is None:
+        changed = dataset_fingerprint(con, str(run["dataset_id"])) != run["dataset_fingerprint"]
     return compute(queries.fetch_df(con, "decoder_predictions_of_view", [run_id, VIEW]),
                    queries.fetch_df(con, "decoder_config_scores_of_view", [run_id, VIEW]),
                    queries.fetch_df(con, "decoder_configs_for", [run_id]),
