@@ -391,10 +391,12 @@ def run_data(path: str, dataset: str):
 class RunContext:
     """What an audit page's run picker needs to know about the dataset's runs: the run the
     Overview's findings and the report show by default (the newest most complete; None: no run),
-    and the runs whose dataset changed after them (their fingerprint is not today's)."""
+    and the runs whose dataset changed after them (their fingerprint is not today's), with what was
+    loaded or collected after each of them started."""
     headline: str | None
     changed: frozenset[str]
     ran: dict[str, frozenset[str]] = field(default_factory=dict)   # run id -> the audits that stored results
+    changes: dict[str, pd.DataFrame] = field(default_factory=dict)  # changed run id -> ``ingests_after`` its start
 
 
 def run_context(path: str, dataset: str) -> RunContext:
@@ -406,10 +408,13 @@ def run_context(path: str, dataset: str) -> RunContext:
         return RunContext(None, frozenset())
     with _cursor(path) as cur:
         now = dataset_fingerprint(cur, dataset)
+        stale = runs[runs["dataset_fingerprint"] != now]
+        since = (queries.fetch_df(cur, "ingests_after", [dataset, stale["started_at"].min()]) if not stale.empty
+                 else pd.DataFrame(columns=["finished_at"]))
     kinds = query(path, "run_result_kinds", (dataset,))
-    return RunContext(None if best is None else str(best["run_id"]),
-                      frozenset(runs.loc[runs["dataset_fingerprint"] != now, "run_id"].astype(str)),
-                      {str(r): frozenset(k["kind"]) for r, k in kinds.groupby("run_id")})
+    return RunContext(None if best is None else str(best["run_id"]), frozenset(stale["run_id"].astype(str)),
+                      {str(r): frozenset(k["kind"]) for r, k in kinds.groupby("run_id")},
+                      {str(r.run_id): since[since["finished_at"] > r.started_at] for r in stale.itertuples()})
 
 
 @st.cache_data(ttl=600, max_entries=8, show_spinner=False)

@@ -4,12 +4,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
-# one and many of each kind of line (a rejected worlds line is "1 world", not "1 worlds")
-KIND_NOUNS: dict[str, tuple[str, str]] = {
-    "worlds": ("world", "worlds"), "responses": ("native response", "native responses"),
-    "refusal": ("refusal response", "refusal responses"), "corpus": ("QuasiLeak document", "QuasiLeak documents"),
-    "predictions": ("detector prediction", "detector predictions"),
-}
+from qlb.present.names import KIND_NOUNS
 
 
 def lines_by_kind(counts: Mapping[str, int]) -> str:

@@ -212,7 +212,7 @@ def run_select(where: Any, runs: pd.DataFrame, key: str, label: str = "Run",
     if headline is not None and run_id != headline:
         where.caption(headline_note(headline, headline in labels))
     if context is not None and run_id in context.changed:
-        where.error(md_text(stale_warning(run_id)), icon=":material/history:")
+        where.error(md_text(stale_warning(run_id, context.changes.get(run_id))), icon=":material/history:")
     return run_id
 
 

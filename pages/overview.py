@@ -108,7 +108,7 @@ def headline_findings(path: str, dataset: str) -> None:
         st.info("No audit run of this dataset yet: run `qlb audit` (or wait for the background audit above).")
         return
     if d.data_changed:
-        st.error(md_text(stale_warning(str(d.run["run_id"]))), icon=":material/history:")
+        st.error(md_text(stale_warning(str(d.run["run_id"]), d.changes)), icon=":material/history:")
     finding(scope_sentence(d), lead="Scope.")
     for topic, sentence in headline(d):
         left, right = st.columns([4, 1], vertical_alignment="center")     # "Details" whole at 1,024 px

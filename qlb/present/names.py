@@ -403,6 +403,14 @@ def listing(items: list[str], word: str = "and") -> str:
     return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} {word} {items[-1]}"
 
 
+# one and many of each kind of input line (a rejected worlds line is "1 world", not "1 worlds")
+KIND_NOUNS: dict[str, tuple[str, str]] = {
+    "worlds": ("world", "worlds"), "responses": ("native response", "native responses"),
+    "refusal": ("refusal response", "refusal responses"), "corpus": ("QuasiLeak document", "QuasiLeak documents"),
+    "predictions": ("detector prediction", "detector predictions"),
+}
+
+
 # audit names as stored in a run's parameters -> as a reader knows them, in the pages' order
 AUDIT_NAMES = {"refusal": "refusal", "decoding": "recovery", "utility": "utility", "defenses": "defenses",
                "quasileak": "QuasiLeak"}

@@ -500,7 +500,7 @@ def render_report(d: RunData) -> str:
     elif (made := worlds_sentence(_simulated_worlds(d), int(d.dataset.get("worlds", 0) or 0))) is not None:
         parts.append(f"<p class='sim'>{esc(made)}</p>")
     if d.data_changed:
-        parts.append(f"<p class='stale'>{esc(stale_warning(run_id))}</p>")
+        parts.append(f"<p class='stale'>{esc(stale_warning(run_id, d.changes))}</p>")
     parts.append(f"<p><b>Scope.</b> {esc(scope_sentence(d))}</p>")
     parts.append("<h2>Headline findings</h2><ul class='findings'>"
                  + "".join(f"<li>{esc(s)}</li>" for s in findings(d)) + "</ul>")

@@ -12,8 +12,8 @@ import json
 
 import pandas as pd
 
-from qlb.present.names import (AUDIT_NAMES, FAMILY_NAMES, TASK_NAMES, authored_sentence, count_of, how_many, listing, pct,
-                               text_range)
+from qlb.present.names import (AUDIT_NAMES, FAMILY_NAMES, KIND_NOUNS, TASK_NAMES, authored_sentence, count_of, how_many,
+                               listing, pct, text_range, utc_minute)
 from qlb.present.rundata import RunData
 from qlb.tuple.release_views import DECODER_FAMILIES
 from qlb.tuple.workflows import TASKS
@@ -35,10 +35,41 @@ def parameters(d: RunData) -> dict:
     return params if isinstance(params, dict) else {}
 
 
-def stale_warning(run_id: str) -> str:
-    """What a reader must know before any number of a run whose dataset changed after it."""
-    return (f"The dataset changed after run {run_id} (answers, worlds or documents were added or replaced): its "
-            "numbers describe the data as it was then. Run qlb audit again before relying on them.")
+CHANGES_SHOWN = 3                # a stale warning names at most this many changes, then counts the rest
+
+
+def change_phrases(ingests: pd.DataFrame | None) -> list[str]:
+    """What was loaded or collected after a run started (rows of ``ingests_after``: kind, file_name,
+    file_format, model, finished_at), one phrase per kind of answer collected and per file loaded, in
+    the order they happened: ``native responses of router-a and router-b collected (last 2026-12-04
+    13:02 UTC)``, ``worlds loaded from worlds.jsonl (2026-12-04 13:05 UTC)``."""
+    if ingests is None or ingests.empty:
+        return []
+    collected = ingests["file_format"].eq("collect")
+    rows = ingests.assign(collected=collected, source=ingests["file_name"].where(~collected, ""))
+    phrases = []
+    for (kind, is_collected, source), g in rows.groupby(["kind", "collected", "source"], sort=False):
+        models = list(dict.fromkeys(g["model"].dropna().astype(str)))
+        if len(models) > NAMED:
+            models = models[:NAMED - 1] + [f"{len(models) - NAMED + 1} more models"]
+        what = KIND_NOUNS.get(kind, (kind, kind))[1] + (f" of {listing(models)}" if models else "")
+        when = ("last " if len(g) > 1 else "") + utc_minute(g["finished_at"].max())
+        phrases.append(f"{what} collected ({when})" if is_collected else f"{what} loaded from {source} ({when})")
+    return phrases
+
+
+def stale_warning(run_id: str, changes: pd.DataFrame | None = None) -> str:
+    """What a reader must know before any number of a run whose dataset changed after it: what was
+    loaded or collected since the run started (``change_phrases`` of ``changes``), when the warehouse
+    says; the change in general words otherwise (detector predictions are stored without a record)."""
+    phrases = change_phrases(changes)
+    if len(phrases) > CHANGES_SHOWN:
+        rest = len(phrases) - CHANGES_SHOWN
+        phrases = phrases[:CHANGES_SHOWN] + [f"{rest} more change{'s' if rest > 1 else ''}"]
+    what = (f"since it started: {listing(phrases)}" if phrases
+            else "(answers, worlds or documents were added or replaced)")
+    return (f"The dataset changed after run {run_id} {what}. Its numbers describe the data as it was then. "
+            "Run qlb audit again before relying on them.")
 
 
 def ran(d: RunData) -> dict[str, bool]:

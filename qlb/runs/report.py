@@ -42,12 +42,19 @@ def load_run(con: duckdb.DuckDBPyConnection, run_id: str | None = None, dataset:
     get = lambda name: queries.fetch_df(con, name, [run_id])   # noqa: E731
     models = queries.fetch_df(con, "models_with_responses", [run["dataset_id"]])["model"].tolist()
     ontology = dataset_ontology(con, str(run["dataset_id"]))
+    changed = dataset_fingerprint(con, str(run["dataset_id"])) != run["dataset_fingerprint"]
     return RunData(run, ds, get("refusal_results"), get("recovery_results"), get("recovery_differences"),
                    get("utility_results"), get("utility_differences"), get("front_points"), get("defense_results"),
                    get("defense_costs"), get("ql_scores"), models, uniform_reference(ontology),
                    ontology.sha256 == load_ontology().sha256, get("coarse_accuracy"), learned=get("learned_wcpq"),
                    ontology=ontology, answers=run_answers(con, run),
-                   data_changed=dataset_fingerprint(con, str(run["dataset_id"])) != run["dataset_fingerprint"])
+                   data_changed=changed,
+                   changes=changes_after(con, run) if changed else pd.DataFrame())
+
+
+def changes_after(con: duckdb.DuckDBPyConnection, run: pd.Series) -> pd.DataFrame:
+    """What was loaded or collected into the run's dataset after the run started (``ingests_after``)."""
+    return queries.fetch_df(con, "ingests_after", [run["dataset_id"], run["started_at"]])
 
 
 def run_answers(con: duckdb.DuckDBPyConnection, run: pd.Series) -> pd.DataFrame:

@@ -27,6 +27,7 @@ def test_a_run_older_than_its_data_is_warned_about_on_the_overview_and_the_pages
             assert not at.exception, [e.value for e in at.exception]
             warned = [w.value for w in at.error if "changed after run" in w.value]
             assert len(warned) == 1 and "Run qlb audit again before relying on them" in warned[0], page
+            assert "since it started: worlds loaded from late.jsonl (" in warned[0].replace("\\", ""), warned[0]
 
 
 def test_real_answers_to_generated_cases_are_labelled_as_such_in_the_sidebar(demo_warehouse, tmp_path, monkeypatch):

@@ -7,7 +7,7 @@ import json
 import pandas as pd
 
 from qlb.present.rundata import RunData
-from qlb.present.scope import options, options_note, scope_sentence, stale_warning
+from qlb.present.scope import change_phrases, options, options_note, scope_sentence, stale_warning
 
 EMPTY = pd.DataFrame()
 
@@ -56,6 +56,25 @@ def test_scope_names_what_a_restricted_run_left_out():
     nothing = _run({"audits": ["quasileak"]}, REC.iloc[0:0], models=())           # a QuasiLeak-only dataset
     assert scope_sentence(nothing).startswith("This run audited no decision model.")
     assert "run-x" in stale_warning("run-x") and "again before relying on them" in stale_warning("run-x")
+
+
+def test_the_stale_warning_says_what_was_loaded_or_collected_after_the_run():
+    at = pd.Timestamp("2026-12-04 20:00:59")
+    rows = [("responses", "collect:col-1", "collect", "router-a", at), ("worlds", "late.jsonl", "jsonl", None, at),
+            ("responses", "collect:col-2", "collect", "router-b", at + pd.Timedelta(minutes=2)),
+            ("responses", "collect:col-3", "collect", "router-a", at + pd.Timedelta(minutes=3)),
+            ("refusal", "refusals.jsonl", "jsonl", "router-a", at)]
+    changes = pd.DataFrame(rows, columns=["kind", "file_name", "file_format", "model", "finished_at"])
+    assert change_phrases(changes) == [
+        "native responses of router-a and router-b collected (last 2026-12-04 20:03 UTC)",
+        "worlds loaded from late.jsonl (2026-12-04 20:00 UTC)",
+        "refusal responses of router-a loaded from refusals.jsonl (2026-12-04 20:00 UTC)"]
+    many = pd.concat([changes, changes.assign(file_name="more.jsonl", file_format="jsonl")])
+    warned = stale_warning("run-x", many)
+    assert warned.startswith("The dataset changed after run run-x since it started: native responses of router-a "
+                             "and router-b collected") and warned.count("loaded from") == 2
+    assert "and 3 more changes. Its numbers describe the data as it was then." in warned
+    assert change_phrases(changes.iloc[0:0]) == [] and "were added or replaced" in stale_warning("run-x", changes.iloc[0:0])
 
 
 def test_options_follow_noninferiority_and_name_the_models_left_out():
