@@ -67,7 +67,7 @@ def findings(results: pd.DataFrame, uniform: float, sizes: list[int] | None = No
     recovered = overall.dropna(subset=["overall_recovery"])
     if recovered.empty:
         return
-    finding(f"{refusal_sentence(recovered['overall_recovery'], uniform, sizes)} "
+    finding(f"{refusal_sentence(recovered.set_index('model')['overall_recovery'], uniform, sizes)} "
             f"{extremes(recovered, 'overall_recovery')}",
             "Does refusal protect the mechanism?")
     finding(withholding_sentence(recovered), "How often models withhold.")
@@ -159,7 +159,7 @@ def render() -> None:
           f"Paper Figure 12. Per model, the share of all refusal probes that give the mechanism away, by route: "
           f"named directly (blue), or withheld while the remaining scores rank it uniquely first (orange, stacked "
           f"on top). Black whisker: the Wilson 95% interval of the total; dashed line: a uniform guess among a "
-          f"domain's mechanisms ({reference:.2%}). {where}")
+          f"domain's mechanisms ({names.chance_pct(reference)}). {where}")
     per_model_table(scope, where)
     outcome_tables(scope, where)
     per_domain_table(view, run_id, len(models))

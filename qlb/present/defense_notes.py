@@ -71,11 +71,12 @@ def method_points(policies: int, workflows: int) -> list[str]:
 
 
 def control_sentence(recovery: pd.DataFrame, main: pd.DataFrame, policies: int,
-                     escape: Callable[[str], str] = str) -> str:
+                     escape: Callable[[str], str] = str, report: bool = False) -> str:
     """Why this page's native figure (``NATIVE_ATTACKED``) is not the full-native recovery of the Release-view
     recovery page, with both figures from the run: per model for up to ``SHOWN_PAIRS`` models, else the range of
     their difference and the largest gap; ``escape`` (the page's ``md_text``) is applied to each model name. Empty
-    when no model has both figures."""
+    when no model has both figures. ``report``: worded for the report's defenses section, whose full-native figure
+    is in its release-view section."""
     pooled = recovery[(recovery["scope"] == "pooled") & (recovery["view"] == "full_native")] \
         .drop_duplicates("model").set_index("model")["accuracy"]
     native = main[main["defense"] == "native"].drop_duplicates("model").set_index("model")["accuracy"]
@@ -90,11 +91,12 @@ def control_sentence(recovery: pd.DataFrame, main: pd.DataFrame, policies: int,
         spread = text_range(f"{100 * gap.min():+z.1f}", f"{100 * gap.max():+z.1f}")
         detail = (f"here minus there: {spread} points over {len(both)} models; the largest gap: {escape(far)}, "
                   f"{pct(native[far])} here, {pct(pooled[far])} there")
-    return (f"This page's {NATIVE_ATTACKED} figure attacks the model's unchanged release the way every defended "
+    this, that = (("This section's", "The full-native figure of “What each release view reveals”") if report
+                  else ("This page's", "The Release-view recovery page's full-native figure"))
+    return (f"{this} {NATIVE_ATTACKED} figure attacks the model's unchanged release the way every defended "
             f"release is attacked: the attacker also reads the {policies} public workflow signatures and is chosen "
-            f"from this audit's decoder families. The Release-view recovery page's full-native figure comes from the "
-            f"plain attacker, so the two differ ({detail}). Compare each defense with this page's figure, not with "
-            f"that page.")
+            f"from this audit's decoder families. {that} comes from the plain attacker, so the two differ ({detail}). "
+            f"Compare each defense with {this.lower()} figure, not with that one.")
 
 
 def restricted_sentence(families: list[str] | None, decoding: list[str], escape: Callable[[str], str] = str) -> str:

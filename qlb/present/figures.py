@@ -16,7 +16,8 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from qlb.tuple.costs import profile_order
-from qlb.present.names import DEFENSE_NAMES, OUTCOME_NAMES, PROFILE_HELP, VIEW_NAMES, as_shown, name as display_name
+from qlb.present.names import DEFENSE_NAMES, OUTCOME_NAMES, PROFILE_HELP, VIEW_NAMES, as_shown, chance_pct
+from qlb.present.names import name as display_name
 from qlb.present.learned import column_name
 from qlb.present.palette import DIVERGING, VIEW_COLOURS, VIEW_SYMBOLS
 from qlb.tuple.refusal import UNIFORM_REFERENCE
@@ -55,7 +56,7 @@ def routes_figure(routes: pd.DataFrame, reference: float = UNIFORM_REFERENCE) ->
                     customdata=routes[["n", "direct_correct", "residual_unique_correct", "overall_recovery"]],
                     hovertemplate="%{x}<br>" + name + ": %{y:.1%} of %{customdata[0]} probes"
                                   "<br>recovered overall: %{customdata[3]:.1%}<extra></extra>")
-    reference_line(fig, reference, f"uniform guess {reference:.2%}")
+    reference_line(fig, reference, f"uniform guess {chance_pct(reference)}")
     fig.update_layout(barmode="stack", height=380, margin=dict(l=10, r=10, t=30, b=10),
                       yaxis=dict(title="share of refusal probes (%)", tickformat=".0%", range=[0, 1.05]),
                       legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0))
@@ -262,7 +263,7 @@ def defense_figure(res: pd.DataFrame, colours: dict[str, str]) -> go.Figure:
     fig.update_layout(height=470, margin=dict(l=10, r=10, t=40, b=10),
                       legend=dict(title=dict(text="model", side="top"), orientation="h", yanchor="bottom", y=1.02, x=0),
                       scattermode="group", scattergap=0.35,     # each model's point side by side per defense
-                      xaxis=dict(title="defense (categories, in no order)", tickmode="array", tickvals=labels,
+                      xaxis=dict(title="output defense", tickmode="array", tickvals=labels,
                                  ticktext=[wrapped(c, 11) for c in labels], tickangle=0, tickfont=dict(size=11)),
                       yaxis=dict(title="defense-aware secret recovery on test worlds (%)", tickformat=".0%",
                                  range=[0.4, 1.02]))

@@ -332,6 +332,13 @@ def pct(v: float | None, digits: int = 1) -> str:
     return "N/A" if v is None or pd.isna(v) else f"{100 * v:.{digits}f}%"
 
 
+def chance_pct(v: float) -> str:
+    """A guessing rate as a percent: exact when two decimals hold it (1/16: ``6.25%``), else to one decimal like every
+    other rate (1/7: ``14.3%``)."""
+    exact = round(10000 * v, 6) == round(10000 * v)
+    return pct(v, 2) if exact and round(10000 * v) % 10 else pct(v)
+
+
 def pct_interval(v: float | None, lo: float | None = None, hi: float | None = None, digits: int = 1) -> str:
     """A rate with its 95% interval: ``63.4% [60.9, 65.8]``; the rate alone when there is no interval."""
     if v is None or pd.isna(v):

@@ -23,8 +23,10 @@ from qlb.present import figures
 from qlb.present.answers import answers_finding, answers_lead, answers_table, status_sentence
 from qlb.present.fronts import front_of, who_sentence
 from qlb.present.learned import learned_points, learned_sentence, table15
-from qlb.present.names import (QL_METRIC_NAMES, TASK_NAMES, VIEW_NAMES, count_of, how_many, listing, pct, pct_interval,
-                               points_interval, profile_descriptions, readable, text_range, utc_minute)
+from qlb.present.names import (AUDIT_NAMES, FAMILY_NAMES, chance_pct, QL_METRIC_NAMES, TASK_NAMES, VIEW_NAMES, count_of, how_many,
+                               listing, pct, pct_interval, points_interval, profile_descriptions, readable, text_range,
+                               utc_minute)
+from qlb.present.defense_notes import control_sentence, recovery_label, relabel_native
 from qlb.present.paper import choice_vs_native, comparison_lead, comparison_sentence, paper_checks, tally
 from qlb.present.palette import model_colours
 from qlb.present.robustness import (FAMILY_TRACKS, MAIN_TRACKS, both_correct_sentence, both_correct_table,
@@ -80,22 +82,19 @@ def spreadsheet_safe(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def _pct(v: float, digits: int = 1) -> str:
-    return f"{100 * v:.{digits}f}%"
-
-
 LEAK_FACTOR = 2.0       # recovery above this multiple of a uniform guess counts as a leak in the findings
 
 
 def refusal_sentence(recovery: pd.Series, uniform: float, sizes: list[int] | None = None) -> str:
     """The refusal finding as the numbers have it: a leak when every model's overall recovery is
     above ``LEAK_FACTOR`` times a uniform guess among a domain's mechanisms, no leak when none is.
-    ``sizes``: the domains' numbers of mechanisms, when they differ the guess is said to be their mean."""
-    span = text_range(_pct(recovery.min()), _pct(recovery.max()))
+    ``sizes``: the domains' numbers of mechanisms, when they differ the guess is said to be their mean. Indexed by
+    model name, the models that leak are named (up to four)."""
+    span = text_range(pct(recovery.min()), pct(recovery.max()))
     among = f"its domain's {sizes[0]} mechanisms" if sizes and len(sizes) == 1 else "the domain's mechanisms"
-    guess = (f"naming one of {among} at random is right {_pct(uniform, 2)} of the time" if not sizes or len(sizes) == 1
+    guess = (f"naming one of {among} at random is right {chance_pct(uniform)} of the time" if not sizes or len(sizes) == 1
              else f"naming one of a domain's {text_range(str(sizes[0]), str(sizes[-1]))} mechanisms at random is "
-                  f"right {_pct(uniform, 2)} of the time on average over the domains")
+                  f"right {chance_pct(uniform)} of the time on average over the domains")
     how = (f"the exact protected mechanism is named by refusal-probe responses in {span} of cases (directly, or "
            f"by withheld responses whose remaining scores still single it out; {guess})")
     leaking = recovery > LEAK_FACTOR * uniform
@@ -104,9 +103,18 @@ def refusal_sentence(recovery: pd.Series, uniform: float, sizes: list[int] | Non
         return f"Refusal does not stop the leak: {who}, {how}."
     if not leaking.any():
         return f"Refusal stops the leak: {who}, {how}."
+    named = [str(m) for m in recovery.index[leaking]] if all(isinstance(m, str) for m in recovery.index) else []
+    who = (f"{listing(named)} ({text_range(pct(recovery[leaking].min()), pct(recovery[leaking].max()))})"
+           if named and len(named) <= 4 else count_of(int(leaking.sum())))
     return (f"Refusal stops the leak for {how_many(int((~leaking).sum()), len(recovery))} only: {how}; "
-            f"{count_of(int(leaking.sum()))} {'stays' if leaking.sum() == 1 else 'stay'} above {LEAK_FACTOR:g} times "
-            f"a uniform guess.")
+            f"{who} {'stays' if leaking.sum() == 1 else 'stay'} above {'twice' if LEAK_FACTOR == 2 else f'{LEAK_FACTOR:g} times'} a uniform guess.")
+
+
+def exactly_half(rows: pd.DataFrame) -> bool:
+    """Whether every row's recovery and its 95% interval are exactly 50% (each pair one world right and one wrong,
+    in every resample: the attacker gives both worlds of a pair the same answer), which an interval of zero width
+    does not explain by itself."""
+    return not rows.empty and bool(((rows[["accuracy", "ci_low", "ci_high"]] - 0.5).abs() < 1e-12).all(axis=None))
 
 
 def recovery_change(points: pd.Series, say_lowers: bool = True,
@@ -132,6 +140,8 @@ def ends(frame: pd.DataFrame, value: str, shown, low: str = "ci_low", high: str 
     """The lowest and the highest ``value`` of ``frame``'s rows, each as ``shown(value, low, high)`` (its 95%
     interval) with its model: ``50.7% [47.9, 53.5] (sim-a) to 55.2% [52.3, 58.1] (sim-b)``; one row, or ends that
     read the same, give one figure. Empty for no rows."""
+    if frame.empty:
+        return ""
     f = frame.dropna(subset=[value])
     if f.empty:
         return ""
@@ -164,16 +174,21 @@ def headline(d: RunData) -> list[tuple[str, str]]:
             out.append(answers_item)
     ref = d.refusal[d.refusal["domain"] == "all"] if not d.refusal.empty else d.refusal
     if not ref.empty:
-        rec = ref["overall_recovery"].dropna()
+        rec = ref.set_index("model")["overall_recovery"].dropna()
         sizes = mechanism_counts(d.ontology) if d.ontology else []
         out.append(("refusal", refusal_sentence(rec, d.uniform_reference, sizes)))
     pooled = d.recovery[d.recovery["scope"] == "pooled"] if not d.recovery.empty else d.recovery
     if not pooled.empty:
         parts = []
         for view, words in (("choice", "only the coarse choice"), ("full_native", "the full native output")):
-            shown = ends(pooled[pooled["view"] == view], "accuracy", pct_interval)
-            if shown:
-                parts.append(f"seeing {words}, in {shown}" + ("" if parts else " of test worlds"))
+            rows = pooled[pooled["view"] == view]
+            shown = ends(rows, "accuracy", pct_interval)
+            where = "" if parts else " of test worlds"
+            if shown and exactly_half(rows):
+                parts.append(f"seeing {words}, in exactly 50.0%{where} (one world of every pair right, in every "
+                             "resample: what it sees is the same for a pair's two worlds)")
+            elif shown:
+                parts.append(f"seeing {words}, in {shown}{where}")
         if parts:
             out.append(("recovery", "An attacker who must tell which of a case's two candidate mechanisms is the "
                                     "true one (guessing: 50%) gets it right " + "; ".join(parts)
@@ -181,7 +196,8 @@ def headline(d: RunData) -> list[tuple[str, str]]:
         status = status_sentence(pooled)
         if status is not None:
             out.append(("recovery", status))
-        diff = d.recovery_diff[(d.recovery_diff["view_a"] == "full_native") & (d.recovery_diff["view_b"] == "choice")]
+        rd = d.recovery_diff
+        diff = rd[(rd["view_a"] == "full_native") & (rd["view_b"] == "choice")] if not rd.empty else rd
         gain = ends(diff, "difference", points_interval)
         if gain:
             out.append(("recovery", f"Releasing the probabilities and confidence on top of the choice adds {gain} "
@@ -244,7 +260,7 @@ def headline(d: RunData) -> list[tuple[str, str]]:
             agree = (w["plan_agreement"] == w["plan_comparisons"]).all() and (w["max_abs_cost_diff"] == 0).all()
             change = recovery_change(100 * w["diff_vs_native"], interval=_one_interval(w, "diff_ci_low", "diff_ci_high"))
             out.append(("defenses", f"The workflow-constrained quantizer {change} on {count_of(len(w))} (coverage "
-                                    f"{text_range(_pct(w['coverage'].min()), _pct(w['coverage'].max()))}) while "
+                                    f"{text_range(pct(w['coverage'].min()), pct(w['coverage'].max()))}) while "
                                     + (f"every one of the {policy_count(d.ontology)} frozen recipient policies keeps its "
                                        "exact plan and cost in every test world." if agree
                                        else "NOT preserving every recipient plan (see the verification table).")))
@@ -296,7 +312,8 @@ def best_detector_sentence(numeric: pd.DataFrame) -> str:
     def said(det: str) -> str:
         r = d.loc[det]
         return (f"complete-group F1 {pct_interval(r['complete_f1'], r['complete_f1_ci_low'], r['complete_f1_ci_high'])}, "
-                f"recovering {pct(r['complete_recall'])} of the {int(r['targets']):,} target groups whole and bound "
+                f"recovering {pct_interval(r['complete_recall'], r.get('complete_recall_ci_low'), r.get('complete_recall_ci_high'))} "
+                f"of the {int(r['targets']):,} target groups whole and bound "
                 "to the right attribute")
 
     best = d["complete_f1"].idxmax()
@@ -305,9 +322,11 @@ def best_detector_sentence(numeric: pd.DataFrame) -> str:
         return f"{best} finds the most complete groups: {said(best)}."
     top_real = real.idxmax()
     sims = d.loc[simulated, "complete_f1"].dropna()
+    top = d.loc[sims.idxmax()]
     return (f"{top_real} is the best real detector: {said(top_real)}. The simulated detectors, derived from the "
-            f"answer key (the gold groups), reach up to {pct(sims.max())} ({sims.idxmax()}): an upper reference, "
-            "not a detector one could run.")
+            f"answer key (the gold groups), reach up to "
+            f"{pct_interval(top['complete_f1'], top['complete_f1_ci_low'], top['complete_f1_ci_high'])} "
+            f"({sims.idxmax()}): an upper reference, not a detector one could run.")
 
 
 def findings(d: RunData) -> list[str]:
@@ -427,15 +446,15 @@ def provenance_table(d: RunData, params: dict) -> pd.DataFrame:
         ("Data fingerprint", str(d.run["dataset_fingerprint"])[:16]),
         ("qlb version", str(d.run["code_version"])),
         ("Started / finished", f"{utc_minute(d.run['started_at'], 'not finished')} / {utc_minute(d.run['finished_at'], 'not finished')}"),
-        ("Audits", ", ".join(a for a in params.get("audits") or [] if ran(d).get(a, True)) or "—"),
+        ("Audits", ", ".join(AUDIT_NAMES.get(a, a) for a in params.get("audits") or [] if ran(d).get(a, True)) or "—"),
         ("Models", ", ".join(params["models"]) if params.get("models") else f"all {len(d.models)}"),
         ("Release views", ", ".join(VIEW_NAMES.get(v, v) for v in views) or "—"),
         ("Defended models", "—" if d.defenses.empty else
          ", ".join(params.get("defense_models") or sorted(set(d.defenses["model"])))),
-        ("Decoder families (recovery)", "—" if d.recovery.empty else
-         ", ".join(params.get("families") or []) or "all five (TUPLE.md section 4)"),
-        ("Defense attackers", "—" if d.defenses.empty else
-         ", ".join(params.get("defense_families") or []) or "every family"),
+        ("Attacker families (recovery)", "—" if d.recovery.empty else
+         ", ".join(FAMILY_NAMES.get(f, f) for f in params.get("families") or []) or "all five (TUPLE.md section 4)"),
+        ("Attacker families (defenses)", "—" if d.defenses.empty else
+         ", ".join(FAMILY_NAMES.get(f, f) for f in params.get("defense_families") or []) or "not recorded"),
         ("Intervals", f"95%, {params.get('n_boot', '—'):,} bootstrap resamples, seed {params.get('seed', '—')}"
          if isinstance(params.get("n_boot"), int) else "95%"),
         ("Test split used for any choice", "yes" if bool(d.run["test_used_for_selection"]) else "no: every choice was "
@@ -538,7 +557,7 @@ def render_report(d: RunData) -> str:
                             residual_share=ref["residual_unique_correct"] / ref["n"])
         fig(figures.routes_figure(routes, d.uniform_reference),
             "Share of refusal-probe responses that recover the mechanism directly or through the residual scores; "
-            f"dashed: a uniform guess among a domain's mechanisms ({d.uniform_reference:.2%}).")
+            f"dashed: a uniform guess among a domain's mechanisms ({chance_pct(d.uniform_reference)}).")
         parts.append(_table(refusal_table(ref)))
         parts.append("<p class='caption'>Per model over every refusal probe, with Wilson 95% intervals.</p>")
     pooled = d.recovery[d.recovery["scope"] == "pooled"] if not d.recovery.empty else d.recovery
@@ -599,10 +618,14 @@ def render_report(d: RunData) -> str:
     if not d.defenses.empty:
         parts.append("<h2>Defenses and WCPQ verification</h2>")
         main = d.defenses[d.defenses["defense"].isin(figures.DEFENSE_ORDER)]
-        fig(figures.defense_figure(main, colours), "Defense-aware secret recovery per model and defense, 95% intervals.")
-        main = main.assign(**{"secret recovery [95% CI]": [pct_interval(*r) for r in main[
-            ["accuracy", "ci_low", "ci_high"]].itertuples(index=False)]})
-        parts.append(_table(main[["model", "defense", "secret recovery [95% CI]", "diff_vs_native"]]))
+        fig(relabel_native(figures.defense_figure(main, colours)),
+            "Defense-aware secret recovery per model and defense, 95% intervals.")
+        shown = main.assign(**{"secret recovery [95% CI]": [pct_interval(*r) for r in main[
+            ["accuracy", "ci_low", "ci_high"]].itertuples(index=False)]}, defense=main["defense"].map(recovery_label))
+        parts.append(_table(shown[["model", "defense", "secret recovery [95% CI]", "diff_vs_native"]]))
+        control = control_sentence(d.recovery, main, policy_count(d.ontology), report=True)
+        if control:
+            parts.append(f"<p class='caption'>{esc(control)}</p>")
         w = d.defenses[d.defenses["defense"].isin(["wcpq", "wcpq grid"])]
         w = w.assign(**{"plan agreement": [f"{int(a):,} of {int(n):,}" for a, n in
                                            zip(w["plan_agreement"], w["plan_comparisons"])]})

@@ -13,7 +13,7 @@ import json
 import pandas as pd
 
 from qlb.present.names import (AUDIT_NAMES, FAMILY_NAMES, KIND_NOUNS, TASK_NAMES, authored_sentence, count_of, how_many,
-                               listing, pct, text_range, utc_minute)
+                               listing, pct, pct_interval, text_range, utc_minute)
 from qlb.present.rundata import RunData
 from qlb.tuple.release_views import DECODER_FAMILIES
 from qlb.tuple.workflows import TASKS
@@ -167,16 +167,13 @@ def options(d: RunData) -> list[str]:
     wcpq = d.defenses[d.defenses["defense"] == "wcpq"] if not d.defenses.empty else d.defenses
     if not wcpq.empty:
         kept = bool(((wcpq["plan_agreement"] == wcpq["plan_comparisons"]) & (wcpq["max_abs_cost_diff"] == 0)).all())
-        drop = 100 * wcpq["diff_vs_native"]
-        change = text_range(f"{-drop.max():.1f}", f"{-drop.min():.1f}")
-        if kept and (drop < 0).all():
+        if kept:
             cover = text_range(pct(wcpq["coverage"].min()), pct(wcpq["coverage"].max()))
             uncovered = "" if (wcpq["coverage"] >= 1).all() else "; the responses it cannot cover go out unchanged"
             out.append(f"Where the full output must be released, the workflow-constrained quantizer (WCPQ) keeps every "
-                       f"recipient decision and cost exactly and lowers recovery by {change} points for "
-                       f"{_models(sorted(wcpq['model']), len(d.models))} (it covers {cover} of the responses"
-                       f"{uncovered}).")
-        elif not kept:
+                       f"recipient decision and cost exactly (it covers {cover} of the responses{uncovered})"
+                       + _wcpq_effect(wcpq, len(d.models)) + ".")
+        else:
             out.append("The workflow-constrained quantizer (WCPQ) did not keep every recipient decision in this run: "
                        "see the verification on the Defenses page before relying on it.")
     none = by_view.get("no_output")
@@ -193,6 +190,24 @@ def options(d: RunData) -> list[str]:
                    "release): the failures need fixing before any release of "
                    f"{'its' if len(failing) == 1 else 'their'} decisions is private.")
     return out
+
+
+def _wcpq_effect(wcpq: pd.DataFrame, n_all: int) -> str:
+    """What WCPQ does to recovery: lowers it for the models whose paired 95% interval (defended minus native) lies
+    below 0, with the drop in points (and its interval, for one model); no clear change for the others."""
+    clear = wcpq[wcpq["diff_ci_high"] < 0].sort_values("model")
+    unclear = sorted(set(wcpq["model"]) - set(clear["model"]))
+    text = ""
+    if not clear.empty:
+        drop = 100 * clear["diff_vs_native"]
+        change = text_range(f"{-drop.max():.1f}", f"{-drop.min():.1f}")
+        span = (f" (95% interval {-100 * clear['diff_ci_high'].iloc[0]:.1f} to {-100 * clear['diff_ci_low'].iloc[0]:.1f})"
+                if len(clear) == 1 else "")
+        text = f", and lowers recovery by {change} points{span} for {_models(list(clear['model']), n_all)}"
+    if unclear:
+        text += (f"{';' if text else ','} recovery shows no clear change for {_models(unclear, n_all)} (the paired "
+                 "95% interval includes no change)")
+    return text
 
 
 def _cost_range(rows: pd.DataFrame) -> str:
@@ -219,9 +234,11 @@ def _recovery_effect(d: RunData, by_view: dict[str, pd.DataFrame], models: list[
 
 def _range(frame: pd.DataFrame, models: list[str]) -> str:
     """The lowest to the highest recovery of ``models`` in a view's rows (indexed by model; a model the view
-    has no row for is left out, N/A when none has)."""
-    values = frame.loc[frame.index.intersection(models), "accuracy"]
-    return text_range(pct(values.min()), pct(values.max()))
+    has no row for is left out, N/A when none has); one model's with its 95% interval."""
+    rows = frame.loc[frame.index.intersection(models)]
+    if len(rows) == 1:                                # one model: its 95% interval too
+        return pct_interval(*rows.iloc[0][["accuracy", "ci_low", "ci_high"]])
+    return text_range(pct(rows["accuracy"].min()), pct(rows["accuracy"].max()))
 
 
 def _models(models: list[str], n_all: int) -> str:

@@ -83,8 +83,8 @@ def test_options_follow_noninferiority_and_name_the_models_left_out():
     said = options(_run({}, REC, _utility(ni)))
     assert said[0] == ("In selective routing and one-step clarification, releasing the choice alone costs the "
                        "recipient at most 0.1 cost units a case more than the full output (the margin; measured: +0.050 "
-                       "a case) for a (not for b), and it lowers what an attacker recovers (full output: 80.0% of test "
-                       "worlds; choice alone: 50.0%).")
+                       "a case) for a (not for b), and it lowers what an attacker recovers (full output: 80.0% [75.0, 85.0] "
+                       "of test worlds; choice alone: 50.0% [47.0, 53.0]).")
     assert said[1].startswith("In asymmetric-cost routing, withholding the probabilities and the confidence costs the "
                               "recipient +0.400 a case more for both models (more than the 0.1 margin")
     # recovery lowered only where the paired interval of full output minus choice clears 0
@@ -95,22 +95,24 @@ def test_options_follow_noninferiority_and_name_the_models_left_out():
     assert options(run)[0].endswith("for a (not for b), recovery shows no clear change for a.")
     # b's choice alone is above chance (its interval clears 50%): said; a's is not
     assert said[2] == ("Even the choice alone lets an attacker recover the protected mechanism above chance for b "
-                       "(58.0%): any release of its decisions leaks somewhat.")
+                       "(58.0% [54.0, 62.0]): any release of its decisions leaks somewhat.")
 
 
 def test_options_on_wcpq_and_a_leak_through_failures():
     wcpq = pd.DataFrame([{"model": m, "defense": "wcpq", "diff_vs_native": dv, "plan_agreement": 5184,
-                          "plan_comparisons": 5184, "max_abs_cost_diff": 0.0, "coverage": cov}
-                         for m, dv, cov in (("a", -0.12, 1.0), ("b", -0.06, 0.969))])
+                          "plan_comparisons": 5184, "max_abs_cost_diff": 0.0, "coverage": cov, "diff_ci_low": lo,
+                          "diff_ci_high": hi}       # b's paired interval includes no change
+                         for m, dv, cov, lo, hi in (("a", -0.12, 1.0, -0.17, -0.07), ("b", -0.06, 0.969, -0.13, 0.01))])
     failing = REC.copy()
     failing.loc[(failing["model"] == "b") & (failing["view"].isin(["no_output", "choice"])),
                 ["accuracy", "ci_low", "ci_high"]] = (0.72, 0.63, 0.81)
     said = options(_run({}, failing, defenses=wcpq))
     assert said[0] == ("Where the full output must be released, the workflow-constrained quantizer (WCPQ) keeps every "
-                       "recipient decision and cost exactly and lowers recovery by 6.0 to 12.0 points for both models "
-                       "(it covers 96.9% to 100.0% of the responses; the responses it cannot cover go out unchanged).")
+                       "recipient decision and cost exactly (it covers 96.9% to 100.0% of the responses; the responses "
+                       "it cannot cover go out unchanged), and lowers recovery by 12.0 points (95% interval 7.0 to 17.0) "
+                       "for a; recovery shows no clear change for b (the paired 95% interval includes no change).")
     # b leaks through whether it answers: said once, as that (not again as a leak of its choice)
-    assert said[1:] == ["Which cases b fails to answer gives the mechanism away (72.0% from whether an answer came at "
+    assert said[1:] == ["Which cases b fails to answer gives the mechanism away (72.0% [63.0, 81.0] from whether an answer came at "
                         "all, and so from every release): the failures need fixing before any release of its decisions "
                         "is private."]
     broken = wcpq.assign(plan_agreement=5000)
@@ -118,3 +120,16 @@ def test_options_on_wcpq_and_a_leak_through_failures():
     assert options(_run({}, REC.iloc[0:0])) == []
     assert options_note(_run({}, REC)).endswith("Costs are in the task's cost units: a wrong route 10, trusted review "
                                                 "2, one check 0.4.")
+
+
+def test_a_recovery_of_exactly_half_in_every_resample_is_explained_not_bracketed():
+    """A board review read "50.0% [50.0, 50.0]" in the report's headline: an interval of zero width needs its reason."""
+    from qlb.present.report import headline
+    half = REC.copy()
+    half.loc[half["view"] == "choice", ["accuracy", "ci_low", "ci_high"]] = (0.5, 0.5, 0.5)
+    said = dict(headline(_run({}, half)))["recovery"]
+    assert ("seeing only the coarse choice, in exactly 50.0% of test worlds (one world of every pair right, in every "
+            "resample: what it sees is the same for a pair's two worlds); seeing the full native output, in 70.0% "
+            "[65.0, 75.0] (b) to 80.0% [75.0, 85.0] (a)") in said and "[50.0, 50.0]" not in said
+    near = dict(headline(_run({}, REC)))["recovery"]               # 50.0% [47.0, 53.0]: an interval, said as such
+    assert "exactly" not in near and "50.0% [47.0, 53.0] (a)" in near

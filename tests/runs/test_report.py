@@ -164,7 +164,9 @@ def test_the_refusal_finding_follows_the_numbers():
     hidden = refusal_sentence(pd.Series([0.05, 0.07]), uniform)
     assert hidden.startswith("Refusal stops the leak: across 2 models,")
     mixed = refusal_sentence(pd.Series([0.06, 0.95, 0.97]), uniform)
-    assert mixed.startswith("Refusal stops the leak for 1 of 3 models only:") and "2 models stay above 2 times" in mixed
+    assert mixed.startswith("Refusal stops the leak for 1 of 3 models only:") and "2 models stay above twice" in mixed
+    named = refusal_sentence(pd.Series([0.06, 0.95, 0.97], index=["a", "b", "c"]), uniform)
+    assert named.endswith("; b and c (95.0% to 97.0%) stay above twice a uniform guess.")
 
 
 def test_the_fronts_finding_says_whether_the_set_changes():
