@@ -396,10 +396,12 @@ class RunContext:
     headline: str | None
     changed: frozenset[str]
     ran: dict[str, frozenset[str]] = field(default_factory=dict)   # run id -> the audits that stored results
-    changes: dict[str, pd.DataFrame] = field(default_factory=dict)  # changed run id -> ``ingests_after`` its start
+    changes: dict[str, pd.DataFrame] = field(default_factory=dict)  # changed run id -> what was ingested after its start
+    audited: dict[str, frozenset[str]] = field(default_factory=dict)  # changed run id -> the models it audited
 
 
 def run_context(path: str, dataset: str) -> RunContext:
+    from qlb.present.scope import audited_models, changes_after, run_parameters
     from qlb.runs.report import default_run
     from warehouse.results import dataset_fingerprint
     runs = all_runs(path, dataset)
@@ -409,12 +411,13 @@ def run_context(path: str, dataset: str) -> RunContext:
     with _cursor(path) as cur:
         now = dataset_fingerprint(cur, dataset)
         stale = runs[runs["dataset_fingerprint"] != now]
-        since = (queries.fetch_df(cur, "ingests_after", [dataset, stale["started_at"].min()]) if not stale.empty
-                 else pd.DataFrame(columns=["finished_at"]))
+        ingests = queries.fetch_df(cur, "ingest_times", [dataset]) if not stale.empty else pd.DataFrame()
     kinds = query(path, "run_result_kinds", (dataset,))
     return RunContext(None if best is None else str(best["run_id"]), frozenset(stale["run_id"].astype(str)),
                       {str(r): frozenset(k["kind"]) for r, k in kinds.groupby("run_id")},
-                      {str(r.run_id): since[since["finished_at"] > r.started_at] for r in stale.itertuples()})
+                      {str(r.run_id): changes_after(ingests, r.started_at) for r in stale.itertuples()},
+                      {str(r.run_id): audited_models(run_parameters(r._asdict()), ingests, r.started_at)
+                       for r in stale.itertuples()})
 
 
 @st.cache_data(ttl=600, max_entries=8, show_spinner=False)

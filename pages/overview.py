@@ -15,7 +15,7 @@ from qlb.present.names import utc_minute
 from qlb.present.figures import plot_texts, recovery_figure
 from qlb.present.paper import checks_frame, comparison_lead, comparison_sentence, paper_checks, tally
 from qlb.present.report import headline
-from qlb.present.scope import options, options_note, scope_sentence, stale_warning
+from qlb.present.scope import options, options_note, scope_sentence, stale_matters, stale_warning
 from qlb.records.ontology import SPLITS
 
 # the Models table: the counts first (narrow, all visible), the long description last; the names
@@ -108,7 +108,8 @@ def headline_findings(path: str, dataset: str) -> None:
         st.info("No audit run of this dataset yet: run `qlb audit` (or wait for the background audit above).")
         return
     if d.data_changed:
-        st.error(md_text(stale_warning(str(d.run["run_id"]), d.changes)), icon=":material/history:")
+        shout = st.error if stale_matters(d.changes, d.audited) else st.warning
+        shout(md_text(stale_warning(str(d.run["run_id"]), d.changes, d.audited)), icon=":material/history:")
     finding(scope_sentence(d), lead="Scope.")
     for topic, sentence in headline(d):
         left, right = st.columns([4, 1], vertical_alignment="center")     # "Details" whole at 1,024 px

@@ -108,10 +108,11 @@ FROM ql_groups WHERE dataset_id = ? GROUP BY ALL ORDER BY ALL;
 SELECT detector, count(*) AS documents, sum(n_groups)::BIGINT AS groups
 FROM ql_predictions WHERE dataset_id = ? GROUP BY detector ORDER BY detector;
 
--- name: ingests_after
--- What was loaded or collected into a dataset after a moment (a run's start): why a run is stale.
+-- name: ingest_times
+-- What was loaded or collected into a dataset and when: what changed after a run started (why it is stale), and
+-- whose answers it had.
 SELECT kind, file_name, file_format, model, finished_at
-FROM ingests WHERE dataset_id = ? AND finished_at > ? ORDER BY finished_at, ingest_id;
+FROM ingests WHERE dataset_id = ? ORDER BY finished_at, ingest_id;
 
 -- name: recent_ingests
 SELECT ingest_id, kind, file_name, file_format, model, n_lines, n_accepted, n_invalid, n_rejected,

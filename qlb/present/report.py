@@ -21,18 +21,18 @@ import plotly.io as pio
 
 from qlb.present import figures
 from qlb.present.answers import answers_finding, answers_lead, answers_table, status_sentence
+from qlb.present.defense_notes import control_sentence, recovery_label, relabel_native
 from qlb.present.fronts import front_of, who_sentence
 from qlb.present.learned import learned_points, learned_sentence, table15
-from qlb.present.names import (AUDIT_NAMES, FAMILY_NAMES, chance_pct, QL_METRIC_NAMES, TASK_NAMES, VIEW_NAMES, count_of, how_many,
-                               listing, pct, pct_interval, points_interval, profile_descriptions, readable, text_range,
+from qlb.present.names import (AUDIT_NAMES, FAMILY_NAMES, QL_METRIC_NAMES, TASK_NAMES, VIEW_NAMES, chance_pct, count_of,
+                               how_many, listing, pct, pct_interval, points_interval, profile_descriptions, readable, text_range,
                                utc_minute)
-from qlb.present.defense_notes import control_sentence, recovery_label, relabel_native
 from qlb.present.paper import choice_vs_native, comparison_lead, comparison_sentence, paper_checks, tally
 from qlb.present.palette import model_colours
 from qlb.present.robustness import (FAMILY_TRACKS, MAIN_TRACKS, both_correct_sentence, both_correct_table,
                                     tracks_sentence, tracks_table)
 from qlb.present.rundata import RunData
-from qlb.present.scope import options, options_note, parameters, ran, scope_sentence, stale_warning
+from qlb.present.scope import options, options_note, parameters, ran, scope_sentence, stale_matters, stale_warning
 from qlb.records.ontology import Ontology
 from qlb.tuple.refusal import mechanism_counts, rate_intervals
 from qlb.tuple.release_views import VIEWS
@@ -45,6 +45,7 @@ padding:0 1rem;color:#1f2328;line-height:1.5}
 h1{margin-bottom:.2rem}h2{margin-top:2.2rem;border-bottom:1px solid #d0d7de;padding-bottom:.3rem}
 .sim{background:#fff4e5;border:1px solid #f0b35a;padding:.6rem 1rem;border-radius:6px;font-weight:600}
 .stale{background:#ffebe9;border:1px solid #cf222e;padding:.6rem 1rem;border-radius:6px;font-weight:600}
+.newer{background:#fff8c5;border:1px solid #9a6700;padding:.6rem 1rem;border-radius:6px}
 .findings li{margin:.35rem 0}.caption{color:#57606a;font-size:.9rem;margin-top:.2rem}
 table{border-collapse:collapse;font-size:.85rem;margin:.5rem 0}th,td{border:1px solid #d0d7de;padding:.25rem .5rem;
 text-align:left}th{background:#f6f8fa}code,pre{background:#f6f8fa;padding:.1rem .3rem;border-radius:4px}
@@ -103,11 +104,12 @@ def refusal_sentence(recovery: pd.Series, uniform: float, sizes: list[int] | Non
         return f"Refusal does not stop the leak: {who}, {how}."
     if not leaking.any():
         return f"Refusal stops the leak: {who}, {how}."
+    twice = "twice" if LEAK_FACTOR == 2 else f"{LEAK_FACTOR:g} times"
     named = [str(m) for m in recovery.index[leaking]] if all(isinstance(m, str) for m in recovery.index) else []
     who = (f"{listing(named)} ({text_range(pct(recovery[leaking].min()), pct(recovery[leaking].max()))})"
            if named and len(named) <= 4 else count_of(int(leaking.sum())))
     return (f"Refusal stops the leak for {how_many(int((~leaking).sum()), len(recovery))} only: {how}; "
-            f"{who} {'stays' if leaking.sum() == 1 else 'stay'} above {'twice' if LEAK_FACTOR == 2 else f'{LEAK_FACTOR:g} times'} a uniform guess.")
+            f"{who} {'stays' if leaking.sum() == 1 else 'stay'} above {twice} a uniform guess.")
 
 
 def exactly_half(rows: pd.DataFrame) -> bool:
@@ -165,7 +167,7 @@ def headline(d: RunData) -> list[tuple[str, str]]:
     behind the finding (answers, or collection for collected answers; refusal, recovery, utility, fronts, defenses,
     quasileak)."""
     out: list[tuple[str, str]] = []
-    answered = answers_finding(d.answers, d.data_changed)
+    answered = answers_finding(d.answers, d.data_changed and stale_matters(d.changes, d.audited))
     if answered is not None:          # collected answers: the Collection page says more about them than the Data page
         collected = "transport" in d.answers and d.answers["transport"].notna().any()
         answers_item = ("collection" if collected else "answers", answered)
@@ -519,7 +521,8 @@ def render_report(d: RunData) -> str:
     elif (made := worlds_sentence(_simulated_worlds(d), int(d.dataset.get("worlds", 0) or 0))) is not None:
         parts.append(f"<p class='sim'>{esc(made)}</p>")
     if d.data_changed:
-        parts.append(f"<p class='stale'>{esc(stale_warning(run_id, d.changes))}</p>")
+        kind = "stale" if stale_matters(d.changes, d.audited) else "newer"
+        parts.append(f"<p class='{kind}'>{esc(stale_warning(run_id, d.changes, d.audited))}</p>")
     parts.append(f"<p><b>Scope.</b> {esc(scope_sentence(d))}</p>")
     parts.append("<h2>Headline findings</h2><ul class='findings'>"
                  + "".join(f"<li>{esc(s)}</li>" for s in findings(d)) + "</ul>")

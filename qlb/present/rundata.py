@@ -34,4 +34,5 @@ class RunData:
     ontology: Ontology | None = None                              # the decision task the run audited
     answers: pd.DataFrame = field(default_factory=pd.DataFrame)   # the dataset's answers by source (``answer_sources``)
     data_changed: bool = False                                    # the dataset changed after the run (its fingerprint)
-    changes: pd.DataFrame = field(default_factory=pd.DataFrame)   # loaded or collected after the run started (``ingests_after``)
+    changes: pd.DataFrame = field(default_factory=pd.DataFrame)   # loaded or collected after the run started
+    audited: frozenset[str] | None = None                         # the models the run audited (``audited_models``)

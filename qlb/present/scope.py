@@ -28,11 +28,16 @@ def options_note(d: RunData) -> str:
 NAMED = 4                      # name the models audited when a run restricts itself to at most this many
 
 
-def parameters(d: RunData) -> dict:
-    """The run's stored parameters (a JSON text in the warehouse); {} when there are none."""
-    raw = d.run.get("parameters")
+def run_parameters(run: pd.Series) -> dict:
+    """A run's stored parameters (a JSON text in the warehouse); {} when there are none."""
+    raw = run.get("parameters")
     params = json.loads(raw) if isinstance(raw, str) else raw
     return params if isinstance(params, dict) else {}
+
+
+def parameters(d: RunData) -> dict:
+    """The loaded run's stored parameters (``run_parameters``)."""
+    return run_parameters(d.run)
 
 
 CHANGES_SHOWN = 3                # a stale warning names at most this many changes, then counts the rest
@@ -58,16 +63,43 @@ def change_phrases(ingests: pd.DataFrame | None) -> list[str]:
     return phrases
 
 
-def stale_warning(run_id: str, changes: pd.DataFrame | None = None) -> str:
+def audited_models(params: dict, ingests: pd.DataFrame, started: object) -> frozenset[str]:
+    """The models a run audited: those its parameters name, else every model whose answers were in the dataset
+    when it started (``ingests``: rows of ``ingest_times``)."""
+    if params.get("models"):
+        return frozenset(params["models"])
+    if ingests.empty:
+        return frozenset()
+    return frozenset(ingests.loc[ingests["finished_at"] <= pd.Timestamp(started), "model"].dropna().astype(str))
+
+
+def changes_after(ingests: pd.DataFrame, started: object) -> pd.DataFrame:
+    """The rows of ``ingest_times`` loaded or collected after a run started."""
+    return ingests[ingests["finished_at"] > pd.Timestamp(started)] if not ingests.empty else ingests
+
+
+def stale_matters(changes: pd.DataFrame | None, audited: frozenset[str] | None = None) -> bool:
+    """Whether a dataset's change after a run can move the run's numbers: unless every change is answers of models
+    the run did not audit (worlds, documents and unrecorded changes always can)."""
+    if changes is None or changes.empty or audited is None:
+        return True
+    return bool((changes["model"].isna() | changes["model"].isin(audited)).any())
+
+
+def stale_warning(run_id: str, changes: pd.DataFrame | None = None, audited: frozenset[str] | None = None) -> str:
     """What a reader must know before any number of a run whose dataset changed after it: what was
     loaded or collected since the run started (``change_phrases`` of ``changes``), when the warehouse
-    says; the change in general words otherwise (detector predictions are stored without a record)."""
+    says; the change in general words otherwise (detector predictions are stored without a record). When
+    every change is answers of models the run did not audit (``audited``), that its numbers still stand."""
     phrases = change_phrases(changes)
     if len(phrases) > CHANGES_SHOWN:
         rest = len(phrases) - CHANGES_SHOWN
         phrases = phrases[:CHANGES_SHOWN] + [f"{rest} more change{'s' if rest > 1 else ''}"]
     what = (f"since it started: {listing(phrases)}" if phrases
             else "(answers, worlds or documents were added or replaced)")
+    if phrases and not stale_matters(changes, audited):
+        return (f"The dataset changed after run {run_id} {what}. None of these are answers of the models this run "
+                "audited, so its numbers still describe them; run qlb audit again to include the new ones.")
     return (f"The dataset changed after run {run_id} {what}. Its numbers describe the data as it was then. "
             "Run qlb audit again before relying on them.")
 

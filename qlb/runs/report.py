@@ -2,12 +2,11 @@
 (qlb.present.report draws the HTML)."""
 from __future__ import annotations
 
-import json
-
 import duckdb
 import pandas as pd
 
 from qlb.present.report import RunData, render_report
+from qlb.present.scope import audited_models, changes_after, run_parameters, stale_matters
 from qlb.records.ontology import load_ontology
 from qlb.runs.robustness import robustness_checks
 from qlb.tuple.refusal import uniform_reference
@@ -43,26 +42,22 @@ def load_run(con: duckdb.DuckDBPyConnection, run_id: str | None = None, dataset:
     models = queries.fetch_df(con, "models_with_responses", [run["dataset_id"]])["model"].tolist()
     ontology = dataset_ontology(con, str(run["dataset_id"]))
     changed = dataset_fingerprint(con, str(run["dataset_id"])) != run["dataset_fingerprint"]
+    ingests = queries.fetch_df(con, "ingest_times", [run["dataset_id"]])
     return RunData(run, ds, get("refusal_results"), get("recovery_results"), get("recovery_differences"),
                    get("utility_results"), get("utility_differences"), get("front_points"), get("defense_results"),
                    get("defense_costs"), get("ql_scores"), models, uniform_reference(ontology),
                    ontology.sha256 == load_ontology().sha256, get("coarse_accuracy"), learned=get("learned_wcpq"),
                    ontology=ontology, answers=run_answers(con, run),
                    data_changed=changed,
-                   changes=changes_after(con, run) if changed else pd.DataFrame())
-
-
-def changes_after(con: duckdb.DuckDBPyConnection, run: pd.Series) -> pd.DataFrame:
-    """What was loaded or collected into the run's dataset after the run started (``ingests_after``)."""
-    return queries.fetch_df(con, "ingests_after", [run["dataset_id"], run["started_at"]])
+                   changes=changes_after(ingests, run["started_at"]) if changed else pd.DataFrame(),
+                   audited=audited_models(run_parameters(run), ingests, run["started_at"]))
 
 
 def run_answers(con: duckdb.DuckDBPyConnection, run: pd.Series) -> pd.DataFrame:
     """The dataset's answers by source (``answer_sources``) of the models the run audited (all, unless the run
     names some)."""
     answers = queries.fetch_df(con, "answer_sources", [run["dataset_id"]] * 4)
-    params = json.loads(run["parameters"]) if isinstance(run["parameters"], str) else {}
-    chosen = params.get("models")
+    chosen = run_parameters(run).get("models")
     return answers[answers["model"].isin(chosen)].reset_index(drop=True) if chosen else answers
 
 
@@ -72,5 +67,6 @@ def build_report(con: duckdb.DuckDBPyConnection, run_id: str | None = None, data
     read a run's tables do not need them)."""
     d = load_run(con, run_id, dataset)
     if not d.recovery.empty:
-        d.robustness = robustness_checks(con, str(d.run["run_id"]), d.data_changed)
+        stale = d.data_changed and stale_matters(d.changes, d.audited)
+        d.robustness = robustness_checks(con, str(d.run["run_id"]), stale)
     return render_report(d)

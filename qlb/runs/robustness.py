@@ -3,14 +3,24 @@ its selected full-native test predictions, every configuration's stored scores o
 native view, and the worlds' splits, labels and released choices; ``qlb.tuple.tracks`` computes."""
 from __future__ import annotations
 
-import json
-
 import duckdb
+import pandas as pd
 
+from qlb.present.scope import audited_models, changes_after, run_parameters, stale_matters
 from qlb.stats.bootstrap import N_BOOT, SEED
 from qlb.tuple.tracks import VIEW, RobustnessChecks, robustness_checks as compute
 from warehouse import queries
 from warehouse.results import dataset_fingerprint
+
+
+def run_stale(con: duckdb.DuckDBPyConnection, run: pd.Series) -> bool:
+    """Whether the run's dataset changed after it in a way that can move its numbers: its fingerprint is not
+    today's, and not only because answers of models it did not audit came in (``qlb.present.scope.stale_matters``)."""
+    if dataset_fingerprint(con, str(run["dataset_id"])) == run["dataset_fingerprint"]:
+        return False
+    ingests = queries.fetch_df(con, "ingest_times", [run["dataset_id"]])
+    return stale_matters(changes_after(ingests, run["started_at"]),
+                         audited_models(run_parameters(run), ingests, run["started_at"]))
 
 
 def robustness_checks(con: duckdb.DuckDBPyConnection, run_id: str, changed: bool | None = None) -> RobustnessChecks:
@@ -24,9 +34,9 @@ def robustness_checks(con: duckdb.DuckDBPyConnection, run_id: str, changed: bool
     if run.empty:
         raise ValueError(f"no run {run_id!r} in the warehouse")
     run = run.iloc[0]
-    params = json.loads(run["parameters"]) if isinstance(run["parameters"], str) else {}
+    params = run_parameters(run)
     if changed is None:
-        changed = dataset_fingerprint(con, str(run["dataset_id"])) != run["dataset_fingerprint"]
+        changed = run_stale(con, run)
     return compute(queries.fetch_df(con, "decoder_predictions_of_view", [run_id, VIEW]),
                    queries.fetch_df(con, "decoder_config_scores_of_view", [run_id, VIEW]),
                    queries.fetch_df(con, "decoder_configs_for", [run_id]),
