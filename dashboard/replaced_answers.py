@@ -67,3 +67,35 @@ def replaced_answers_table(history: pd.DataFrame, reasons: list[str]) -> pd.Data
         "replaced (UTC)": [utc_second(t) for t in history["replaced_at"]],
         "replaced by run": history["replaced_by"].tolist(),
     })
+
+
+SHOWN_RUNS = 4          # the sentence names this many replacing runs, then counts the rest
+
+
+def replaced_sentence(table: pd.DataFrame) -> str:
+    """The replaced answers in one sentence (``table``: ``replaced_answers_table``): how many, and per run
+    that replaced them (a run asks one model), how many of which model, so the long run ids need no table
+    column. Plain text: show it through ``md_text``."""
+    n = len(table)
+    if n == 0:
+        return "No answer of this dataset was replaced."
+    groups = (table.groupby(["replaced by run", "model"], sort=False).size().reset_index(name="answers")
+              .sort_values(["answers", "replaced by run", "model"], ascending=[False, True, True]))
+    said = [f"{int(g['answers']):,} of {g['model']} by run {g['replaced by run']}"
+            for _, g in groups.head(SHOWN_RUNS).iterrows()]
+    rest = len(groups) - SHOWN_RUNS
+    if rest > 0:
+        said.append(f"{int(groups['answers'].iloc[SHOWN_RUNS:].sum()):,} more by {rest} other "
+                    f"run{'' if rest == 1 else 's'}")
+    return (f"{n:,} earlier answer{'' if n == 1 else 's'} of this dataset {'was' if n == 1 else 'were'} replaced "
+            f"by qlb collect --replace-invalid, which asks again the worlds whose stored answer is not valid; the "
+            f"audits use the replacement: " + "; ".join(said) + ".")
+
+
+def replaced_by_reason(table: pd.DataFrame) -> pd.DataFrame:
+    """Why the replaced answers were not valid, one row per outcome and reason with how many answers, most
+    first: three columns, so the reason is read whole on a 1,024 px screen."""
+    if table.empty:
+        return pd.DataFrame(columns=["outcome", "reason", "answers"])
+    out = table.groupby(["outcome", "reason"], sort=False).size().reset_index(name="answers")
+    return out.sort_values(["answers", "outcome", "reason"], ascending=[False, True, True]).reset_index(drop=True)

@@ -4,7 +4,6 @@ body rebuilt from the stored world, the raw answer as text)."""
 from __future__ import annotations
 
 import json
-import shlex
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -15,7 +14,8 @@ from dashboard.routing import page_entry
 from dashboard.widgets import (audit_page_start, chart, current_dataset, finding, md_text, own_dataset, stat_row,
                                table, warehouse_args)
 from qlb.collect.transports import TARGET_RAISED, stop_causes, stopped_refused
-from qlb.present.answers import collection_summary
+from dashboard.replaced_answers import replaced_by_reason, replaced_sentence
+from qlb.present.answers import collection_summary, runs_note, shell_command
 from qlb.present.names import utc_second
 
 INTRO = (
@@ -58,16 +58,32 @@ def _ms(v) -> str:
     return "N/A" if v is None or pd.isna(v) else f"{v:,.0f} ms" if v >= 10 else f"{v:,.2f} ms"
 
 
+def stopped_early(runs: pd.DataFrame) -> list[bool]:
+    """Whether each run stopped early (a stored reason)."""
+    return [isinstance(s, str) and bool(s) for s in runs["stopped"]]
+
+
 def runs_table(runs: pd.DataFrame) -> pd.DataFrame:
-    """The runs as shown: who and when, the counts, whether it stopped early (transport, endpoint
-    and settings are in ``provenance_table``)."""
+    """The runs as shown: whose, the counts, whether it stopped early. Eight columns that fit a 1,024 px
+    screen (``RUNS_WIDTHS``); when each started, the transport, endpoint and settings are in
+    ``provenance_table``."""
     out = runs[["model", "probe"]].copy()
     for c in ("stored", "valid", "invalid", "unavailable"):
         out[c] = runs[c].astype(int)
     out["skipped"] = runs["skipped_existing"].astype(int)
-    out["stopped early"] = ["yes" if isinstance(s, str) and s else "" for s in runs["stopped"]]
-    out["started (UTC)"] = [utc_second(t) for t in runs["started_at"]]        # last: the counts first at 1,024 px
+    out["stopped early"] = ["yes" if s else "" for s in stopped_early(runs)]
     return out
+
+
+# pixels per column of the runs table: 548 in all, inside the 564 px a 1,024 px screen leaves a table
+RUNS_WIDTHS = {"model": 96, "probe": 56, "stored": 56, "valid": 50, "invalid": 54, "unavailable": 82, "skipped": 60,
+               "stopped early": 94}
+
+
+def runs_columns() -> dict[str, object]:
+    """``RUNS_WIDTHS`` as column configuration: counts whole with thousands separators."""
+    return {c: (st.column_config.TextColumn(c, width=w) if c in ("model", "probe", "stopped early")
+                else st.column_config.NumberColumn(c, width=w, format="localized")) for c, w in RUNS_WIDTHS.items()}
 
 
 def provenance_table(runs: pd.DataFrame) -> pd.DataFrame:
@@ -112,25 +128,25 @@ def empty_state(path: str, dataset: str, simulated: bool) -> None:
                    f"own worlds into a dataset of your own ({md_text(target)}; any name of yours will do) and "
                    "collect your model's answers there.")
         st.markdown("**Load your worlds first** (or on the Data page):")
-        st.code(shlex.join(["qlb", "ingest", "worlds", "my_worlds.jsonl", "--dataset", target] + where),
-                language="bash", wrap_lines=True)
+        st.code(shell_command(["qlb", "ingest", "worlds", "my_worlds.jsonl", "--dataset", target] + where),
+                language="bash")
     base = ["qlb", "collect", "native", "--dataset", target, "--model", "my-model"] + where
     st.markdown("**Collect native answers** (pick the transport that reaches your model):")
     st.code("\n".join([
         "# a typed decision endpoint (POST <base-url>/v1/decisions)",
-        shlex.join(base + ["--transport", "typed", "--base-url", "http://127.0.0.1:8000"]),
-        "# an OpenAI-compatible chat server (its model name in --endpoint-model)",
-        shlex.join(base + ["--transport", "openai", "--base-url", "http://127.0.0.1:8080/v1",
-                           "--endpoint-model", "llama3"]),
+        shell_command(base + ["--transport", "typed", "--base-url", "http://127.0.0.1:8000"]),
+        "# an OpenAI-compatible chat server, serving --endpoint-model",
+        shell_command(base + ["--transport", "openai", "--base-url", "http://127.0.0.1:8080/v1",
+                              "--endpoint-model", "llama3"]),
         "# a Python function called with each request body",
-        shlex.join(base + ["--transport", "python", "--target", "my_module:answer"]),
-    ]), language="bash", wrap_lines=True)
+        shell_command(base + ["--transport", "python", "--target", "my_module:answer"]),
+    ]), language="bash")
     st.markdown("**Then the refusal probe, and the audits over the collected answers:**")
     st.code("\n".join([
-        shlex.join(["qlb", "collect", "refusal", "--dataset", target, "--model", "my-model"] + where
-                   + ["--transport", "typed", "--base-url", "http://127.0.0.1:8000"]),
-        shlex.join(["qlb", "audit", "--dataset", target] + where),
-    ]), language="bash", wrap_lines=True)
+        shell_command(["qlb", "collect", "refusal", "--dataset", target, "--model", "my-model"] + where
+                      + ["--transport", "typed", "--base-url", "http://127.0.0.1:8000"]),
+        shell_command(["qlb", "audit", "--dataset", target] + where),
+    ]), language="bash")
     st.caption(f"Add `--show-request` to print the first request body without asking anything, and `--limit 5` "
                f"to try five worlds first. An API key is read from the environment variable named by "
                f"`--api-key-env` and never stored. Rerunning a command resumes: a world with a stored answer is "
@@ -151,10 +167,10 @@ def simulated_worlds_note(dataset: str, where: list[str]) -> None:
                     "describe a real model on simulated cases, not your data. The README section "
                     f"\"{README_EXAMPLE_SECTION}\" does this with a small trained model:")
         st.code("\n".join(
-            [shlex.join(["qlb", "collect", probe, "--dataset", dataset, "--model", "triage-example"] + where
-                        + ["--transport", "python", "--target", EXAMPLE_TARGET]) for probe in ("native", "refusal")]
-            + [shlex.join(["qlb", "audit", "--dataset", dataset] + where + ["--models", "triage-example"])]),
-            language="bash", wrap_lines=True)
+            [shell_command(["qlb", "collect", probe, "--dataset", dataset, "--model", "triage-example"] + where
+                           + ["--transport", "python", "--target", EXAMPLE_TARGET]) for probe in ("native", "refusal")]
+            + [shell_command(["qlb", "audit", "--dataset", dataset] + where + ["--models", "triage-example"])]),
+            language="bash")
 
 
 def outcomes_section(run: pd.Series, latency: pd.DataFrame) -> None:
@@ -234,15 +250,24 @@ def inspector(path: str, dataset: str, run: pd.Series) -> None:
     if attempts.empty:
         st.info("No calls archived for this world in this run.")
         return
-    calls = attempts[["attempt", "http_status", "latency_ms", "outcome", "reason"]].copy()
-    calls["http_status"] = [("" if pd.isna(s) else str(int(s))) for s in attempts["http_status"]]
-    calls["latency_ms"] = attempts["latency_ms"].round(2)
-    calls["reason"] = attempts["reason"].fillna("")
-    calls["called (UTC)"] = [utc_second(t) for t in attempts["called_at"]]
-    calls["request sha256"] = [f"{h[:12]}…" if isinstance(h, str) else "" for h in attempts["request_sha256"]]
+    calls = pd.DataFrame({
+        "attempt": attempts["attempt"].astype(int),
+        "outcome": attempts["outcome"],
+        "HTTP": [("" if pd.isna(s) else str(int(s))) for s in attempts["http_status"]],
+        "latency (ms)": attempts["latency_ms"].round(2),
+        "request sha256": [f"{h[:12]}…" if isinstance(h, str) else "" for h in attempts["request_sha256"]],
+        "reason": attempts["reason"].fillna(""),
+    })
     table(calls, f"collection_calls_{cid}",
-          "Every attempt for this world; the last one decided the stored answer. http_status is empty for the "
-          "python transport. The request's sha256 is shortened here; the check below compares it in full.")
+          "Every attempt for this world; the last one decided the stored answer. HTTP: the status code (empty for "
+          "the python transport). The request's sha256 is shortened here; the check below compares it in full. "
+          "When each call was made and its whole reason are above its raw answer.",
+          column_config={"attempt": st.column_config.NumberColumn("attempt", width=62),
+                         "outcome": st.column_config.TextColumn("outcome", width=80),
+                         "HTTP": st.column_config.TextColumn("HTTP", width=52),
+                         "latency (ms)": st.column_config.NumberColumn("latency (ms)", width=92),
+                         "request sha256": st.column_config.TextColumn("request sha256", width=120),
+                         "reason": st.column_config.TextColumn("reason", width=140)})
 
     left, right = st.columns(2)
     with left:
@@ -267,8 +292,10 @@ def inspector(path: str, dataset: str, run: pd.Series) -> None:
     with right:
         st.markdown("**Raw answer** (as received, first 64 KiB, shown as text)")
         for _, a in attempts.iterrows():
-            if len(attempts) > 1:
-                st.caption(f"Attempt {int(a['attempt'])}")
+            reason = a["reason"] if isinstance(a["reason"], str) and a["reason"] else ""
+            st.caption(f"Attempt {int(a['attempt'])}, called {utc_second(a['called_at'])} UTC: "
+                       f"{md_text(a['outcome'])}"
+                       + (f" ({md_text(reason)})" if reason else ""))
             raw = a["raw_answer"]
             try:
                 json.loads(raw)
@@ -284,12 +311,24 @@ def history_section(path: str, dataset: str) -> None:
     if history.empty:
         return
     st.subheader("Replaced answers")
-    table(da.replaced_answers(path, dataset), "response_history",
-          f"{len(history):,} earlier answers of this dataset replaced by `qlb collect --replace-invalid` (the "
-          "audits use the replacement). outcome: what the earlier answer came to (invalid: read but not valid; "
-          "unavailable: no answer, an HTTP 4xx or a declined world); reason: the validation's words, or for an "
-          "unavailable answer the reason of the call that got it; replaced by run: the collection run that asked "
-          "again.")
+    replaced = da.replaced_answers(path, dataset)
+    st.markdown(md_text(replaced_sentence(replaced)))
+    table(replaced_by_reason(replaced), "response_history_reasons",
+          "Why the earlier answers were not valid, most first. outcome: what the earlier answer came to (invalid: "
+          "read but not valid; unavailable: no answer, an HTTP 4xx or a declined world); reason: the validation's "
+          "words, or for an unavailable answer the reason of the call that got it.",
+          column_config={"outcome": st.column_config.TextColumn("outcome", width=90),
+                         "reason": st.column_config.TextColumn("reason", width=380),
+                         "answers": st.column_config.NumberColumn("answers", width=80, format="localized")})
+    with st.expander(f"Every replaced answer ({len(replaced):,}): model, world, choice, when and by which run"):
+        table(replaced, "response_history",
+              "One row per replaced answer; replaced by run: the collection run that asked again.",
+              column_config={"model": st.column_config.TextColumn("model", width=100),
+                             "probe": st.column_config.TextColumn("probe", width=56),
+                             "world": st.column_config.TextColumn("world", width=62),
+                             "outcome": st.column_config.TextColumn("outcome", width=86),
+                             "choice": st.column_config.TextColumn("choice", width=60),
+                             "reason": st.column_config.TextColumn("reason", width=180)})
 
 
 def render() -> None:
@@ -307,27 +346,33 @@ def render() -> None:
     totals = da.collection_totals(path, dataset)
     median = da.collection_median_latency(path, dataset)
     replaced = len(da.response_history(path, dataset))
-    finding(collection_summary(len(runs), totals, _ms(median) if median is not None else None, replaced))
+    current = da.query(path, "answer_sources", (dataset,) * 4)
+    finding(collection_summary(len(runs), totals, _ms(median) if median is not None else None, replaced, current))
 
     st.subheader("Collection runs")
-    table(runs_table(runs), "collections",
-          "Newest first. stored = valid + invalid + unavailable; skipped: worlds that already had a stored "
+    stopped = stopped_early(runs)
+    st.markdown(runs_note(len(runs), sum(stopped)))
+    only_stopped = sum(stopped) > 0 and st.toggle(f"Only the runs that stopped early ({sum(stopped):,})",
+                                                  key="stopped_only")
+    shown = runs[stopped] if only_stopped else runs
+    table(runs_table(shown), "collections",
+          "stored = valid + invalid + unavailable; skipped: worlds that already had a stored "
           "answer and were not asked again (under --replace-invalid, a valid one); worlds that --limit left for "
           "a later run, or that had no answer for --replace-invalid to replace, are not counted. Why a run "
-          "stopped early is shown when you select it below.",
-          column_config={c: st.column_config.NumberColumn(c, width="small", format="localized")   # whole at 1,024 px
-                         for c in ("stored", "valid", "invalid", "unavailable", "skipped")}
-          | {"probe": st.column_config.TextColumn("probe", width="small"),
-             "stopped early": st.column_config.TextColumn("stopped early", width="small")})
+          "stopped early is shown when you select it below; when each run started, in the provenance below.",
+          column_config=runs_columns())
     with st.expander("Provenance of every run (ids, transport and endpoint, instruction version, settings)"):
         table(provenance_table(runs), "collection_provenance",
               "asked: worlds asked this run. settings never hold an API key, only its environment variable's "
               "name (api_key_env).")
 
     ids = runs["collection_id"].tolist()
-    label = {r["collection_id"]: f"{r['collection_id']} · {r['model']} · {r['probe']}" for _, r in runs.iterrows()}
-    cid = st.selectbox("Collection run", ids, key="collection", bind="query-params",
-                       format_func=lambda c: label.get(c, c), help="Newest first. Kept in the URL.")
+    label = {r["collection_id"]: f"{r['collection_id']} · {r['model']} · {r['probe']}"
+                                 + (" · stopped early" if s else "") for (_, r), s in zip(runs.iterrows(), stopped)}
+    first_stopped = stopped.index(True) if any(stopped) else 0
+    cid = st.selectbox("Collection run", ids, index=first_stopped, key="collection", bind="query-params",
+                       format_func=lambda c: label.get(c, c),
+                       help="Newest first; opens on the newest run that stopped early, if any. Kept in the URL.")
     run = runs[runs["collection_id"] == cid].iloc[0]
     if isinstance(run["stopped"], str) and run["stopped"]:
         fix = ("The target function raised: fix the model where the reason below points, then rerun"

@@ -10,7 +10,8 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import data_access as da
-from dashboard.quarantine import KIND_NOUNS, lines_by_kind
+from dashboard.quarantine import (KIND_HELP, KIND_NOUNS, invalid_by_source, lines, lines_by_kind, ontology_note,
+                                  ontology_notes_title, tuple_sentence)
 from dashboard.routing import page_entry
 from dashboard.widgets import current_dataset, finding, md_text, own_dataset, simulated_banner, source_of, table
 from qlb.present.names import utc_minute
@@ -20,14 +21,6 @@ from warehouse.ingest import KINDS, IngestError, ValidationReport
 MAX_UPLOAD_MB = 100
 MAX_ONTOLOGY_MB = 2
 SUFFIXES = ("jsonl", "ndjson", "json", "csv", "parquet")
-KIND_HELP = {
-    "worlds": "TUPLE worlds, one per line (world_id, pair_id, domain, split, coarse, mechanism, hypotheses, ...).",
-    "responses": "Native coarse-decision responses (model, world_id, status, choice, probabilities, confidence). "
-                 "Ingest the worlds first.",
-    "refusal": "Refusal-probe responses (model, world_id, status, choice, scores over the domain's mechanisms + WITHHOLD).",
-    "corpus": "QuasiLeak documents (doc_id, split, context_id, text, profile, policy, groups, distractors).",
-    "predictions": "QuasiLeak detector output (doc_id, detector, groups). Ingest the corpus first.",
-}
 
 
 def widths(**px: int) -> dict[str, object]:
@@ -84,7 +77,7 @@ def simulated_target_note(path: str, dataset: str | None, simulated: bool, targe
 def validation_summary(report: ValidationReport, problems: pd.DataFrame) -> str:
     """One sentence on a validated file: its lines by outcome and its problems."""
     n_rejected, n_problems = len(report.rejects), int((problems["outcome"] == "rejected").sum())
-    text = (f"{report.n_lines:,} lines: {len(report.accepted):,} will be stored"
+    text = (f"{lines(report.n_lines)}: {len(report.accepted):,} will be stored"
             + (f" ({report.n_invalid:,} of them kept with valid = false)" if report.n_invalid else "")
             + f"; {n_rejected:,} will be quarantined")
     if n_rejected:
@@ -182,7 +175,7 @@ def upload_section(path: str, dataset: str | None, simulated: bool) -> None:
     if done:
         st.success(done)
         return
-    label = f"Ingest {len(report.accepted):,} accepted lines into '{md_text(target)}'"
+    label = f"Ingest {lines(len(report.accepted), 'accepted line')} into '{md_text(target)}'"
     if st.button(label, type="primary", disabled=not report.accepted and not report.rejects, key="ingest_button"):
         try:
             with st.spinner("Ingesting in one transaction ..."):
@@ -194,8 +187,9 @@ def upload_section(path: str, dataset: str | None, simulated: bool) -> None:
             msg = (f"{md_text(upload.name)} was already ingested into '{md_text(target)}' (ingest "
                    f"#{result.ingest_id}, same sha256); nothing changed.")
         else:
-            msg = (f"Stored {len(result.report.accepted):,} lines from {md_text(upload.name)} into "
-                   f"'{md_text(target)}' (ingest #{result.ingest_id}); {len(result.report.rejects):,} lines quarantined.")
+            msg = (f"Stored {lines(len(result.report.accepted))} from {md_text(upload.name)} into "
+                   f"'{md_text(target)}' (ingest #{result.ingest_id}); {lines(len(result.report.rejects))} "
+                   "quarantined.")
         st.session_state["ingest_message"] = msg
         st.session_state["pending_dataset"] = target
         st.rerun()
@@ -227,8 +221,11 @@ def ontology_tree(onto: Ontology, key: str) -> None:
             st.markdown(_domain_tree(dom))
             st.caption("Asymmetric costs (row: the action taken; column: the true class).")
             st.dataframe(da.asymmetric_cost_table(dom))
-    for note in onto.notes:
-        st.info(md_text(note))
+    if onto.notes:
+        with st.expander(ontology_notes_title(len(onto.notes)), key=f"{key}_notes"):
+            st.markdown("\n".join(f"- {md_text(ontology_note(n))}" for n in onto.notes))
+            st.caption("Allowed by the ontology's rules, so nothing was rejected; said here because it changes what "
+                       "a cost profile's figures mean.")
 
 
 def ontology_section(path: str, dataset: str | None, simulated: bool) -> None:
@@ -239,13 +236,14 @@ def ontology_section(path: str, dataset: str | None, simulated: bool) -> None:
         onto, stored = da.dataset_ontology(path, dataset)
         if stored is None:
             st.markdown(f"Dataset **{md_text(dataset)}** uses the default **TUPLE** ontology (version "
-                        f"`{onto.sha256[:12]}`).")
+                        f"`{onto.sha256[:12]}`). "
+                        + md_text(tuple_sentence([d.title for d in onto.domains.values()])) + ".")
         else:
             st.markdown(f"Dataset **{md_text(dataset)}** uses its own ontology, from {md_text(stored['source'])} "
                         f"(version `{str(stored['sha256'])[:12]}`, attached {utc_minute(stored['ingested_at'])}).")
         ontology_tree(onto, "ontology_current")
-    st.markdown("**Load an ontology** (your own classes and protected mechanisms; the same format as "
-                "the TUPLE ontology, see README, *Your own decision task*)")
+    st.markdown("**Load an ontology** (your own decision classes and protected mechanisms, in the format of "
+                "the README section *Your own decision task*)")
     target = st.text_input("For dataset", value=proposed_dataset(path, dataset, simulated), max_chars=80,
                            key="ontology_dataset",
                            help="The dataset that will use this ontology (created if new). Its ontology can be "
@@ -353,14 +351,15 @@ def quarantine_section(path: str, dataset: str) -> None:
     k = None if kind == "all" else kind
     rejects = da.query(path, "rejects", (dataset, k, k, 2000))
     if rejects.empty:
-        st.success("No rejected lines in this dataset." if k is None else f"No rejected {KIND_NAMES[k]} lines.")
+        st.success("No rejected lines in this dataset." if k is None else f"No rejected lines of {KIND_NAMES[k]}.")
     else:
         shown = pd.DataFrame({"file": rejects["file_name"], "line": rejects["line_no"],
                               "field": rejects["field"].fillna(""), "problem": rejects["reason"],
                               "raw text as received": rejects["raw_text"].fillna("")})
-        table(shown, "rejected_lines", f"{len(rejects):,} rejected lines (at most 2,000 shown): the file, the line, "
-                                       "the field at fault (blank: the whole line), the problem and the raw text "
-                                       "as received (in full in the CSV and below).",
+        table(shown, "rejected_lines",
+              f"{lines(len(rejects), 'rejected line')} (at most 2,000 shown): the file, the line, the field at "
+              "fault (blank: the whole line), the problem and the raw text as received (in full in the CSV and "
+              "below).",
               column_config=widths(file=120, line=55, field=90, problem=215, raw_text_as_received=75))
         raw_line_viewer({f"{f}, line {n:,}": t for f, n, t in zip(shown["file"], shown["line"],
                                                                   shown["raw text as received"])},
@@ -371,15 +370,22 @@ def quarantine_section(path: str, dataset: str) -> None:
     if invalid.empty:
         st.success("No invalid responses.")
         return
+    sources = [source_of(f, n) for f, n in zip(invalid["file_name"], invalid["line_no"])]
     shown = pd.DataFrame({"model": invalid["model"], "world_id": invalid["world_id"],
-                          "source": [source_of(f, n) for f, n in zip(invalid["file_name"], invalid["line_no"])],
                           "reason": invalid["invalid_reason"].fillna(""),
                           "response as stored": [_response_text(c, p, f) for c, p, f in
                                                  zip(invalid["choice"], invalid["probabilities"],
-                                                     invalid["confidence"])]})
-    table(shown, "invalid_responses", f"{len(invalid):,} invalid responses (at most 2,000 shown), with the reason "
-                                      "and the response as stored.",
-          column_config=widths(model=90, world=65, source=75, reason=210, response_as_stored=120))   # 560: 1,024 px
+                                                     invalid["confidence"])],
+                          "source": sources})
+    table(invalid_by_source(shown), "invalid_responses_by_source",
+          "Where the invalid responses come from: per model, the collection run that stored them (collected) or "
+          "the file they were loaded from.",
+          column_config=widths(model=150, **{"from": 330})
+          | {"responses": st.column_config.NumberColumn("responses", format="localized", width=80)})
+    table(shown, "invalid_responses", f"{len(invalid):,} invalid response{'' if len(invalid) == 1 else 's'} (at most "
+                                      "2,000 shown), with the reason and the response as stored; the source (the "
+                                      "run or the file's line) last.",
+          column_config=widths(model=140, world=62, reason=220, response_as_stored=140, source=240))   # 1,024 px
 
 
 def render() -> None:

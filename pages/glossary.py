@@ -10,7 +10,7 @@ from dashboard.routing import page_entry
 from dashboard.widgets import current_dataset, md_text
 from qlb.present.names import (DEFENSE_HELP, DEFENSE_NAMES, FAMILY_NAMES, LEARNED, OUTCOME_NAMES, QL_METRIC_HELP,
                                QL_METRIC_NAMES, TASK_HELP, TASK_NAMES, TRACK_NAMES, VIEW_HELP, VIEW_NAMES,
-                               authored_sentence, listing, name, pct, profile_descriptions)
+                               authored_sentence, chance_pct, listing, name, profile_descriptions)
 from qlb.records.ontology import Ontology, load_ontology
 from qlb.tuple.defenses import static_grid
 from qlb.tuple.refusal import mechanism_counts
@@ -45,6 +45,26 @@ SECTIONS: list[tuple[str, list[tuple[str, str]]]] = [
                                   "answer; an invalid one is kept as delivered, marked valid = false, and enters the "
                                   "audits as unavailable, never repaired."),
         ("SIMULATED", "Data qlb generated itself to the papers' shapes and sizes; no real model produced it."),
+        ("Quarantine", "Where the lines of a loaded file that break a rule are kept, with the file, the line, the "
+                       "field at fault and the raw text as received (Data page). A quarantined line is in no "
+                       "audit; fix the file and load it again."),
+        ("Data fingerprint", "A digest of every file loaded into the dataset (the sha256 of each), recorded with "
+                             "each audit run. When the dataset's fingerprint no longer matches a run's, the data "
+                             "changed after that run, and the pages say so (in red when the change can move the "
+                             "run's numbers)."),
+    ]),
+    ("Collecting answers", [
+        ("Collection run", "One qlb collect command: it asks a model about every world of the dataset that has "
+                           "no stored answer yet, and stores each answer through the same checks as a loaded file. "
+                           "Rerunning the command resumes; with --replace-invalid it asks again the worlds whose "
+                           "stored answer is not valid, and the new answer replaces the old one (the old one is "
+                           "kept in the history the Collection page shows)."),
+        ("Transport", "How qlb reaches the model during a collection run: typed (a decision endpoint of your "
+                      "own, POST /v1/decisions), openai (an OpenAI-compatible chat server) or python (a function "
+                      "of yours called with each request)."),
+        ("Latency p50 / p90 / p99", "How long a call took, from sending the request to reading the answer: half "
+                                    "of the calls took at most p50 (the median), 90% at most p90, 99% at most "
+                                    "p99."),
     ]),
     ("What is released", [(f"{VIEW_NAMES[v]}", VIEW_HELP[v]) for v in VIEW_NAMES] + [
         ("Release view", "Which fields of one saved response are released to the recipient."),
@@ -61,17 +81,22 @@ SECTIONS: list[tuple[str, list[tuple[str, str]]]] = [
                             "unavailable answer counts as wrong)."),
         ("Log loss", "The attacker's mean test log loss (natural log; 0.693 is guessing between two)."),
         ("Both-worlds-correct subset", "The test pairs whose released choice is the true coarse class in both "
-                                       "worlds. The frozen full-native attacker is scored on them alone (paper "
-                                       "Table 29) to see whether coarse errors explain the recovery; chosen from the "
-                                       "answers after the fact, so descriptive only."),
-        ("Attack track", "One saved way of attacking the full native release, scored on the same test worlds (paper "
-                         f"Table 30): the {TRACK_NAMES['selected']} (the attacker the run froze), the "
+                                       "worlds. The frozen full-native attacker is scored on them alone, as the "
+                                       "benchmark's paper does in its check of that question (its Table 29), to "
+                                       "see whether coarse errors explain the recovery; chosen from the answers "
+                                       "after the fact, so descriptive only."),
+        ("Attack track", "One saved way of attacking the full native release, scored on the same test worlds, as "
+                         f"the paper compares them side by side (its Table 30): the {TRACK_NAMES['selected']} (the "
+                         "attacker the run froze), the "
                          f"{TRACK_NAMES['best_configuration']} and each family's best (chosen per domain on "
                          f"validation), the {TRACK_NAMES['family_winners']}, the {TRACK_NAMES['all_configurations']} "
                          f"and the {TRACK_NAMES['stack']} (a logistic regression on every configuration's out-of-fold "
                          "log-odds). Descriptive: the selected strategy is still the one chosen on validation."),
-        ("test_used_for_selection", "Always false: every choice (attacker, policy, factor) is made on validation and "
-                                    "frozen before the test split is scored."),
+        ("Test worlds kept out of every choice", "The test worlds were not used to choose the attacker, nor any "
+                                                 "recipient policy or factor: every choice is made on the "
+                                                 "validation worlds and frozen before the test worlds are scored. "
+                                                 "Each run records this (its setting test_used_for_selection is "
+                                                 "always false)."),
     ]),
     ("Refusal audit", [
         ("Refusal audit", "Does answering WITHHOLD protect the mechanism? Recovery counts direct answers that name "
@@ -93,6 +118,10 @@ SECTIONS: list[tuple[str, list[tuple[str, str]]]] = [
         ("Adapted recipient", "A policy refitted on the defended releases themselves (it knows the defense)."),
         ("Mean cost", "The realized cost per test world in the cost profile's units ({authored} in the authored "
                       "profile)."),
+        ("Cost units", "The unit every cost is counted in: the decision task's authored costs (a wrong route, a "
+                       "review, a check) are numbers without a currency, and a mean cost is their average per "
+                       "case. A difference of 0.1 cost units is a tenth of that scale, whatever it stands for in "
+                       "your workflow."),
         ("Oracle-T bound", "An evaluator-only policy that knows T: the lowest cost any policy could reach."),
         ("Non-inferiority", "A lower-information release is non-inferior to full native when the upper end of the "
                             "paired 95% interval of its extra cost is at most 0.1 cost units."),
@@ -105,7 +134,8 @@ SECTIONS: list[tuple[str, list[tuple[str, str]]]] = [
                  f"public workflow signature is kept). Shown as {DEFENSE_NAMES['wcpq']}, its grid-only control and "
                  "the learned variants."),
     ] + [(DEFENSE_NAMES[d], DEFENSE_HELP[d]) for d in DEFENSE_NAMES if d not in LEARNED] + [
-        ("WCPQ learned (budget, pair loss)", "The learned bounded-cost extension of WCPQ (paper H.2): a small "
+        ("WCPQ learned (budget, pair loss)", "The learned bounded-cost extension of WCPQ (the paper's appendix "
+                                             "on a learned quantizer, its section H.2): a small "
                                              "network picks each response's codeword among those within the cost "
                                              "budget, trained against a critic that tries to recover the secret; "
                                              "with the pair loss it also pushes a pair's two worlds to the same "
@@ -128,7 +158,18 @@ SECTIONS: list[tuple[str, list[tuple[str, str]]]] = [
                                       "the policies can compute it, so every defended release's attacker gets it."),
     ]),
     ("QuasiLeak detectors", [
+        ("QuasiLeak detectors (the audit)", "A separate audit of text detectors, not of the decision outputs: "
+                                            "does a detector find the groups of weak text cues that together "
+                                            "reveal a private attribute?"),
         ("QuasiLeak group", "Individually weak text cues that together reveal a private attribute."),
+        ("PII", "Personally identifiable information: a name, an address, a number that points at one person. "
+                "The pattern-pii detector looks only for such explicit identifiers, one cue at a time."),
+        ("Precision / recall / F1", "Precision: the share of what a detector reported that is right. Recall: the "
+                                    "share of what it should have found that it found. F1: one number for both "
+                                    "(their harmonic mean, 2PR / (P + R)); 100% only when both are."),
+        ("Micro average", "The leaderboard's way of pooling: every target group and every predicted group of all "
+                          "documents counted together, so a document with many groups weighs more than one with "
+                          "few (a macro average would average per document first)."),
         ("Cue", "One span of characters in a document."),
         ("Policy (keep / hide / neutral)", "What the context allows for each attribute; only groups of hide "
                                            "attributes are targets, and a detector must not report the others."),
@@ -143,11 +184,16 @@ SECTIONS: list[tuple[str, list[tuple[str, str]]]] = [
                  "verified when each cue alone has lift at most 0.35 and the whole group at least 0.70."),
     ] + [(QL_METRIC_NAMES[m], QL_METRIC_HELP[m]) for m in QL_METRIC_HELP]),
     ("Statistics", [
-        ("95% interval", "Shown in brackets after a figure: 63.4% [60.9, 65.8]."),
+        ("95% interval", "Shown in brackets after a figure: 63.4% [60.9, 65.8]. The range the figure would "
+                         "fall in on 95% of resamples of the same data; a narrow one means the figure is well "
+                         "measured."),
+        ("[95% CI]", "A column header ending in [95% CI] (confidence interval) holds figures with their 95% "
+                     "interval in brackets, as above."),
         ("Pair-clustered bootstrap", "Intervals from 2,000 resamples of whole pairs (both worlds together), 95% "
                                      "percentile; paired differences use the same resamples."),
-        ("Wilson interval", "The refusal audit's interval for a share of independent responses; it stays inside "
-                            "0-100% and behaves at 0 and at all."),
+        ("Wilson interval", "The interval the refusal audit and the Collection page give a share of independent "
+                            "responses: unlike the simple plus-or-minus interval it stays inside 0-100% and still "
+                            "gives a sensible range when the share is 0% or 100%."),
         ("Points", "A difference of two percentages: 74.7% - 55.9% = +18.8 points."),
         ("Document-clustered bootstrap", "QuasiLeak's intervals: 2,000 resamples of whole documents."),
     ]),
@@ -158,9 +204,9 @@ def task_terms(ontology: Ontology) -> dict[str, str]:
     """The explanations that depend on the decision task (TUPLE's, or the dataset's own): the uniform guess over a
     domain's mechanisms, the authored costs, the size of WCPQ's 0.1 grid."""
     sizes = mechanism_counts(ontology)
-    uniform = (f"Naming one of the domain's {sizes[0]} mechanisms at random: {pct(1 / sizes[0], 2)}." if len(sizes) == 1
-               else "Naming one of the domain's mechanisms at random: " + listing(
-                   [f"{pct(1 / m, 2)} for a domain of {m}" for m in sizes]) + ".")
+    uniform = (f"Naming one of the domain's {sizes[0]} mechanisms at random: {chance_pct(1 / sizes[0])}."
+               if len(sizes) == 1 else "Naming one of the domain's mechanisms at random: " + listing(
+                   [f"{chance_pct(1 / m)} for a domain of {m}" for m in sizes]) + ".")
     classes = sorted({len(d.classes) for d in ontology.domains.values()})
     grid = listing([f"{len(static_grid(k)):,} vectors for {k} classes" for k in classes])
     return {"uniform": uniform, "authored": authored_sentence(ontology), "grid": grid}

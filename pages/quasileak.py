@@ -3,7 +3,6 @@ attribute, and only where the policy says hide? (QUASILEAK.md section 3)."""
 from __future__ import annotations
 
 import json
-import shlex
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -14,6 +13,7 @@ from dashboard.highlight import document_html, legend_html, policy_chips
 from dashboard.routing import page_entry
 from dashboard.widgets import (audit_page_start, chart, finding, html_block, md_text, run_select, table,
                                warehouse_args)
+from qlb.present.answers import shell_command
 from qlb.present.figures import f1_figure, plot_text, plot_texts
 from qlb.present.names import QL_METRIC_HELP, QL_METRIC_NAMES, pct, pct_interval, points_interval
 from qlb.present.report import best_detector_sentence
@@ -23,6 +23,8 @@ DETECTOR_PALETTE = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55
 
 
 INTRO = (
+    "A separate audit of text detectors, not of your model's decision outputs: does a detector find the groups "
+    "of individually weak text cues that together reveal a private attribute? "
     "Detectors must recover complete groups of individually weak cues, bind each group to the "
     "attribute it reveals, and report only attributes the policy labels hide. A predicted cue "
     "matches a gold cue at character IoU >= 0.5; intervals are 95% document-clustered bootstrap "
@@ -124,29 +126,34 @@ def render() -> None:
         return
     path, dataset = start
     runs = da.quasileak_runs(path, dataset)
+    held = da.datasets(path).set_index("dataset_id")
+    documents = int(held.loc[dataset, "documents"]) if dataset in held.index else 0
+    predictions = int(held.loc[dataset, "prediction_lines"]) if dataset in held.index else 0
+    where = warehouse_args(path)
+    detect = shell_command(["qlb", "quasileak", "run", "--dataset", dataset, "--detector", "lexicon-cues"] + where)
+    if documents == 0:           # nothing to score: no button that would store a run without QuasiLeak scores
+        st.info("This dataset has no QuasiLeak corpus (the texts the detectors read), so there is nothing to score "
+                "here. Load a corpus on the Data page (kind: QuasiLeak documents) or with the first command below, "
+                "then run a built-in detector on it (the second) or load your detector's predictions on the Data "
+                "page. This audit does not need your model's decision answers.", icon=":material/description:")
+        st.code(shell_command(["qlb", "ingest", "corpus", "CORPUS.jsonl", "--dataset", dataset] + where) + "\n"
+                + detect, language="bash")
+        if runs.empty:
+            return
     c1, c2 = st.columns([3, 1])
-    if c2.button("Recompute now", key="ql_recompute", help="Rescore every detector's stored predictions "
-                                                           "through the engine as a new run."):
+    if documents and c2.button(
+            "Recompute now", key="ql_recompute", disabled=predictions == 0,
+            help="Rescore every detector's stored predictions through the engine as a new run." if predictions
+            else "No detector predictions to score yet: run a detector or load its predictions first."):
         with st.spinner("Scoring ..."):
             run = da.run_audit_now(path, dataset)
         st.session_state["ql_run"] = run.run_id          # the picker shows the new run
         st.toast(f"Stored run {md_text(run.run_id)}")
         st.rerun()
     if runs.empty:
-        held = da.datasets(path)
-        documents = held.loc[held["dataset_id"] == dataset, "documents"]
-        where = warehouse_args(path)
-        run = shlex.join(["qlb", "quasileak", "run", "--dataset", dataset, "--detector", "lexicon-cues"] + where)
-        if documents.empty or int(documents.iloc[0]) == 0:     # a detector needs documents to read
-            c1.info("This dataset has no QuasiLeak corpus yet. Load one on the Data page or with the first command "
-                    "below, then load its detectors' predictions or run a built-in detector on it (the second), and "
-                    "press Recompute now.")
-            st.code(shlex.join(["qlb", "ingest", "corpus", "CORPUS.jsonl", "--dataset", dataset] + where) + "\n" + run,
-                    language="bash", wrap_lines=True)
-        else:
-            c1.info("No QuasiLeak scores yet. Load detector predictions (Data page), or run a built-in detector with "
-                    "the command below, then press Recompute now.")
-            st.code(run, language="bash", wrap_lines=True)
+        c1.info("No QuasiLeak scores yet. Run a built-in detector with the command below (it scores every detector "
+                "into a new run), or load your detector's predictions on the Data page and press Recompute now.")
+        st.code(detect, language="bash")
         return
     run_id = run_select(c1, runs, "ql_run", context=da.run_context(path, dataset))
     scores = da.query(path, "ql_scores", (run_id,))

@@ -13,6 +13,7 @@ Pure: reads the warehouse's ``answer_sources`` rows (``qlb.runs.report.load_run`
 from __future__ import annotations
 
 import json
+import shlex
 
 import pandas as pd
 
@@ -192,31 +193,84 @@ def answers_finding(answers: pd.DataFrame, changed: bool = False) -> str | None:
 
 
 PER_MODEL_PARTS = 3        # a collection summary names each (model, probe) up to this many, then sums per probe
+OUTCOMES = ("valid", "invalid", "unavailable")
 
 
-def collection_summary(runs: int, totals: pd.DataFrame, latency: str | None = None, replaced: int = 0) -> str:
+def _outcome_counts(t) -> str:
+    return ", ".join(f"{int(t[o]):,} {o}" for o in OUTCOMES)
+
+
+def current_collected(answers: pd.DataFrame) -> pd.DataFrame:
+    """Per probe, the answers ``qlb collect`` stored that are current now (``answer_sources`` rows of a collection
+    run: an answer replaced by a later run is no longer among them): answers and their outcomes."""
+    columns = ["answers", *OUTCOMES]
+    if answers.empty or "transport" not in answers:
+        return pd.DataFrame(columns=columns)
+    collected = answers[answers["transport"].notna()]
+    return collected.groupby("probe", sort=True)[columns].sum().astype(int)
+
+
+def collection_summary(runs: int, totals: pd.DataFrame, latency: str | None = None, replaced: int = 0,
+                       current: pd.DataFrame | None = None) -> str:
     """The Collection page's finding: how many ``qlb collect`` runs, the answers they stored per model and
     probe (``collection_totals``) with their outcomes, or, beyond ``PER_MODEL_PARTS`` of them, per probe
-    over the models; then the median ``latency`` (as shown), the runs that stopped early and the answers
-    replaced."""
-    def counts(t) -> str:
-        return f"{int(t['valid']):,} valid, {int(t['invalid']):,} invalid, {int(t['unavailable']):,} unavailable"
-
+    over the models (only models with a stored answer are counted; runs that stored none are named apart);
+    the median ``latency`` (as shown) and the runs that stopped early. Then what was counted: every answer
+    stored across all runs, ``replaced`` of them later replaced, and, from ``current`` (``answer_sources``
+    rows), the answers that are current now, the ones the audits read and the Data page lists."""
     def answers(n: int, probe: str) -> str:
         return f"{n:,} {probe} answer{'' if n == 1 else 's'}"
 
-    if len(totals) <= PER_MODEL_PARTS:
-        parts = [f"{answers(int(t['stored']), t['probe'])} from {t['model']} ({counts(t)})"
-                 for _, t in totals.iterrows()]
+    stored = totals[totals["stored"] > 0]
+    empty = totals[totals["stored"] <= 0]
+    if len(stored) <= PER_MODEL_PARTS:
+        parts = [f"{answers(int(t['stored']), t['probe'])} from {t['model']} ({_outcome_counts(t)})"
+                 for _, t in stored.iterrows()]
     else:
-        per_probe = totals.groupby("probe", sort=True).agg(
+        per_probe = stored.groupby("probe", sort=True).agg(
             stored=("stored", "sum"), valid=("valid", "sum"), invalid=("invalid", "sum"),
             unavailable=("unavailable", "sum"), models=("model", "nunique"))
-        parts = [f"{answers(int(t['stored']), probe)} from {count_of(int(t['models']))} ({counts(t)})"
+        parts = [f"{answers(int(t['stored']), probe)} from {count_of(int(t['models']))} ({_outcome_counts(t)})"
                  for probe, t in per_probe.iterrows()]
     stopped = int(totals["stopped_runs"].sum()) if "stopped_runs" in totals else 0
-    text = (f"{runs:,} collection run{'' if runs == 1 else 's'} for this dataset: " + "; ".join(parts)
+    text = (f"{runs:,} collection run{'' if runs == 1 else 's'} for this dataset: "
+            + ("; ".join(parts) or "no answer stored")
             + (f", median latency {latency}" if latency else "")
-            + (f"; {stopped:,} stopped early" if stopped else "")
-            + (f"; {replaced:,} earlier answer{'' if replaced == 1 else 's'} replaced" if replaced else "") + ".")
-    return text + (" Each model's runs are in the table below." if len(totals) > PER_MODEL_PARTS else "")
+            + (f"; {count_of(stopped, 'run')} stopped early" if stopped else "") + ".")
+    if not empty.empty and "runs" in empty:
+        idle = int(empty["runs"].sum())
+        text += (f" {count_of(idle, 'run')} of {listing(sorted(set(empty['model'])))} stored no answer, so "
+                 f"{'that model is' if empty['model'].nunique() == 1 else 'those models are'} not counted.")
+    if parts:
+        text += (" Counted: every answer stored across all collection runs"
+                 + (f", including {replaced:,} earlier answer{'' if replaced == 1 else 's'} replaced by a later run "
+                    "(--replace-invalid)" if replaced else ""))
+        now = current_collected(current) if current is not None else None
+        if now is not None and not now.empty:
+            said = [f"{int(t['answers']):,} {probe} ({_outcome_counts(t)})" for probe, t in now.iterrows()]
+            text += (f". The current answers, which the audits read and the Data page lists: {listing(said)}")
+        text += "."
+    return text + (" Each model's runs are in the table below." if len(stored) > PER_MODEL_PARTS else "")
+
+
+def runs_note(runs: int, stopped: int) -> str:
+    """The line above the Collection page's runs table: how many runs (newest first, and that a long table
+    scrolls) and how many stopped early, so none is missed."""
+    head = f"{count_of(runs, 'run')}, newest first" + ("; the table scrolls" if runs > 30 else "")
+    if not stopped:
+        return head + ". None stopped early."
+    return (f"{head}. {stopped:,} of them stopped early (yes under stopped early); the picker below opens on the "
+            f"newest of {'it' if stopped == 1 else 'them'}, and the switch lists only "
+            f"{'it' if stopped == 1 else 'them'}.")
+
+
+def shell_command(args: list[str]) -> str:
+    """A command for a code block, each option on its own line with its value (``--warehouse PATH``) and a
+    line continuation, so a narrow screen never breaks an option from its value; pasted into a shell it is
+    the same command. Arguments are quoted as ``shlex.join`` quotes them."""
+    lines: list[list[str]] = [[]]
+    for arg in args:
+        if arg.startswith("--"):
+            lines.append([])
+        lines[-1].append(shlex.quote(arg))
+    return " \\\n  ".join(" ".join(line) for line in lines if line)

@@ -634,7 +634,8 @@ def test_collection_page_without_collections_says_how_to_collect(app, demo_wareh
     where = shlex.quote(str(Path(demo_warehouse).resolve()))
     aside = next(e for e in at.expander if e.label == "To try a real model on these simulated worlds instead")
     aside_code = {c.value for c in aside.code}
-    own = "\n".join(c.value for c in at.code if c.value not in aside_code)
+    joined = lambda text: text.replace(" \\\n  ", " ")          # noqa: E731  one option a line, `\` continued
+    own = joined("\n".join(c.value for c in at.code if c.value not in aside_code))
     assert f"qlb ingest worlds my_worlds.jsonl --dataset my-audit --warehouse {where}" in own
     for transport in ("--transport typed --base-url http://127.0.0.1:8000",
                       "--transport openai --base-url http://127.0.0.1:8080/v1 --endpoint-model llama3",
@@ -646,7 +647,7 @@ def test_collection_page_without_collections_says_how_to_collect(app, demo_wareh
     assert "Collecting answers from your own model" in texts(at)
     assert "You can still ask your own model about the simulated worlds" not in texts(at)
     assert (f"qlb collect native --dataset simulated-reference --model triage-example --warehouse {where} "
-            "--transport python --target qlb.examples.triage_model:answer") in aside.code[0].value
+            "--transport python --target qlb.examples.triage_model:answer") in joined(aside.code[0].value)
     note = aside.markdown[0].value
     assert "SIMULATED badge" in note and "names each real model" in note and "not your data" in note
     assert not frames(at) and not at.get("plotly_chart")

@@ -91,15 +91,70 @@ def test_models_whose_answers_never_carry_a_field_are_named_with_what_that_does_
 
 def test_the_collection_summary_names_a_few_models_and_sums_many_per_probe():
     from qlb.present.answers import collection_summary
-    one = pd.DataFrame([{"probe": "native", "model": "m1", "stored": 1, "valid": 0, "invalid": 0, "unavailable": 1,
-                         "stopped_runs": 0}])
-    assert collection_summary(1, one, "44 ms", 1) == ("1 collection run for this dataset: 1 native answer from m1 "
-                                                      "(0 valid, 0 invalid, 1 unavailable), median latency 44 ms; 1 "
-                                                      "earlier answer replaced.")
-    many = pd.DataFrame([{"probe": p, "model": f"m{i}", "stored": 10, "valid": 8, "invalid": 1, "unavailable": 1,
-                          "stopped_runs": i % 2} for i in range(5) for p in ("native", "refusal") if p == "native"
-                         or i < 2])
+    one = pd.DataFrame([{"probe": "native", "model": "m1", "runs": 1, "stored": 1, "valid": 0, "invalid": 0,
+                         "unavailable": 1, "stopped_runs": 0}])
+    assert collection_summary(1, one, "44 ms", 1) == (
+        "1 collection run for this dataset: 1 native answer from m1 (0 valid, 0 invalid, 1 unavailable), median "
+        "latency 44 ms. Counted: every answer stored across all collection runs, including 1 earlier answer "
+        "replaced by a later run (--replace-invalid).")
+    many = pd.DataFrame([{"probe": p, "model": f"m{i}", "runs": 1, "stored": 10, "valid": 8, "invalid": 1,
+                          "unavailable": 1, "stopped_runs": i % 2} for i in range(5) for p in ("native", "refusal")
+                         if p == "native" or i < 2])
     assert collection_summary(9, many) == (
         "9 collection runs for this dataset: 50 native answers from 5 models (40 valid, 5 invalid, 5 unavailable); "
-        "20 refusal answers from 2 models (16 valid, 2 invalid, 2 unavailable); 3 stopped early. Each model's runs "
-        "are in the table below.")
+        "20 refusal answers from 2 models (16 valid, 2 invalid, 2 unavailable); 3 runs stopped early. Counted: every "
+        "answer stored across all collection runs. Each model's runs are in the table below.")
+
+
+def test_the_collection_summary_counts_only_models_with_answers_and_reconciles_with_the_current_answers():
+    """Privacy-board review: "2,210 native answers from 20 models (..., 198 invalid, ...)" where the Data page said
+    82 invalid responses: the sum held 126 answers later replaced and a model whose runs stored nothing."""
+    from qlb.present.answers import collection_summary, current_collected
+    totals = pd.DataFrame([
+        {"probe": "native", "model": "a", "runs": 3, "stored": 404, "valid": 288, "invalid": 116, "unavailable": 0,
+         "stopped_runs": 1},
+        {"probe": "native", "model": "b", "runs": 1, "stored": 288, "valid": 216, "invalid": 72, "unavailable": 0,
+         "stopped_runs": 0},
+        {"probe": "native", "model": "c", "runs": 3, "stored": 30, "valid": 20, "invalid": 0, "unavailable": 10,
+         "stopped_runs": 0},
+        {"probe": "native", "model": "d", "runs": 1, "stored": 60, "valid": 50, "invalid": 10, "unavailable": 0,
+         "stopped_runs": 2},
+        {"probe": "native", "model": "silent", "runs": 2, "stored": 0, "valid": 0, "invalid": 0, "unavailable": 0,
+         "stopped_runs": 2}])
+    current = rows(   # answer_sources: a's 116 invalid and c's 10 unavailable were replaced; one file is not collected
+        {"model": "a", "probe": "native", **COLLECTED, "answers": 288, "valid": 288, "invalid": 0, "unavailable": 0},
+        {"model": "b", "probe": "native", **COLLECTED, "answers": 288, "valid": 216, "invalid": 72, "unavailable": 0},
+        {"model": "c", "probe": "native", **COLLECTED, "answers": 20, "valid": 20, "invalid": 0, "unavailable": 0},
+        {"model": "d", "probe": "native", **COLLECTED, "answers": 60, "valid": 50, "invalid": 10, "unavailable": 0},
+        {"model": "e", "probe": "native", "file_name": "e.jsonl", **FILE, "answers": 10, "valid": 1, "invalid": 9,
+         "unavailable": 0})
+    assert current_collected(current).loc["native"].tolist() == [656, 574, 82, 0]
+    text = collection_summary(10, totals, "44 ms", 126, current)
+    assert text.startswith("10 collection runs for this dataset: 782 native answers from 4 models (574 valid, "
+                           "198 invalid, 10 unavailable), median latency 44 ms; 5 runs stopped early. 2 runs of "
+                           "silent stored no answer, so that model is not counted. ")
+    assert ("Counted: every answer stored across all collection runs, including 126 earlier answers replaced by a "
+            "later run (--replace-invalid). The current answers, which the audits read and the Data page lists: "
+            "656 native (574 valid, 82 invalid, 0 unavailable).") in text
+    assert "5 models" not in text and "from 5" not in text
+
+
+def test_the_runs_note_says_how_many_stopped_early():
+    from qlb.present.answers import runs_note
+    assert runs_note(37, 11) == ("37 runs, newest first; the table scrolls. 11 of them stopped early (yes under "
+                                 "stopped early); the picker below opens on the newest of them, and the switch "
+                                 "lists only them.")
+    assert runs_note(2, 0) == "2 runs, newest first. None stopped early."
+    assert "the newest of it," in runs_note(1, 1) and "1 run," in runs_note(1, 1)
+
+
+def test_a_shell_command_keeps_each_option_with_its_value_and_pastes_as_the_same_command():
+    """At 1,024 px the code blocks broke "--" from "warehouse" and an option from its value."""
+    import shlex
+    from qlb.present.answers import shell_command
+    args = ["qlb", "collect", "native", "--dataset", "my audit", "--warehouse", "/tmp/a b/qlb.duckdb", "--limit",
+            "5", "--show-request"]
+    text = shell_command(args)
+    assert text.splitlines() == ["qlb collect native \\", "  --dataset 'my audit' \\",
+                                 "  --warehouse '/tmp/a b/qlb.duckdb' \\", "  --limit 5 \\", "  --show-request"]
+    assert shlex.split(text.replace("\\\n", " ")) == args
