@@ -348,6 +348,15 @@ def reads_as_markup(value: object) -> bool:
     return _MARKUP.search(value if isinstance(value, str) else str(value)) is not None
 
 
+PERCENT = "%.1f%%"          # a rate in a table, as everywhere else: one decimal (Streamlit's "percent" shows two)
+
+
+def percent_column(label: str | None = None, helptext: str | None = None):
+    """A table column of rates shown as percent to one decimal; ``data_table`` scales its values by 100 (the
+    rate columns of the shared vocabulary, and those named in its ``percent`` argument)."""
+    return st.column_config.NumberColumn(label, format=PERCENT, help=helptext)
+
+
 def column_config(shown: pd.DataFrame, specs: dict[str, Column]) -> dict[str, object]:
     """Streamlit's column configuration for ``readable``'s column specs: percent for rates, a bar
     for shares, whole numbers for counts, signed points, three decimals for costs, yes/no flags,
@@ -360,7 +369,7 @@ def column_config(shown: pd.DataFrame, specs: dict[str, Column]) -> dict[str, ob
         if spec.kind in ("rate", "share", "count", "points", "cost", "number") and not numeric:
             out[label] = st.column_config.TextColumn(label, help=helptext)
         elif spec.kind == "rate":
-            out[label] = st.column_config.NumberColumn(label, format="percent", help=helptext)
+            out[label] = percent_column(label, helptext)
         elif spec.kind == "share":
             out[label] = st.column_config.ProgressColumn(label, format="percent", min_value=0.0, max_value=1.0,
                                                          help=helptext)
@@ -389,12 +398,20 @@ def shown_frame(df: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, Column]]:
     return out, specs
 
 
-def data_table(df: pd.DataFrame, **kwargs) -> None:
+def data_table(df: pd.DataFrame, percent: tuple[str, ...] = (), **kwargs) -> None:
     """Draw a frame as an interactive grid (st.dataframe: its cells are never Markdown) in the
     shared vocabulary (``shown_frame``, ``column_config``). A table of up to
-    ``CONTENT_HEIGHT_ROWS`` rows is drawn whole; a longer one scrolls in a tall box."""
+    ``CONTENT_HEIGHT_ROWS`` rows is drawn whole; a longer one scrolls in a tall box. Numeric rate
+    columns, and the columns named in ``percent``, show as percent to one decimal."""
     shown, specs = shown_frame(df)
     config = {**column_config(shown, specs), **kwargs.pop("column_config", {})}
+    rates = [c for c, spec in specs.items() if spec.kind == "rate"] + [c for c in percent if c in shown]
+    for label in rates:
+        if pd.api.types.is_numeric_dtype(shown[label]) and not pd.api.types.is_bool_dtype(shown[label]):
+            shown[label] = 100 * shown[label]         # shown only: the CSV keeps the shares
+            config.setdefault(label, percent_column(label))
+            if label in percent:
+                config[label] = percent_column(label)
     height = kwargs.pop("height", "content" if len(shown) <= CONTENT_HEIGHT_ROWS else LONG_TABLE_HEIGHT)
     st.dataframe(shown, hide_index=True, column_config=config, height=height, **kwargs)
 
@@ -424,7 +441,7 @@ def model_domain_grid(cells: pd.DataFrame, n_models: int, domain: str = "domain"
 
 
 def table(df: pd.DataFrame, name: str, caption: str | None = None, **kwargs) -> None:
-    """A table (``data_table``) with a CSV download of exactly what is shown (``csv_bytes``).
+    """A table (``data_table``) with a CSV download of what is shown (``csv_bytes``; rates as shares).
     ``caption`` is Markdown: data text in it must already be ``md_text``."""
     data_table(df, **kwargs)
     cols = st.columns([4, 1])

@@ -282,13 +282,13 @@ def learned_section(info: pd.DataFrame, res: pd.DataFrame, costs: pd.DataFrame, 
               "released unchanged; codewords kept at deployment and in the pool, and the training seed the proxy "
               "attackers chose, per domain; the largest realized increase of a world's cost over the "
               f"{policies} policies, in review costs, against the budget.",
-              column_config={"coverage": st.column_config.NumberColumn("coverage", format="percent"),
-                             "largest cost increase": st.column_config.NumberColumn(format="%.2f")})
+              percent=("coverage",),
+              column_config={"largest cost increase": st.column_config.NumberColumn(format="%.2f")})
         table(proxy_table(info), "learned_wcpq_proxies",
               "Seed selection: each seed's strongest proxy attacker (a shared scorer and a template decoder) on the "
               "validation worlds; the seed with the lower recovery wins, then the higher log loss.",
-              column_config={"proxy validation recovery": st.column_config.NumberColumn(format="percent"),
-                             "proxy log loss": st.column_config.NumberColumn(format="%.3f")})
+              percent=("proxy validation recovery",),
+              column_config={"proxy log loss": st.column_config.NumberColumn(format="%.3f")})
 
 
 def cost_section(costs: pd.DataFrame, run_id: str, policies: int = policy_count(),
