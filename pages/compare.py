@@ -3,18 +3,19 @@ update, new data): what moved, then recovery, downstream cost, defenses, refusal
 QuasiLeak detectors in both runs, each with its 95% interval, and the change B − A."""
 from __future__ import annotations
 
-import json
-
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
 from dashboard import data_access as da
 from dashboard.routing import page_entry
-from dashboard.widgets import RUN_HELP, audit_page_start, chart, finding, md_text, table
+from dashboard.widgets import audit_page_start, chart, finding, md_text, table
+from qlb.present.compare_text import (MOVED_POINTS, SECTION, DefaultRuns, Setting, capital, cost_change,
+                                      default_runs, largest_cell, largest_change, outside_interval, paired,
+                                      picker_label, rates, settings, setup_note, short_id)
 from qlb.present.figures import plot_text, plot_texts
-from qlb.present.names import (QL_METRIC_HELP, QL_METRIC_NAMES, TASK_NAMES, as_shown, audit_names, cost_interval,
-                               name, pct_interval, profile_descriptions, run_label, utc_minute)
+from qlb.present.names import (QL_METRIC_HELP, QL_METRIC_NAMES, TASK_NAMES, as_shown, cost_interval, name,
+                               pct_interval, profile_descriptions, utc_minute)
 from qlb.tuple.release_views import VIEWS
 
 INTRO = (
@@ -24,50 +25,46 @@ INTRO = (
 )
 QL_METRICS = ("complete_f1", "complete_recall", "strict_precision", "graded_f1", "graded_recall",
               "lenient_precision", "binding_error_rate", "over_flag_rate", "document_flag_recall", "span_f1")
-MOVED_POINTS = 0.01     # a rate that changed by less than one point has not moved
-MOVED_COST = 0.01       # nor a mean cost that changed by less than 0.01 cost units
 CHANGE = "B − A (points)"
 COST_CHANGE = "B − A (cost units)"
 # shown as "B − A" (narrow enough for a 1,024 px screen; the unit is in the tooltip and the caption)
 CHANGE_CONFIG = {CHANGE: st.column_config.NumberColumn(
-                     "B − A", format="%+.1f", help="Run B minus run A, in percentage points."),
+                     "B − A", format="%+.1f", help="Run B minus run A, in percentage points, from the unrounded "
+                                                   "rates."),
                  COST_CHANGE: st.column_config.NumberColumn(
-                     "B − A", format="%+.3f", help="Run B minus run A, in cost units per case.")}
+                     "B − A", format="%+.3f", help="Run B minus run A, in cost units per case, from the unrounded "
+                                                   "costs.")}
+UNROUNDED = "B − A is from the unrounded rates (it can differ by 0.1 from the shown figures' difference)"
+PICKER_HELP = ("The end of the run id (what tells two runs apart) · when the run started (UTC) · the audits it "
+               "stored results for · its models and decoder families when restricted. The page opens on the "
+               "Overview's run as run B and the closest earlier run as run A.")
 
 
 # ------------------------------------------------------------------------------------ the runs
-def provenance(run: pd.Series, which: str) -> str:
+def provenance(run: pd.Series, which: str, items: list[Setting]) -> str:
     """One run's provenance as a Markdown line (data text escaped): its id, start, data
-    fingerprint, code version, audits and models."""
-    params = json.loads(run["parameters"])
-    models = ", ".join(params.get("models") or ["all"])
+    fingerprint, code version, the audits it stored results for and its models."""
+    value = {s.label: (s.a if which == "A" else s.b) for s in items}
     return (f"**Run {which}**: {md_text(run['run_id'])}, started {utc_minute(run['started_at'])}; "
-            f"data fingerprint {md_text(str(run['dataset_fingerprint'])[:12])}, code {md_text(run['code_version'])}; "
-            f"audits: {md_text(audit_names(params))}; models: {md_text(models)}.")
+            f"data fingerprint {md_text(value['data fingerprint'])}, code {md_text(value['code version'])}; "
+            f"audits with results: {md_text(value['audits with results'])}; models: {md_text(value['models'])}.")
 
 
-def setup_note(ra: pd.Series, rb: pd.Series) -> str:
-    """One sentence on what differs between the runs' inputs: the data, the code, the models."""
-    data = ("read the same data (same dataset fingerprint)" if ra["dataset_fingerprint"] == rb["dataset_fingerprint"]
-            else "read different data (the dataset fingerprints differ)")
-    code = ("the same code version" if ra["code_version"] == rb["code_version"]
-            else f"code {md_text(ra['code_version'])} in run A and {md_text(rb['code_version'])} in run B")
-    return f"The two runs {data}, with {code}."
+def settings_section(items: list[Setting]) -> None:
+    """Provenance: what differs between the two runs' settings (plain words, both values), then
+    what is the same."""
+    differ = [s for s in items if s.differs]
+    if differ:
+        st.markdown("**What differs between the runs**\n\n" + "\n".join(
+            f"- {md_text(capital(s.differs))}." + ("" if s.a in s.differs else
+                                                   f" Run A: {md_text(s.a)}; run B: {md_text(s.b)}.")
+            for s in differ))
+    same = [s for s in items if s.a == s.b and s.a != "—"]
+    if same:
+        st.markdown("**Same in both runs**: " + "; ".join(f"{md_text(s.label)}: {md_text(s.a)}" for s in same) + ".")
 
 
 # ------------------------------------------------------------------------ results of both runs
-def paired(a: pd.DataFrame, b: pd.DataFrame, keys: list[str], value: str) -> pd.DataFrame:
-    """The rows both runs hold: ``keys``, each run's ``value`` with its interval (``a``, ``a_lo``,
-    ``a_hi``, ``b``, ``b_lo``, ``b_hi``) and ``change`` = b − a; the largest changes first."""
-    def side(df: pd.DataFrame, s: str) -> pd.DataFrame:
-        return df[keys + [value, "ci_low", "ci_high"]].rename(columns={value: s, "ci_low": f"{s}_lo",
-                                                                         "ci_high": f"{s}_hi"})
-    m = side(a, "a").merge(side(b, "b"), on=keys)
-    m["change"] = m["b"] - m["a"]
-    order = (-m["change"].abs().fillna(0)).sort_values(kind="stable").index     # ties keep the keys' order
-    return m.loc[order].reset_index(drop=True)
-
-
 def _refusal_rows(path: str, run: str) -> pd.DataFrame:
     """A run's refusal results over all domains, with the 95% Wilson interval of overall recovery."""
     rows = da.query(path, "refusal_results", (run,))
@@ -95,8 +92,6 @@ def run_results(path: str, run: str) -> dict[str, pd.DataFrame]:
 KEYS = {"recovery": (["model", "view"], "accuracy"), "cost": (["model", "view", "task"], "mean_cost"),
         "defenses": (["model", "defense"], "accuracy"), "refusal": (["model"], "overall_recovery"),
         "quasileak": (["detector", "split", "metric"], "value")}
-SECTION = {"recovery": "secret recovery", "cost": "downstream cost", "defenses": "recovery under defenses",
-           "refusal": "refusal probes", "quasileak": "QuasiLeak"}
 
 
 def compared(path: str, a: str, b: str) -> tuple[dict[str, pd.DataFrame], list[str]]:
@@ -118,92 +113,7 @@ def compared(path: str, a: str, b: str) -> tuple[dict[str, pd.DataFrame], list[s
     return both, left_out
 
 
-# how a finding sentence names one rate of each audit the findings weigh
-SUBJECTS = {
-    "recovery": lambda r: f"{name('view', r['view'])} secret recovery of {r['model']}",
-    "defenses": lambda r: (f"secret recovery of {r['model']} with no defense (the defense audit's native control)"
-                           if r["defense"] == "native" else
-                           f"secret recovery of {r['model']} under {name('defense', r['defense'])}"),
-    "refusal": lambda r: f"refusal-probe recovery of {r['model']}",
-    "quasileak": lambda r: f"{QL_METRIC_NAMES['complete_f1']} of detector {r['detector']}",
-}
-
-
-def rates(both: dict[str, pd.DataFrame]) -> pd.DataFrame:
-    """Every rate both runs hold that the findings weigh, one row each: its audit, how a sentence
-    names it, both runs' values with intervals and the change (QuasiLeak: complete-group F1 only)."""
-    cols = ["audit", "subject", "a", "a_lo", "a_hi", "b", "b_lo", "b_hi", "change"]
-    parts = []
-    for audit, subject in SUBJECTS.items():
-        p = both.get(audit)
-        if p is None:
-            continue
-        if audit == "quasileak":
-            p = p[p["metric"] == "complete_f1"]
-        parts.append(p.assign(audit=SECTION[audit], subject=[subject(r) for _, r in p.iterrows()])[cols])
-    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=cols)
-
-
 # ---------------------------------------------------------------------------------- findings
-def _went(row: pd.Series) -> str:
-    """``<subject> went from <A [CI]> in run A to <B [CI]> in run B (<change> points)``."""
-    return (f"{row['subject']} went from {pct_interval(row['a'], row['a_lo'], row['a_hi'])} in run A to "
-            f"{pct_interval(row['b'], row['b_lo'], row['b_hi'])} in run B ({100 * row['change']:+z.1f} points)")
-
-
-def _capital(text: str) -> str:
-    """``text`` with its first letter upper case (the rest as it is: names keep their case)."""
-    return text[:1].upper() + text[1:]
-
-
-def largest_change(figs: pd.DataFrame) -> tuple[str, str]:
-    """(lead, sentence): the largest change of a rate between the runs, or that none moved."""
-    figs = figs.dropna(subset=["change"])
-    n = len(figs)
-    if n == 0:
-        return "No change to report.", "No rate has a value in both runs."
-    if (figs["change"].abs() < 5e-7).all():
-        return "No change.", f"All {n} rates both runs hold are the same in the two runs (to 0.0001 points)."
-    top = figs.loc[figs["change"].abs().idxmax()]
-    if abs(top["change"]) < MOVED_POINTS:
-        return ("No rate moved by more than 1 point.",
-                f"The largest change of the {n} rates both runs hold: {_went(top)}.")
-    moved = int((figs["change"].abs() >= MOVED_POINTS).sum())
-    return ("Largest change.", f"{_capital(_went(top))}. {moved} of the {n} rates both runs hold moved by 1 point "
-                               "or more.")
-
-
-def outside_interval(figs: pd.DataFrame) -> str:
-    """How many rates lie, in run B, outside their 95% interval in run A, by audit."""
-    figs = figs.dropna(subset=["a_lo", "a_hi", "b"])
-    n = len(figs)
-    out = figs[(figs["b"] < figs["a_lo"] - 1e-9) | (figs["b"] > figs["a_hi"] + 1e-9)]
-    if out.empty:
-        return f"In run B, none of the {n} rates lies outside its 95% interval in run A."
-    by = ", ".join(f"{k} {v}" for k, v in out.groupby("audit", sort=False).size().items())
-    if len(out) == 1:
-        return f"In run B, 1 of the {n} rates lies outside its 95% interval in run A ({by})."
-    return f"In run B, {len(out)} of the {n} rates lie outside their 95% interval in run A ({by})."
-
-
-def cost_change(cost: pd.DataFrame) -> str:
-    """The largest change of a mean cost per case (authored costs), or that none moved."""
-    cost = cost.dropna(subset=["change"])
-    n = len(cost)
-    if n == 0:
-        return "No mean cost has a value in both runs."
-    if (cost["change"].abs() < 5e-7).all():
-        return f"All {n} mean costs per case (authored costs) are the same in the two runs."
-    top = cost.loc[cost["change"].abs().idxmax()]
-    what = (f"mean cost per case of {top['model']} ({name('view', top['view'])}, {name('task', top['task'])}, "
-            "authored costs)")
-    went = (f"{what} went from {cost_interval(top['a'], top['a_lo'], top['a_hi'])} in run A to "
-            f"{cost_interval(top['b'], top['b_lo'], top['b_hi'])} in run B ({top['change']:+z.3f} cost units)")
-    if abs(top["change"]) < MOVED_COST:
-        return f"No mean cost moved by 0.01 cost units or more; the largest change of the {n}: {went}."
-    return f"The {went}, the largest change of the {n} mean costs both runs hold."
-
-
 def findings(both: dict[str, pd.DataFrame], figs: pd.DataFrame) -> None:
     """The page's opening sentences: the largest change of the rates ``figs``, how many left run
     A's interval, and the largest change of downstream cost."""
@@ -247,7 +157,7 @@ def chart_data(figs: pd.DataFrame) -> pd.DataFrame:
 def run_columns(what: str) -> dict[str, object]:
     """Column configuration of a comparison table: what the run columns hold, and the change."""
     return {**CHANGE_CONFIG, **{f"run {r} [95% CI]": st.column_config.TextColumn(
-        f"run {r} [95% CI]", help=f"{_capital(what)} in run {r}, with its 95% interval.") for r in "AB"}}
+        f"run {r} [95% CI]", help=f"{capital(what)} in run {r}, with its 95% interval.") for r in "AB"}}
 
 
 def shown(pairs: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
@@ -260,34 +170,44 @@ def shown(pairs: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     return out
 
 
-def view_picker(pairs: pd.DataFrame, key: str, helptext: str) -> str:
-    """A picker of the release views both runs hold (full native first when there)."""
+def view_picker(pairs: pd.DataFrame, key: str, helptext: str, opened_on: str | None = None) -> str:
+    """A picker of the release views both runs hold, open on ``opened_on`` (the view of the change
+    the findings cite) when given, else on full native when there."""
     views = [v for v in VIEWS if v in set(pairs["view"])]
-    return st.selectbox("Release view", views, index=views.index("full_native") if "full_native" in views else 0,
-                        format_func=lambda v: name("view", v), key=key, help=helptext)
+    first = opened_on if opened_on in views else "full_native" if "full_native" in views else views[0]
+    return st.selectbox("Release view", views, index=views.index(first), format_func=lambda v: name("view", v),
+                        key=key, help=helptext)
 
 
 def recovery_section(pairs: pd.DataFrame) -> None:
-    """Pooled secret recovery of each model under one chosen release view, in both runs."""
+    """Pooled secret recovery of each model under one chosen release view, in both runs (open on the
+    view of the largest change)."""
     st.subheader("Secret recovery")
-    view = view_picker(pairs, "compare_view", "Which fields of each response are released to the attacker.")
+    top = largest_cell(pairs, ["view"]) or {}
+    view = view_picker(pairs, "compare_view", "Which fields of each response are released to the attacker. Opens "
+                       "on the view of the largest change.", top.get("view"))
     rows = pairs[pairs["view"] == view]
     table(shown(rows, ["model"]), "compare_recovery",
           f"Pooled test secret recovery under the {name('view', view)} view (50% is guessing); B − A in "
-          "percentage points, largest change first.", column_config=run_columns("secret recovery"))
+          f"percentage points, largest change first. {UNROUNDED}.", column_config=run_columns("secret recovery"))
 
 
 def cost_section(pairs: pd.DataFrame, described: dict[str, str]) -> None:
     """Pooled mean cost per case of the selected recipient policy, authored costs, one release view
-    and one task (a table of four columns: whole at 1,024 px whatever the font)."""
+    and one task, open on the view and task of the largest change (a table of four columns: whole
+    at 1,024 px whatever the font)."""
     st.subheader("Downstream cost (authored costs)")
+    top = largest_cell(pairs, ["view", "task"]) or {}
     left, right = st.columns(2)
     with left:
-        view = view_picker(pairs, "compare_cost_view", "The fields released to the recipient's policy.")
+        view = view_picker(pairs, "compare_cost_view", "The fields released to the recipient's policy. Opens on "
+                           "the view of the largest change.", top.get("view"))
     tasks = [t for t in TASK_NAMES if t in set(pairs["task"])]
     with right:
-        task = st.selectbox("Task", tasks, format_func=lambda t: name("task", t), key="compare_cost_task",
-                            help="The downstream task the recipient runs; the Glossary explains each.")
+        task = st.selectbox("Task", tasks, index=tasks.index(top["task"]) if top.get("task") in tasks else 0,
+                            format_func=lambda t: name("task", t), key="compare_cost_task",
+                            help="The downstream task the recipient runs; the Glossary explains each. Opens on the "
+                                 "task of the largest change.")
     rows = pairs[(pairs["view"] == view) & (pairs["task"] == task)]
     out = rows[["model"]].copy()
     for s, run in (("a", "A"), ("b", "B")):
@@ -296,8 +216,29 @@ def cost_section(pairs: pd.DataFrame, described: dict[str, str]) -> None:
     out[COST_CHANGE] = as_shown(rows["change"], 3)
     table(out, "compare_utility",
           f"Pooled test mean cost per case of the selected recipient policy in {name('task', task)} under the "
-          f"{name('view', view)} view; B − A in cost units, largest change first. Authored costs: "
-          f"{described.get('authored', '')}", column_config=run_columns("mean cost per case (cost units)"))
+          f"{name('view', view)} view; B − A in cost units (from the unrounded costs), largest change first. "
+          f"Authored costs: {described.get('authored', '')}",
+          column_config=run_columns("mean cost per case (cost units)"))
+
+
+def defenses_section(pairs: pd.DataFrame) -> None:
+    """Defense-aware secret recovery of one defended model under each defense, in both runs: a
+    model picker (open on the model of the largest change) when both runs defended more than one,
+    so that the table keeps four columns and stays whole at 1,024 px."""
+    st.subheader("Defenses")
+    models = list(dict.fromkeys(pairs["model"]))
+    top = largest_cell(pairs, ["model"]) or {}
+    if len(models) > 1:
+        model = st.selectbox("Model", models, index=models.index(top["model"]) if top.get("model") in models else 0,
+                             key="compare_defense_model",
+                             help="The defended model. Opens on the model of the largest change.")
+    else:
+        model = models[0]
+    rows = pairs[pairs["model"] == model]
+    table(shown(rows, ["defense"]), "compare_defenses",
+          f"Secret recovery of {md_text(model)} by a defense-aware attacker under each output defense (noise: the "
+          f"mean of three seeds); B − A in percentage points, largest change first. {UNROUNDED}.",
+          column_config=run_columns("secret recovery"))
 
 
 def quasileak_section(pairs: pd.DataFrame) -> None:
@@ -311,9 +252,9 @@ def quasileak_section(pairs: pd.DataFrame) -> None:
     rows = pairs[pairs["metric"] == metric]
     splits = ", ".join(md_text(s) for s in sorted(set(rows["split"])))
     table(shown(rows, ["detector"]), "compare_quasileak",
-          f"{_capital(QL_METRIC_NAMES[metric])} of each detector on the {splits} split; B − A in points, largest "
-          f"change first. {QL_METRIC_HELP[metric]} Intervals: 95% document-clustered bootstrap (none for "
-          "document flag recall and span F1).", column_config=run_columns(QL_METRIC_NAMES[metric]))
+          f"{capital(QL_METRIC_NAMES[metric])} of each detector on the {splits} split; B − A in points (from the "
+          f"unrounded scores), largest change first. {QL_METRIC_HELP[metric]} Intervals: 95% document-clustered "
+          "bootstrap (none for document flag recall and span F1).", column_config=run_columns(QL_METRIC_NAMES[metric]))
 
 
 def tables(both: dict[str, pd.DataFrame], described: dict[str, str]) -> None:
@@ -323,44 +264,49 @@ def tables(both: dict[str, pd.DataFrame], described: dict[str, str]) -> None:
     if "cost" in both:
         cost_section(both["cost"], described)
     if "defenses" in both:
-        st.subheader("Defenses")
-        table(shown(both["defenses"], ["model", "defense"]), "compare_defenses",
-              "Secret recovery by a defense-aware attacker under each output defense (noise: the mean of three "
-              "seeds); B − A in percentage points, largest change first.",
-              column_config=run_columns("secret recovery"))
+        defenses_section(both["defenses"])
     if "refusal" in both:
         st.subheader("Refusal audit")
         table(shown(both["refusal"], ["model"]), "compare_refusal",
               "Share of all refusal probes that give the mechanism away (named directly, or withheld with the "
               "residual scores ranking it first), with its 95% Wilson interval; B − A in percentage points, "
-              "largest change first.",
+              f"largest change first. {UNROUNDED}.",
               column_config=run_columns("recovered overall"))
     if "quasileak" in both:
         quasileak_section(both["quasileak"])
 
 
 # --------------------------------------------------------------------------------------- page
-def pick_runs(runs: pd.DataFrame) -> tuple[pd.Series, pd.Series] | None:
-    """The two run pickers (readable labels, run ids as values); None when the same run is picked twice."""
+def pick_runs(runs: pd.DataFrame, context: da.RunContext) -> tuple[pd.Series, pd.Series, DefaultRuns] | None:
+    """The two run pickers (the end of the run id first, then ``run_label``; run ids as values),
+    open on ``default_runs``: run B on the run a ``?run=`` link names or the Overview's, run A on
+    the closest earlier run; a caption says which and why (or, once the reader picks others, which
+    run the Overview shows). None when the same run is picked twice."""
     by_id = runs.set_index("run_id", drop=False)
-    ids = runs["run_id"].tolist()
-    def label(run_id: str) -> str:
-        run = by_id.loc[run_id]
-        return run_label(run_id, run["started_at"], run["parameters"])
-
-    a = st.selectbox("Run A (before)", ids, index=1, key="run_a", bind="query-params", format_func=label,
-                     help=RUN_HELP)
-    b = st.selectbox("Run B (after)", ids, index=0, key="run_b", bind="query-params", format_func=label,
-                     help=RUN_HELP)
+    ids = [str(r) for r in runs["run_id"]]
+    labels = {r.run_id: picker_label(r.run_id, r.started_at, r.parameters, context.ran.get(str(r.run_id)))
+              for r in runs.itertuples()}
+    linked = st.query_params.get("run")
+    chosen = default_runs(runs, context.ran, context.headline, linked)
+    a = st.selectbox("Run A (before)", ids, index=ids.index(chosen.a), key="run_a", bind="query-params",
+                     format_func=labels.__getitem__, help=PICKER_HELP)
+    b = st.selectbox("Run B (after)", ids, index=ids.index(chosen.b), key="run_b", bind="query-params",
+                     format_func=labels.__getitem__, help=PICKER_HELP)
+    if (a, b) == (chosen.a, chosen.b):
+        st.caption(md_text(chosen.why))
+    elif context.headline is not None and context.headline not in (a, b):
+        st.caption(md_text(f"The Overview and the report show {short_id(context.headline)}; pick it as run B to "
+                           "read the same numbers."))
     if a == b:
         st.warning("Pick two different runs.")
         return None
-    return by_id.loc[a], by_id.loc[b]
+    return by_id.loc[a], by_id.loc[b], chosen
 
 
 def render() -> None:
-    """The Compare runs page: what moved between two chosen runs, every rate's change on one chart,
-    then recovery, downstream cost, defenses, refusal and QuasiLeak in both, and the runs' provenance."""
+    """The Compare runs page: which runs and why, how their settings differ, what moved between
+    them, every rate's change on one chart, then recovery, downstream cost, defenses, refusal and
+    QuasiLeak in both, and the runs' provenance and settings."""
     start = audit_page_start("Compare runs", INTRO)
     if start is None:
         return
@@ -371,11 +317,15 @@ def render() -> None:
                 "For a second run, press **Recompute now** on the Refusal audit or QuasiLeak page, or run "
                 "`qlb audit --force` after a change (new exports, a model update).")
         return
-    picked = pick_runs(runs)
+    context = da.run_context(path, dataset)
+    picked = pick_runs(runs, context)
     if picked is None:
         return
-    ra, rb = picked
-    st.caption(setup_note(ra, rb))
+    ra, rb, _ = picked
+    items = settings(ra, rb, context.ran.get(str(ra["run_id"])),
+                     context.ran.get(str(rb["run_id"])))
+    lead, note = setup_note(items)
+    finding(note, lead)                                  # before the findings: what a change may come from
     both, left_out = compared(path, str(ra["run_id"]), str(rb["run_id"]))
     if not both:
         st.info("These two runs have no audit in common to compare.")
@@ -391,8 +341,9 @@ def render() -> None:
         st.caption("Not compared: " + md_text("; ".join(left_out)) + ".")
     tables(both, profile_descriptions(da.ontology(path, dataset)))
     st.subheader("Provenance")
-    st.markdown(provenance(ra, "A"))
-    st.markdown(provenance(rb, "B"))
+    st.markdown(provenance(ra, "A", items))
+    st.markdown(provenance(rb, "B", items))
+    settings_section(items)
 
 
 page_entry(render)
