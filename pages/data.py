@@ -77,8 +77,12 @@ def simulated_target_note(path: str, dataset: str | None, simulated: bool, targe
 def validation_summary(report: ValidationReport, problems: pd.DataFrame) -> str:
     """One sentence on a validated file: its lines by outcome and its problems."""
     n_rejected, n_problems = len(report.rejects), int((problems["outcome"] == "rejected").sum())
+    if report.n_lines == 0:
+        return "The file holds no lines: there is nothing to store."
     text = (f"{lines(report.n_lines)}: {len(report.accepted):,} will be stored"
             + (f" ({report.n_invalid:,} of them kept with valid = false)" if report.n_invalid else "")
+            + (f"; {report.already_stored:,} already stored with the same values (skipped)"
+               if report.already_stored else "")
             + f"; {n_rejected:,} will be quarantined")
     if n_rejected:
         text += f", with {n_problems:,} problem{'' if n_problems == 1 else 's'} between them (all listed below)"
@@ -187,9 +191,11 @@ def upload_section(path: str, dataset: str | None, simulated: bool) -> None:
             msg = (f"{md_text(upload.name)} was already ingested into '{md_text(target)}' (ingest "
                    f"#{result.ingest_id}, same sha256); nothing changed.")
         else:
+            same = result.report.already_stored
             msg = (f"Stored {lines(len(result.report.accepted))} from {md_text(upload.name)} into "
-                   f"'{md_text(target)}' (ingest #{result.ingest_id}); {lines(len(result.report.rejects))} "
-                   "quarantined.")
+                   f"'{md_text(target)}' (ingest #{result.ingest_id}); "
+                   + (f"{lines(same)} already stored with the same values (skipped); " if same else "")
+                   + f"{lines(len(result.report.rejects))} quarantined.")
         st.session_state["ingest_message"] = msg
         st.session_state["pending_dataset"] = target
         st.rerun()

@@ -38,6 +38,17 @@ def _progress(desc: str, total: int | None):
                 dynamic_ncols=True)
 
 
+def _positive_int(text: str) -> int:
+    """An argparse type: a whole number of at least 1 (``--jobs``)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is not at least 1")
+    return value
+
+
 def _warehouse_arg(p: argparse.ArgumentParser) -> None:
     from warehouse.db import DEFAULT_PATH, ENV_VAR
     p.add_argument("--warehouse", metavar="PATH", default=None,
@@ -61,12 +72,15 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="build the simulated reference datasets into the warehouse",
                           description="Generate the SIMULATED reference datasets (TUPLE worlds with nine "
                                       "simulated models; a QuasiLeak corpus), write them as JSON Lines "
-                                      "next to the warehouse and ingest them. Rerunning with the same "
-                                      "seed changes nothing.")
+                                      "next to the warehouse and ingest them, then run every audit into the "
+                                      "warehouse (refusal, QuasiLeak scores, decoding, utility and fronts, defenses: "
+                                      "about 8 minutes with --jobs 2; --no-decoding skips the decoding, fronts and "
+                                      "defenses; --background leaves the audits to a background process). "
+                                      "Rerunning with the same seed changes nothing.")
     _warehouse_arg(demo)
     demo.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"simulation seed (default {DEFAULT_SEED})")
     demo.add_argument("--json", action="store_true", help="print a JSON summary on stdout")
-    demo.add_argument("--jobs", type=int, default=2, help="parallel decoding jobs (default 2)")
+    demo.add_argument("--jobs", type=_positive_int, default=2, help="parallel decoding jobs (at least 1; default 2)")
     demo.add_argument("--no-decoding", action="store_true", help="skip the decoding audit (minutes of work)")
     demo.add_argument("--ontology", metavar="FILE", type=Path, default=None,
                       help="your own decision task (an ontology file, OWN_TASK.md): generate a SIMULATED "
@@ -98,8 +112,12 @@ def build_parser() -> argparse.ArgumentParser:
                                      "exit 2: load it into a new dataset with --dataset NAME); a "
                                      "dataset without one uses the TUPLE ontology.")
     ing.add_argument("kind", choices=ingest_kinds, metavar="KIND", help="one of: " + ", ".join(ingest_kinds))
-    ing.add_argument("file", type=Path, metavar="FILE")
-    ing.add_argument("--dataset", required=True, metavar="NAME", help="dataset to load into (created if new)")
+    ing.add_argument("file", type=Path, metavar="FILE",
+                     help="the file to validate and load: JSON Lines (.jsonl), CSV (.csv) or Parquet (.parquet); "
+                          "KIND ontology: a JSON file")
+    ing.add_argument("--dataset", required=True, metavar="NAME",
+                     help="dataset to load into: worlds, corpus and ontology create it if new; responses, refusal "
+                          "and predictions need it to exist already (else exit 2)")
     ing.add_argument("--model", metavar="NAME", help="model name for response lines that omit it; "
                                                      "lines naming another model are rejected")
     ing.add_argument("--dry-run", action="store_true", help="validate and report only; write nothing")
@@ -108,7 +126,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     aud = sub.add_parser("audit", help="run the audits the dataset's data allows and store them as a run",
                          description="Run every audit the dataset's data allows (refusal, QuasiLeak scores, "
-                                     "secret inference decoding, downstream utility, privacy-utility fronts) "
+                                     "secret inference decoding, downstream utility, privacy-utility fronts, and "
+                                     "the output-defense audit, the longest stage, on by default: --no-defenses "
+                                     "skips it, --defense-models narrows it) "
                                      "and store the results as one run in the warehouse. Says what it "
                                      "skipped. An earlier run over the same data and parameters is "
                                      "reused unless --force.")
@@ -117,8 +137,8 @@ def build_parser() -> argparse.ArgumentParser:
     aud.add_argument("--force", action="store_true", help="always compute a new run")
     aud.add_argument("--views", nargs="+", metavar="VIEW", choices=list(VIEWS),
                      help=f"release views to decode, of {', '.join(VIEWS)} (default: all five)")
-    aud.add_argument("--jobs", type=int, default=None,
-                     help="local parallel processes for the (model, domain) tasks (joblib; default 1)")
+    aud.add_argument("--jobs", type=_positive_int, default=None,
+                     help="local parallel processes for the (model, domain) tasks (joblib; at least 1; default 1)")
     aud.add_argument("--scheduler", metavar="ADDRESS", default=None,
                      help="run the (model, domain) tasks of the decoding, utility and defense audits on a Dask "
                           "scheduler: its address (HOST:PORT or tcp://HOST:PORT, port 8786 by default; tls://HOST:PORT "
@@ -134,7 +154,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="skip the downstream utility audit (and the fronts and defenses)")
     aud.add_argument("--no-defenses", action="store_true", help="skip the output-defense audit")
     aud.add_argument("--defense-models", nargs="+", metavar="MODEL",
-                     help="evaluate the defenses on these models only (default: every audited model)")
+                     help="evaluate the defenses on these models only (default: every audited model); each must "
+                          "have responses and, with --models, be one of them (else exit 2)")
     aud.add_argument("--defense-families", nargs="+", metavar="FAMILY",
                      choices=list(DECODER_FAMILIES),
                      help="decoder families of the defense-aware attacker (default: prior logistic template; "
@@ -154,9 +175,14 @@ def build_parser() -> argparse.ArgumentParser:
     ref = sub.add_parser("refusal", help="refusal audit straight from files (no warehouse)",
                          description="Does selecting WITHHOLD protect the mechanism? Scores refusal "
                                      "responses against their worlds (TUPLE.md section 2). Rejected lines "
-                                     "are reported on stderr as FILE:LINE: reason and skipped (exit 3).")
-    ref.add_argument("--worlds", required=True, type=Path, metavar="FILE")
-    ref.add_argument("--responses", required=True, type=Path, metavar="FILE")
+                                     "are reported on stderr as FILE:LINE: field: reason (a reason shared by "
+                                     "more than five lines once, with how many more and which) and skipped "
+                                     "(exit 3).")
+    ref.add_argument("--worlds", required=True, type=Path, metavar="FILE",
+                     help="the worlds the responses answer (JSON Lines, CSV or Parquet)")
+    ref.add_argument("--responses", required=True, type=Path, metavar="FILE",
+                     help="refusal responses: a mechanism of the world's domain or WITHHOLD (JSON Lines, CSV or "
+                          "Parquet)")
     ref.add_argument("--ontology", type=Path, metavar="FILE",
                      help="the decision task's ontology (OWN_TASK.md; default: the TUPLE ontology)")
     ref.add_argument("--json", action="store_true", help="print the CONTRACT.md JSON on stdout (else a table)")
@@ -167,13 +193,20 @@ def build_parser() -> argparse.ArgumentParser:
                                      "top2 (the two highest scores; the others absent, never 0), temperature "
                                      "(tau = 2), noise (Gaussian, sigma 0.05, --seed), or wcpq (the strict "
                                      "workflow-constrained quantizer against the frozen full-native policies of a "
-                                     "stored run, one per workflow and cost profile (18 for TUPLE): needs --worlds, --warehouse and --run). Choice and "
+                                     "stored run, one per workflow and cost profile (18 for TUPLE): needs --worlds, "
+                                     "and reads the run from the warehouse: --run, default the newest run with "
+                                     "utility results). Choice and "
                                      "confidence are kept (WCPQ sets confidence to the codeword's maximum). "
                                      "Unavailable and invalid responses pass through unchanged. Writes JSON "
-                                     "Lines. Rejected lines on stderr as FILE:LINE: field: reason (exit 3).")
-    dfd.add_argument("--method", required=True, choices=["quantize", "top2", "temperature", "noise", "wcpq"])
-    dfd.add_argument("--in", dest="in_file", required=True, type=Path, metavar="FILE")
-    dfd.add_argument("--out", dest="out_file", required=True, type=Path, metavar="FILE")
+                                     "Lines. Rejected lines on stderr as FILE:LINE: field: reason (a reason shared by "
+                                     "more than five lines once, with how many more and which; exit 3).")
+    dfd.add_argument("--method", required=True, choices=["quantize", "top2", "temperature", "noise", "wcpq"],
+                     help="the output defense: quantize, top2, temperature, noise or wcpq (see above)")
+    dfd.add_argument("--in", dest="in_file", required=True, type=Path, metavar="FILE",
+                     help="native responses to defend (JSON Lines, CSV or Parquet)")
+    dfd.add_argument("--out", dest="out_file", required=True, type=Path, metavar="FILE",
+                     help="where to write the defended responses (JSON Lines); never --in, --worlds or --ontology "
+                          "(bad usage); a folder of it that does not exist is created")
     dfd.add_argument("--seed", type=int, default=20261011, help="noise seed (default 20261011; the paper's "
                                                                 "are 20261011-20261013)")
     dfd.add_argument("--worlds", type=Path, metavar="FILE",
@@ -193,7 +226,9 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--run", metavar="ID", help="audit run (default: the newest, most complete run)")
     rep.add_argument("--dataset", metavar="NAME", help="pick the default run among this dataset's runs (with --run: "
                                                        "the run must be one of this dataset's)")
-    rep.add_argument("--out", required=True, type=Path, metavar="FILE.html")
+    rep.add_argument("--out", required=True, type=Path, metavar="FILE.html",
+                     help="the HTML file to write (replaced if it exists; a folder of it that does not exist is "
+                          "created)")
     _warehouse_arg(rep)
 
     mig = sub.add_parser("migrate", help="bring an older warehouse's tables up to this version of qlb",
@@ -210,10 +245,15 @@ def build_parser() -> argparse.ArgumentParser:
     qsub.required = True
     qs = qsub.add_parser("score", help="score predictions against a corpus, straight from files",
                          description="Group-aware, policy-conditioned scores of every detector in the "
-                                     "predictions file. Rejected lines are reported on stderr as "
-                                     "FILE:LINE: reason and skipped (exit 3).")
-    qs.add_argument("--corpus", required=True, type=Path, metavar="FILE")
-    qs.add_argument("--predictions", required=True, type=Path, metavar="FILE")
+                                     "predictions file. Rejected lines (in either file; a prediction whose group "
+                                     "names an attribute the corpus does not label, too) are reported on stderr as "
+                                     "FILE:LINE: field: reason (a reason shared by more than five lines once, with "
+                                     "how many more and which) and skipped (exit 3).")
+    qs.add_argument("--corpus", required=True, type=Path, metavar="FILE",
+                    help="the QuasiLeak corpus: documents with policies and gold groups (JSON Lines, CSV or Parquet)")
+    qs.add_argument("--predictions", required=True, type=Path, metavar="FILE",
+                    help="detector predictions for the corpus's documents, any number of detectors (JSON Lines, CSV "
+                         "or Parquet)")
     qs.add_argument("--split", default=None, choices=SPLITS, help="score one split only (default: every document)")
     qs.add_argument("--json", action="store_true", help="print the CONTRACT.md JSON on stdout (else a table)")
     qv = qsub.add_parser("verify", help="the construction check: is each group weak cue by cue and revealing "
@@ -239,7 +279,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="pattern-pii, lexicon-cues, sim-det-strong, sim-det-local, sim-det-binder, or chat")
     qr.add_argument("--split", default="test", choices=(*SPLITS, "all"),
                     help="corpus split to run on (default test; 'all' for every document)")
-    qr.add_argument("--dataset", metavar="NAME")
+    qr.add_argument("--dataset", metavar="NAME",
+                    help="dataset whose stored corpus to run on (default: the only one, or simulated-reference)")
     qr.add_argument("--base-url", help="chat endpoint base URL, e.g. http://127.0.0.1:8080/v1")
     qr.add_argument("--endpoint-model", help="model name the endpoint serves")
     qr.add_argument("--api-key-env", default="QLB_API_KEY", help="environment variable holding the API key")
@@ -298,7 +339,9 @@ def _collect_parser(sub) -> None:
     col.add_argument("--model", required=True, nargs="+", metavar="NAME",
                      help="the model's name in the warehouse; several names collect those models at once, each "
                           "its own collection with its own --concurrency requests in flight")
-    col.add_argument("--transport", required=True, choices=["typed", "openai", "python"])
+    col.add_argument("--transport", required=True, choices=["typed", "openai", "python"],
+                     help="typed: POST the typed request body to --base-url plus --path; openai: an OpenAI-compatible "
+                          "chat server (--base-url, --endpoint-model); python: call --target in this process")
     col.add_argument("--base-url", nargs="+", metavar="URL",
                      help="endpoint base URL (typed, openai), http:// or https://, e.g. http://HOST:PORT/v1 for an "
                           "OpenAI-compatible server; the request path is appended to its path and its query "
@@ -311,9 +354,10 @@ def _collect_parser(sub) -> None:
                      help="the model name sent in the request (openai: required); one for all or one per --model")
     col.add_argument("--api-key-env", metavar="VAR",
                      help="environment variable holding an API key (sent as a bearer token; never stored or printed)")
-    col.add_argument("--answer", choices=["json", "letters"], default="json",
-                     help="openai: a JSON answer (default) or one letter with top_logprobs")
-    col.add_argument("--no-schema", action="store_true", help="openai --answer json: do not send a JSON schema")
+    col.add_argument("--answer", choices=["json", "letters"], default=None,
+                     help="openai only: a JSON answer (default) or one letter with top_logprobs")
+    col.add_argument("--no-schema", action="store_true",
+                     help="openai --answer json only: do not send a JSON schema")
     col.add_argument("--target", nargs="+", metavar="MODULE:FUNCTION",
                      help="python: the function called with each request body, as MODULE:FUNCTION with the module "
                           "importable from the current folder or the Python path (mymodel:decide for ./mymodel.py, "
@@ -337,8 +381,8 @@ def _collect_parser(sub) -> None:
                      help="print the request body for the first world that would be asked, and ask nothing (the "
                           "python --target need not be importable yet, nor the --api-key-env variable set)")
     col.add_argument("--json", action="store_true",
-                     help="print the summary as JSON: the COLLECT.md keys, then skipped_unanswered, left_for_later "
-                          "and reasons (the 10 most frequent: outcome, reason, count, example_world)")
+                     help="print the summary as JSON: the COLLECT.md keys, then skipped_unanswered, left_for_later, "
+                          "not_reached (worlds the stop left unanswered) and reasons (the 10 most frequent: outcome, reason, count, example_world)")
     _warehouse_arg(col)
 
 
@@ -369,7 +413,7 @@ class _BuildBar:
         stage = label.partition(":")[0]
         if self.bar.disable:
             if stage != self.stage:
-                print(f"qlb demo: {stage} ({100 * done // max(total, 1)}%)", file=sys.stderr, flush=True)
+                print(f"qlb demo: {stage} ({_build_share(done, total)})", file=sys.stderr, flush=True)
         else:
             self.bar.total = total
             self.bar.set_description_str(label, refresh=False)
@@ -382,6 +426,13 @@ class _BuildBar:
         self.bar.close()
 
 
+def _build_share(done: int, total: int) -> str:
+    """How much of the build is done, as a percentage: "<1%" once it has started but not reached 1%
+    (the first stages take seconds of a build of minutes), never a "0%" that looks stuck."""
+    share = 100 * done / max(total, 1)
+    return "0%" if done <= 0 else "<1%" if share < 1 else f"{int(share)}%"
+
+
 def _cmd_demo(args: argparse.Namespace) -> int:
     from qlb.demo import build_demo
     from qlb.records.ontology import OntologyError
@@ -391,6 +442,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     path = args.warehouse or default_path()
     if args.ontology is not None and not args.ontology.is_file():
         raise _UserError(f"{args.ontology}: no such file")
+    _check_demo_dataset(path, args.dataset)
     bar = _BuildBar()
     try:
         result = build_demo(path, args.seed, bar, decode=not args.no_decoding, jobs=args.jobs,
@@ -434,6 +486,21 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         if worlds_file is not None:
             print("\n".join(_own_worlds_next_steps(worlds_file, args.ontology, str(path))))
     return EXIT_OK
+
+
+def _check_demo_dataset(path: str, dataset: str | None) -> None:
+    """`qlb demo --dataset NAME` writes simulated data: into a new or a simulated dataset only, never
+    into real data (bad usage, checked before anything is generated or written)."""
+    from warehouse import queries
+    from warehouse.db import reader
+
+    if dataset is None or not Path(path).exists():
+        return
+    with reader(path) as con:
+        existing = queries.fetch_df(con, "dataset_by_id", [dataset])
+    if not existing.empty and not bool(existing["simulated"].iloc[0]):
+        raise _UsageError(f"--dataset {dataset!r} exists and holds real (not simulated) data; the demo writes "
+                          "simulated data into a new or simulated dataset only: choose another --dataset")
 
 
 def _own_worlds_next_steps(worlds_file: Path, ontology: Path, warehouse: str) -> list[str]:
@@ -577,16 +644,40 @@ def _foreign_domains_hint(dataset: str, foreign: dict[str, int], datasets: list[
     return text
 
 
+def _ingest_empty_file(args: argparse.Namespace, path: str) -> int:
+    """`qlb ingest` of a file without lines (empty, blank lines only, a CSV header alone, a Parquet
+    file without rows): a warning on stderr, nothing stored, no ingest recorded, exit 0 (CONTRACT.md
+    names no exit code for it; nothing was rejected). The warehouse is not opened."""
+    from qlb.records.readers import detect_format, file_sha256
+
+    fmt = detect_format(args.file)
+    what = ("the file is empty" if args.file.stat().st_size == 0
+            else {"csv": "a header and no rows", "parquet": "no rows"}.get(fmt, "blank lines only"))
+    print(f"qlb ingest: warning: {args.file} holds no lines ({what}); "
+          + ("nothing would be stored" if args.dry_run else "nothing stored, no ingest recorded"), file=sys.stderr)
+    if args.json:
+        print(json.dumps({"file": str(args.file), "kind": args.kind, "dataset": args.dataset, "ingest_id": None,
+                          "already_ingested": False, "dry_run": args.dry_run, "lines": 0, "accepted": 0,
+                          "invalid": 0, "rejected": 0, "sha256": file_sha256(args.file), "warehouse": str(path),
+                          "new_warehouse": False, "new_dataset": False, "already_stored": 0, "empty_file": True,
+                          "quarantine_cleared": 0, "invalid_lines": []}, indent=2))
+    return EXIT_OK
+
+
 def _cmd_ingest(args: argparse.Namespace) -> int:
     if args.kind == "ontology":
         return _cmd_ingest_ontology(args)
     from warehouse.db import default_path, open_reader, writer
-    from qlb.records.readers import count_lines
+    from qlb.records.readers import count_lines, detect_format, has_lines
     from warehouse.ingest import IngestRequest, ingest_file, validate_file
 
     path = args.warehouse or default_path()
+    if args.file.is_dir():
+        raise _UserError(f"{args.file}: is a directory, not a file (name one file to ingest)")
     if not args.file.is_file():
-        raise _UserError(f"{args.file}: no such file")
+        raise _UserError(f"{args.file}: no such file" if not args.file.exists() else f"{args.file}: not a regular file")
+    if not has_lines(args.file, detect_format(args.file)):
+        return _ingest_empty_file(args, path)
     if args.kind in NEEDS_FIRST:
         _check_dataset_exists(path, args.dataset, args.kind)
     new_warehouse = not Path(path).exists()
@@ -610,7 +701,7 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
             result = ingest_file(con, IngestRequest(args.kind, args.file, args.dataset, model=args.model), progress=progress)
         report, ingest_id, duplicate = result.report, result.ingest_id, result.duplicate
     bar.close()
-    for msg in report.messages(group_repeats=True):
+    for msg in report.messages(group_repeats=True) + report.invalid_messages():
         print(msg, file=sys.stderr)
     if args.kind == "worlds" and report.foreign_domains and not own_ontology:
         worlds_now = worlds_before + (0 if args.dry_run or duplicate else len(report.accepted))   # some may be in
@@ -619,7 +710,9 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
            "already_ingested": duplicate, "dry_run": args.dry_run, "lines": report.n_lines,
            "accepted": len(report.accepted), "invalid": report.n_invalid, "rejected": len(report.rejects),
            "sha256": report.sha256, "warehouse": str(path), "new_warehouse": new_warehouse and not args.dry_run,
-           "new_dataset": args.dataset not in datasets and not args.dry_run and not duplicate}
+           "new_dataset": args.dataset not in datasets and not args.dry_run and not duplicate,
+           "already_stored": report.already_stored, "empty_file": False,
+           "quarantine_cleared": report.cleared_rejects, "invalid_lines": report.invalid_located()}
     if args.json:
         print(json.dumps(out, indent=2))
     elif duplicate:
@@ -630,8 +723,13 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
         if args.kind == "responses":
             stored += (f" ({report.n_invalid:,} of them invalid: kept with valid = false, the audits read them as "
                        "unavailable)" if report.n_invalid else " (all valid)")
+        if report.already_stored:
+            stored += f"; {report.already_stored:,} already stored (the same values; skipped)"
         rejected = f"{len(report.rejects):,} rejected" + (" (kept in the quarantine with their text)"
                                                            if report.rejects and not args.dry_run else "")
+        if report.cleared_rejects:
+            rejected += (f"; {_plural(report.cleared_rejects, 'quarantined line')} of earlier ingests cleared "
+                         "(this file stored their keys)")
         where = (f"; dry run, nothing written (checked against {path})" if args.dry_run and not new_warehouse
                  else "; dry run, nothing written" if args.dry_run
                  else f" -> {'new ' if out['new_dataset'] else ''}dataset {args.dataset!r}, ingest #{ingest_id}, "
@@ -652,9 +750,9 @@ def _cmd_refusal(args: argparse.Namespace) -> int:
     worlds = {w.world_id: w for _, w in worlds_report.accepted}
     resp_report = validate_file(None, IngestRequest("refusal", args.responses, "stateless"), worlds=worlds,
                                 ontology=ontology)
+    where = {"worlds": args.worlds, "ontology": args.ontology}
     for report, path in ((worlds_report, args.worlds), (resp_report, args.responses)):
-        for r in report.rejects:
-            print(f"{path}:{r.line_no}: " + (f"{r.field}: " if r.field else "") + r.reason, file=sys.stderr)
+        _print_rejects(path, _reject_lines(report.rejects), where)
     frame = refusal.responses_frame([r for _, r in resp_report.accepted], worlds)
     summary = refusal.summarize(refusal.score_responses(frame, ontology))
     if args.json:
@@ -676,6 +774,50 @@ def _ontology_file(path: Path | None):
         raise _RejectedInput(exc.problems) from None
 
 
+def _reject_lines(rejects: Sequence[Any]) -> list[tuple[int, str]]:
+    """(line, ``field: reason``) of a validation report's rejects."""
+    return [(r.line_no, (f"{r.field}: " if r.field else "") + r.reason) for r in rejects]
+
+
+def _stateless_reason(said: str, where: dict[str, Path | None]) -> str:
+    """A reject reason worded for a stateless command, which reads files, not a dataset: an unknown
+    world or document is one that is not in ``--worlds`` or ``--corpus``; a domain outside the
+    ontology is outside ``--ontology`` or, without it, the TUPLE ontology (own-task worlds need
+    ``--ontology``). ``where``: the command's files by flag name (worlds, corpus, ontology)."""
+    if where.get("worlds") is not None:
+        for hint in ("(ingest its worlds first)", "(not in the worlds file)"):
+            said = said.replace(hint, f"(not in --worlds {where['worlds']})")
+    if where.get("corpus") is not None:
+        said = said.replace("(ingest the corpus first)", f"(not in --corpus {where['corpus']})")
+    if "is not a domain of the dataset's ontology" in said:
+        ontology = where.get("ontology")
+        said = said.replace("the dataset's ontology", f"--ontology {ontology}" if ontology else "the TUPLE ontology")
+        if ontology is None:
+            said += "; for worlds of your own decision task, pass its ontology with --ontology FILE"
+    return said
+
+
+def _print_rejects(path: Path, rejects: Sequence[tuple[int, str]], where: dict[str, Path | None]) -> None:
+    """Each rejected line of a stateless command on stderr as ``FILE:LINE: field: reason``, in line
+    order; a reason that more than five lines share is said once, at its first line, with how many
+    more lines and which (as `qlb ingest` does)."""
+    from warehouse.ingest import REPEATS_LISTED, line_ranges
+
+    groups: dict[str, list[int]] = {}
+    for line_no, said in rejects:
+        groups.setdefault(_stateless_reason(said, where), []).append(line_no)
+    out: list[tuple[int, str]] = []
+    for said, lines in groups.items():
+        lines.sort()
+        if len(lines) <= REPEATS_LISTED:
+            out += [(n, f"{path}:{n}: {said}") for n in lines]
+        else:
+            out.append((lines[0], f"{path}:{lines[0]}: {said} (the same on {len(lines) - 1:,} more lines: "
+                                  f"{line_ranges(lines[1:])})"))
+    for _, message in sorted(out, key=lambda m: m[0]):
+        print(message, file=sys.stderr)
+
+
 class _RejectedInput(Exception):
     """Input rejected as a whole (exit 3), one line per problem."""
 
@@ -690,15 +832,16 @@ def _cmd_defend(args: argparse.Namespace) -> int:
 
     if not args.in_file.is_file():
         raise _UserError(f"{args.in_file}: no such file")
+    if args.worlds is not None and not args.worlds.is_file():
+        raise _UserError(f"{args.worlds}: no such file")
+    _check_defend_out(args)
+    where = {"worlds": args.worlds, "ontology": args.ontology}
     worlds = None
     rejected = False
     if args.worlds is not None:
-        if not args.worlds.is_file():
-            raise _UserError(f"{args.worlds}: no such file")
         report = validate_file(None, IngestRequest("worlds", args.worlds, "stateless"),
                                ontology=_ontology_file(args.ontology))
-        for r in report.rejects:
-            print(f"{args.worlds}:{r.line_no}: " + (f"{r.field}: " if r.field else "") + r.reason, file=sys.stderr)
+        _print_rejects(args.worlds, _reject_lines(report.rejects), where)
         rejected = bool(report.rejects)
         worlds = {w.world_id: w for _, w in report.accepted}
     policies = None
@@ -714,8 +857,7 @@ def _cmd_defend(args: argparse.Namespace) -> int:
 
     rep = defend_file(args.in_file, args.out_file, args.method, args.seed, worlds, policies, progress)
     bar.close()
-    for line, reason in rep.rejects:
-        print(f"{args.in_file}:{line}: {reason}", file=sys.stderr)
+    _print_rejects(args.in_file, rep.rejects, where)
     if args.json:
         print(json.dumps(rep.to_json(), indent=2))
     else:
@@ -723,6 +865,34 @@ def _cmd_defend(args: argparse.Namespace) -> int:
         print(f"{args.method}: {rep.written} lines written to {args.out_file} ({rep.transformed} transformed, "
               f"{rep.passed_through} passed through unchanged{extra}, {len(rep.rejects)} rejected)")
     return EXIT_REJECTED if rep.rejects or rejected else EXIT_OK
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    """Whether ``a`` and ``b`` name one file (links and ``..`` seen through; ``b`` exists)."""
+    try:
+        return a.resolve() == b.resolve() or (a.exists() and os.path.samefile(a, b))
+    except (OSError, RuntimeError):       # a symlink loop, say: not the input file
+        return False
+
+
+def _check_defend_out(args: argparse.Namespace) -> None:
+    """``qlb defend --out`` never overwrites one of the command's own input files (bad usage); a
+    folder of it that does not exist yet is created, as ``qlb report --out`` does."""
+    inputs = (("--in", args.in_file), ("--worlds", args.worlds), ("--ontology", args.ontology))
+    for flag, given in inputs:
+        if given is not None and given.is_file() and _same_file(args.out_file, given):
+            raise _UsageError(f"--out {args.out_file} is the same file as {flag} {given}: it would overwrite its own "
+                              "input; write the defended responses to another file")
+    if args.out_file.is_dir():
+        raise _UsageError(f"--out {args.out_file} is a folder; name the file to write")
+    folder = next((p for p in args.out_file.parents if p.exists()), None)
+    if folder is not None and not folder.is_dir():
+        raise _UsageError(f"--out {args.out_file}: {folder} is a file, not a folder")
+    try:
+        args.out_file.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise _UserError(f"--out {args.out_file}: cannot create its folder {args.out_file.parent} "
+                         f"({exc.strerror or exc})") from None
 
 
 def _collect_options(args: argparse.Namespace) -> list:
@@ -746,11 +916,16 @@ def _collect_options(args: argparse.Namespace) -> list:
         raise _UsageError(f"{flag}: give one value for every model or one per --model "
                           f"({len(models)} models, {len(values)} values)")
 
+    if args.transport != "openai" and (args.answer is not None or args.no_schema):
+        flag = "--answer" if args.answer is not None else "--no-schema"
+        raise _UsageError(f"{flag} applies to --transport openai only, not {args.transport}: drop it")
+    if args.answer == "letters" and args.no_schema:
+        raise _UsageError("--no-schema applies to --answer json only (--answer letters sends no schema): drop it")
     settings = zip(models, each("--base-url", args.base_url), each("--endpoint-model", args.endpoint_model),
                    each("--target", args.target))
     return [CollectOptions(probe=args.probe, dataset_id=args.dataset, model=model, transport=args.transport,
                            base_url=base_url, path=args.path, endpoint_model=endpoint_model,
-                           api_key_env=args.api_key_env, answer=args.answer, schema=not args.no_schema,
+                           api_key_env=args.api_key_env, answer=args.answer or "json", schema=not args.no_schema,
                            target=target, splits=args.split, limit=args.limit, interval=args.interval,
                            timeout=args.timeout, concurrency=args.concurrency, retries=args.retries,
                            replace_invalid=args.replace_invalid)
@@ -788,6 +963,8 @@ def _collect_summary(result, probe: str, dataset: str, opts=None) -> list[str]:
              + (f"; {_plural(result.skipped_unanswered, 'world')} without a stored answer not asked "
                 "(--replace-invalid asks again only invalid or unavailable answers; rerun without it to ask them)"
                 if result.skipped_unanswered else "")
+             + (f"; {_plural(result.not_reached, 'world')} not answered: the collection stopped first"
+                if result.not_reached else "")
              + (f"; {_plural(result.left_for_later, 'world')} left for a later run by --limit"
                 if result.left_for_later else "")
              + (f"; collection {result.collection_id}" if result.collection_id else "")]
@@ -892,7 +1069,7 @@ def _cmd_collect(args: argparse.Namespace, argv: Sequence[str]) -> int:
     options = _collect_options(args)
     path = args.warehouse or default_path()
     if not Path(path).exists():
-        raise _UserError(f"{path}: no warehouse here yet (ingest the dataset's worlds first)")
+        raise _UsageError(f"{path}: no warehouse here yet (ingest the dataset's worlds first)")
     try:
         for opts in options:
             opts.check(asking=not args.show_request)
@@ -1007,8 +1184,8 @@ def _report_run(con, run: str | None, dataset: str | None) -> tuple[str, str, bo
         shown = pool.head(RUNS_LISTED)                          # all_runs: newest first
         listed = [r if dataset else f"{r} (dataset {d})" for r, d in zip(shown["run_id"], shown["dataset_id"])]
         listed += ["..."] if len(pool) > RUNS_LISTED else []
-        raise _UserError(f"no run {run!r} in {f'dataset {dataset!r}' if dataset else 'the warehouse'} "
-                         f"(newest audit runs: {', '.join(listed) or 'none'})")
+        raise _UsageError(f"no run {run!r} in {f'dataset {dataset!r}' if dataset else 'the warehouse'} "
+                          f"(newest audit runs: {', '.join(listed) or 'none'})")
     owner = str(match["dataset_id"].iloc[0])
     if dataset is not None and owner != dataset:
         raise _UsageError(f"run {run!r} belongs to dataset {owner!r}, not to --dataset {dataset!r} "
@@ -1048,11 +1225,19 @@ def _frozen_policies(args: argparse.Namespace) -> dict:
     with reader(path) as con:
         dataset = _resolve_dataset(con, args.dataset)
         runs = queries.fetch_df(con, "utility_runs", [dataset])["run_id"].tolist()
+        if args.run is not None and args.run not in runs:
+            every = queries.fetch_df(con, "all_runs", [])
+            if args.run not in set(every["run_id"]):
+                shown = every[every["dataset_id"] == dataset]["run_id"].tolist()
+                raise _UsageError(f"--run: no run {args.run!r} in dataset {dataset!r} (newest audit runs: "
+                                  f"{', '.join(shown[:RUNS_LISTED]) or 'none'}"
+                                  f"{', ...' if len(shown) > RUNS_LISTED else ''})")
+            raise _UsageError(f"--run: run {args.run!r} has no utility results, which wcpq takes its frozen policies "
+                              f"from (runs of dataset {dataset!r} with them: "
+                              f"{', '.join(runs[:RUNS_LISTED]) or 'none'}{', ...' if len(runs) > RUNS_LISTED else ''})")
         if not runs:
             raise _UserError(f"no run with utility results in {dataset!r}: run `qlb audit` first")
         run_id = args.run or runs[0]
-        if run_id not in runs:
-            raise _UserError(f"run {run_id!r} has no utility results (runs with them: {', '.join(runs)})")
         models = queries.fetch_df(con, "models_with_responses", [dataset])["model"].tolist()
         return {m: frozen_policies(con, run_id, m) for m in models}
 
@@ -1078,7 +1263,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     from qlb.tuple import refusal
     from qlb.tuple.learned_wcpq import LEARNED_VARIANTS
     from qlb.present.names import cost_interval, pct_interval
-    from qlb.runs.audit import AuditOptions, audit_inputs, run_audits, unknown_models
+    from qlb.runs.audit import AuditOptions, audit_inputs, run_audits, unknown_defense_models, unknown_models
     from qlb.stats.parallel import SchedulerError
     from warehouse.db import default_path, writer
     from warehouse.ontologies import dataset_ontology
@@ -1109,7 +1294,9 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         try:
             with writer(path) as con:
                 dataset = _resolve_dataset(con, args.dataset)
-                problem = unknown_models(args.models, audit_inputs(con, dataset)[0], dataset)
+                have = audit_inputs(con, dataset)[0]
+                problem = (unknown_models(args.models, have, dataset)
+                           or unknown_defense_models(args.defense_models, args.models, have, dataset))
                 if problem:
                     raise _UsageError(problem)
                 ontology = dataset_ontology(con, dataset)
@@ -1139,20 +1326,43 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         print("\nRefusal audit (all domains):")
         print(refusal.format_table(run.refusal_summary, ontology))
     if run.recovery is not None:
-        pooled = run.recovery[run.recovery["scope"] == "pooled"]
+        pooled = _in_audit_order(run.recovery[run.recovery["scope"] == "pooled"])
         print("\nSecret recovery on the test split (all domains, with 95% intervals):")
         print(_text_table(pooled, "view", lambda r: pct_interval(r.accuracy, r.ci_low, r.ci_high)))
     if run.utility is not None:
-        u = run.utility[(run.utility["scope"] == "pooled") & (run.utility["profile"] == "authored")]
+        u = _in_audit_order(run.utility[(run.utility["scope"] == "pooled") & (run.utility["profile"] == "authored")])
         print("\nDownstream mean cost per case on the test split (authored costs, with 95% intervals):")
         print(_text_table(u, "task", lambda r: cost_interval(r.mean_cost, r.ci_low, r.ci_high), rows=["model", "view"]))
     if run.defenses is not None:
-        d = run.defenses[~run.defenses["defense"].str.startswith("noise seed")]
+        d = _in_audit_order(run.defenses[~run.defenses["defense"].str.startswith("noise seed")])
         print("\nDefense-aware secret recovery on the test split (with 95% intervals):")
         print(_text_table(d, "defense", lambda r: pct_interval(r.accuracy, r.ci_low, r.ci_high)))
     for name, why in run.skipped.items():
         print(f"skipped {name}: {_in_flag_words(why)}")
     return EXIT_OK
+
+
+def _in_audit_order(frame):
+    """``frame``'s rows in the audit's own order, whether the run was just computed or reused from
+    the warehouse (which returns them alphabetically): models by name, views as
+    ``release_views.VIEWS`` (no output ... full native), tasks as ``workflows.TASKS``, defenses as
+    the figures show them (``DEFENSE_ORDER``, then the learned WCPQ variants); a value outside its
+    order comes last."""
+    from qlb.present.figures import DEFENSE_ORDER
+    from qlb.tuple.defense_audit import LEARNED_ENDPOINTS
+    from qlb.tuple.release_views import VIEWS
+    from qlb.tuple.workflows import TASKS
+
+    orders = {"view": list(VIEWS), "task": list(TASKS), "defense": [*DEFENSE_ORDER, *LEARNED_ENDPOINTS]}
+    keys = ["model"] if "model" in frame.columns else []
+    ranked = frame.copy()
+    for column, order in orders.items():
+        if column in frame.columns:
+            rank = {v: i for i, v in enumerate(order)}
+            ranked[f"_rank_{column}"] = frame[column].map(lambda v, rank=rank: rank.get(v, len(rank)))
+            keys += [f"_rank_{column}", column]
+    ranked = ranked.sort_values(keys, kind="stable") if keys else ranked
+    return ranked.drop(columns=[c for c in ranked.columns if c.startswith("_rank_")])
 
 
 def _text_table(frame, columns: str, cell, rows: Sequence[str] = ("model",)) -> str:
@@ -1288,7 +1498,7 @@ def _cmd_ql_verify(args: argparse.Namespace) -> int:
         raise _UserError(f"{args.groups}: no such file")
     for name, tau in (("--tau-weak", args.tau_weak), ("--tau-reveal", args.tau_reveal)):
         if not 0 <= tau <= 1:
-            raise _UserError(f"{name} {tau} is outside [0, 1]")
+            raise _UsageError(f"{name} {tau} is outside [0, 1]")
     verdicts, rejected = [], 0
     for rec in read_records(args.groups, frozenset({"cue_confidences", "n_values", "group_confidence"})):
         try:
@@ -1339,12 +1549,13 @@ def _cmd_ql_score(args: argparse.Namespace) -> int:
     corpus_report = validate_file(None, IngestRequest("corpus", args.corpus, "stateless"))
     docs = [d for _, d in corpus_report.accepted]
     pred_report = validate_file(None, IngestRequest("predictions", args.predictions, "stateless"), documents={d.doc_id: len(d.text) for d in docs})
-    for report, path in ((corpus_report, args.corpus), (pred_report, args.predictions)):
-        for r in report.rejects:
-            print(f"{path}:{r.line_no}: " + (f"{r.field}: " if r.field else "") + r.reason, file=sys.stderr)
+    accepted, foreign = _predictions_of_corpus_attributes(pred_report.accepted, docs)
+    where = {"corpus": args.corpus}
+    _print_rejects(args.corpus, _reject_lines(corpus_report.rejects), where)
+    _print_rejects(args.predictions, _reject_lines(pred_report.rejects) + foreign, where)
     corpus = quasileak.documents_from_records(docs)
     ids = [d for d, doc in corpus.items() if args.split is None or doc["split"] == args.split]
-    preds = quasileak.predictions_from_records(p for _, p in pred_report.accepted)
+    preds = quasileak.predictions_from_records(accepted)
     out = {"detectors": {det: quasileak.detector_report(quasileak.score_detector(corpus, p, ids))
                          for det, p in sorted(preds.items())}}
     if args.json:
@@ -1356,7 +1567,25 @@ def _cmd_ql_score(args: argparse.Namespace) -> int:
             f = lambda v: "N/A" if v is None else f"{v:.3f}"  # noqa: E731
             print(f"{det:<22}{a['targets']:>8}{f(a['complete_recall']):>12}{f(a['graded_recall']):>10}"
                   f"{f(a['strict_precision']):>10}{f(a['complete_f1']):>13}")
-    return EXIT_REJECTED if corpus_report.rejects or pred_report.rejects else EXIT_OK
+    return EXIT_REJECTED if corpus_report.rejects or pred_report.rejects or foreign else EXIT_OK
+
+
+def _predictions_of_corpus_attributes(accepted: list, docs: list) -> tuple[list, list[tuple[int, str]]]:
+    """The accepted predictions whose groups name only attributes of the corpus (QUASILEAK.md section
+    4, as `qlb ingest predictions` checks them against a stored corpus), and a reject line for each
+    other one."""
+    attributes = frozenset(a for d in docs for a in d.policy)
+    if not attributes:                      # no document accepted: every prediction is already an unknown doc_id
+        return [p for _, p in accepted], []
+    kept, rejects = [], []
+    for line_no, p in accepted:
+        bad = sorted({g.attribute for g in p.groups} - attributes)
+        if bad:
+            rejects.append((line_no, f"groups: group attribute {', '.join(bad)} is not one of the corpus's "
+                                     f"attributes ({', '.join(sorted(attributes))})"))
+        else:
+            kept.append(p)
+    return kept, rejects
 
 
 def _cmd_ql_run(args: argparse.Namespace) -> int:
@@ -1364,18 +1593,18 @@ def _cmd_ql_run(args: argparse.Namespace) -> int:
 
     from qlb.runs.audit import run_audits
     from qlb.quasileak.detectors import ChatEndpointDetector, builtin_detectors
-    from qlb.runs.quasileak import run_detector
+    from qlb.runs.quasileak import DetectorStopped, run_detector
     from warehouse.db import default_path, writer
 
     if args.detector == "chat":
         if not args.base_url or not args.endpoint_model:
-            raise _UserError("--detector chat needs --base-url and --endpoint-model")
+            raise _UsageError("--detector chat needs --base-url and --endpoint-model")
         detector = ChatEndpointDetector(args.base_url, args.endpoint_model, os.environ.get(args.api_key_env),
                                         timeout=args.timeout)
     else:
         known = builtin_detectors()
         if args.detector not in known:
-            raise _UserError(f"unknown detector {args.detector!r}; expected one of {', '.join(known)} or chat")
+            raise _UsageError(f"unknown detector {args.detector!r}; expected one of {', '.join(known)} or chat")
         detector = known[args.detector]
     path = args.warehouse or default_path()
     if not Path(path).exists():
@@ -1387,11 +1616,17 @@ def _cmd_ql_run(args: argparse.Namespace) -> int:
         bar.n = done
         bar.refresh()
 
-    with writer(path) as con:
-        dataset = _resolve_dataset(con, args.dataset)
-        stats = run_detector(con, dataset, detector, None if args.split == "all" else args.split, progress)
-        run = run_audits(con, dataset, decode=False, utility=False)
-    bar.close()
+    try:
+        with writer(path) as con:
+            dataset = _resolve_dataset(con, args.dataset)
+            stats = run_detector(con, dataset, detector, None if args.split == "all" else args.split, progress)
+            run = run_audits(con, dataset, decode=False, utility=False)
+    except DetectorStopped as exc:          # an unreachable endpoint: one line, no run of failures (exit 1)
+        raise _UserError(str(exc)) from None
+    finally:
+        bar.close()
+        if isinstance(detector, ChatEndpointDetector):
+            detector.close()
     print(f"{detector.name}: {stats['documents']} documents, {stats['failures']} failures; "
           f"scores stored in run {run.run_id}")
     return EXIT_OK
@@ -1421,6 +1656,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     handlers = {"demo": _cmd_demo, "ingest": _cmd_ingest, "refusal": _cmd_refusal, "audit": _cmd_audit,
                 "defend": _cmd_defend, "report": _cmd_report, "migrate": _cmd_migrate,
                 "quasileak": _cmd_quasileak, "collect": lambda a: _cmd_collect(a, argv)}
+    stdout = sys.stdout
+    sys.stdout = _StdoutUntilClosed(stdout)
     try:
         return handlers[args.command](args)
     except _UsageError as exc:
@@ -1443,6 +1680,42 @@ def main(argv: Sequence[str] | None = None) -> int:
         logging.getLogger(__name__).debug("unexpected failure", exc_info=True)
         print(f"qlb {args.command}: error: {type(exc).__name__}: {exc}", file=sys.stderr)
         return EXIT_FAILURE
+    finally:
+        sys.stdout = stdout
+
+
+class _StdoutUntilClosed:
+    """``sys.stdout`` while a command runs: once its reader goes away (`qlb refusal ... | head -1`),
+    what is left to print is dropped, quietly, and the command goes on to its own exit code (3 for
+    rejected lines, say), as if everything had been read."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream, self.gone = stream, False
+
+    def write(self, text: str) -> int:
+        if not self.gone:
+            try:
+                return self._stream.write(text)
+            except BrokenPipeError:
+                self._reader_gone()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.gone:
+            try:
+                self._stream.flush()
+            except BrokenPipeError:
+                self._reader_gone()
+
+    def _reader_gone(self) -> None:
+        self.gone = True
+        try:        # what is still buffered goes nowhere when Python flushes at exit: no second error then
+            os.dup2(os.open(os.devnull, os.O_WRONLY), self._stream.fileno())
+        except (OSError, ValueError, AttributeError):
+            pass
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
 
 
 if __name__ == "__main__":

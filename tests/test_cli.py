@@ -359,10 +359,10 @@ def test_report_names_its_run_and_dataset_and_refuses_a_run_of_another_dataset(t
     assert capsys.readouterr().out.startswith(f"report of run {runs['other']} of dataset 'other' written to {out} (")
     assert main(["report", "--dataset", "tiny", "--out", out, "--warehouse", wh]) == 0
     assert capsys.readouterr().out.endswith("; the newest, most complete run of the dataset (--run ID picks another)\n")
-    assert main(["report", "--run", "run-xyz", "--out", out, "--warehouse", wh]) == 1
+    assert main(["report", "--run", "run-xyz", "--out", out, "--warehouse", wh]) == 2
     assert capsys.readouterr().err == (f"qlb report: error: no run 'run-xyz' in the warehouse (newest audit runs: "
                                        f"{runs['other']} (dataset other), {runs['tiny']} (dataset tiny))\n")
-    assert main(["report", "--run", "run-xyz", "--dataset", "tiny", "--out", out, "--warehouse", wh]) == 1
+    assert main(["report", "--run", "run-xyz", "--dataset", "tiny", "--out", out, "--warehouse", wh]) == 2
     assert f"no run 'run-xyz' in dataset 'tiny' (newest audit runs: {runs['tiny']})" in capsys.readouterr().err
 
 

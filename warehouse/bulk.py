@@ -236,18 +236,29 @@ class KeyLedger:
     world, so that the bulk path finds a block's repeated keys with numpy instead of an anti-join
     with every row stored so far (whose cost grew with the file). Filled from the warehouse once
     (``mark``, a batch of the dataset's stored keys at a time), then by ``claim``. A world is one
-    of ``world_ids`` (every accepted response's world is); memory: a byte per model and world."""
+    of ``world_ids`` (every accepted response's world is); memory: a byte per model and world.
+
+    A flag tells apart the keys stored before this ingest (``STORED``: a line restating one is
+    compared with the stored row) from the keys this ingest claimed (``CLAIMED``: a repeat within
+    the file, the first is kept), see ``stored_before``."""
+
+    CLAIMED, STORED = 1, 2
 
     def __init__(self, world_ids: pa.Array):
         self.world_ids = world_ids
         self.slots: dict[str, int] = {}
-        self.seen = np.zeros((0, len(world_ids)), dtype=bool)
+        self.seen = np.zeros((0, len(world_ids)), dtype=np.uint8)
 
     def mark(self, models: pa.Array | pa.ChunkedArray, worlds: pa.Array | pa.ChunkedArray) -> None:
         """Flag these stored keys (a world not among ``world_ids`` is skipped: no new response can
         be about it)."""
         code = self._codes(models, worlds, strict=False)
-        self.seen.reshape(-1)[code[code >= 0]] = True
+        self.seen.reshape(-1)[code[code >= 0]] = self.STORED
+
+    def stored_before(self, table: pa.Table) -> np.ndarray:
+        """Which rows of ``table`` (model, world_id) have a key stored before this ingest (``mark``)."""
+        code = self._codes(table.column("model"), table.column("world_id"))
+        return self.seen.reshape(-1)[code] == self.STORED
 
     def _codes(self, models, worlds, strict: bool = True) -> np.ndarray:
         """Each key's flag index (model slot x worlds + world index; -1: a world not known)."""
@@ -270,15 +281,15 @@ class KeyLedger:
         first = np.zeros(len(code), dtype=bool)
         first[np.arange(len(code))[order][np.unique(code[order], return_index=True)[1]]] = True
         seen = self.seen.reshape(-1)
-        new = first & ~seen[code]
-        seen[code[new]] = True
+        new = first & (seen[code] == 0)
+        seen[code[new]] = self.CLAIMED
         return np.split(new, np.cumsum([t.num_rows for t in tables])[:-1])
 
     def _slot(self, model: str) -> int:
         if model not in self.slots:
             self.slots[model] = len(self.slots)
             if len(self.slots) > len(self.seen):         # room for twice as many models
-                grown = np.zeros((2 * len(self.slots), len(self.world_ids)), dtype=bool)
+                grown = np.zeros((2 * len(self.slots), len(self.world_ids)), dtype=np.uint8)
                 grown[:len(self.seen)] = self.seen
                 self.seen = grown
         return self.slots[model]

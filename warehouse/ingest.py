@@ -8,6 +8,11 @@ so the records held in Python do not grow with the file; the whole file is still
 uncommitted rows in memory until the commit (about 190 bytes a stored response). Duplicates
 across batches are found by the tables' primary keys, not by keys held in memory. The same file
 (same sha256) ingested twice into the same dataset and kind changes nothing.
+
+A line whose key an earlier ingest stored is compared with the stored row in DuckDB, a batch at a
+time (``_stored_verdicts``): the same values are skipped (already stored), other values are a
+rejected line (the stored row is kept). The keys an ingest stores clear the quarantined lines
+earlier ingests left for them (``_clear_resolved_rejects``).
 """
 from __future__ import annotations
 
@@ -15,6 +20,7 @@ import gc
 import hashlib
 import json
 import logging
+import re
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -31,10 +37,10 @@ import pyarrow.compute as pc
 from pydantic import BaseModel, ValidationError
 from pydantic_core import to_json
 
-from qlb.records.readers import LineBlock, Record, detect_format, file_sha256, jsonl_blocks, read_records
+from qlb.records.readers import LineBlock, Record, detect_format, file_sha256, has_lines, jsonl_blocks, read_records
 from qlb.records.schemas import (
     PAIR_SHARED_FIELDS, NativeResponse, QLDocument, QLPrediction, RefusalResponse, World, describe_error,
-    model_name_problem,
+    invalid_field, model_name_problem,
 )
 from qlb.records.ontology import Ontology, load_ontology
 from warehouse import bulk, queries
@@ -53,6 +59,17 @@ BATCH_CHARS = 32 << 20     # ... or fewer, once their text passes this many char
 INGEST_MEMORY = "128MB"
 CHECKERS = 2               # threads that check native-response blocks in bulk (one per core here)
 REPEATS_LISTED = 5         # a reject reason on more lines is said once, with this many of its other lines
+INVALID_GROUPS_KEPT = 200  # an ingest's report locates invalid lines of this many distinct reasons ...
+INVALID_LINES_KEPT = 50    # ... and this many lines of each (the responses table holds them all)
+
+
+class _Restated(str):
+    """What ``_Kind.check`` says of a record whose key an earlier ingest stored: whether it is
+    that same record (skipped, already stored) or another (rejected) is for the warehouse to tell,
+    a batch at a time (``_stored_verdicts``)."""
+
+
+RESTATED = _Restated("restates a stored key")
 
 
 class IngestError(ValueError):
@@ -99,13 +116,16 @@ class ValidationReport:
     model: str | None
     accepted: list[tuple[int, BaseModel]] | StoredLines = field(default_factory=list)
     rejects: list[Reject] = field(default_factory=list)
-    already_stored: int = 0   # lines a retry of the same file skipped (stored by its first ingest)
+    already_stored: int = 0   # lines skipped: stored by an earlier ingest with the same values (or a retry's first)
     invalid_count: int = 0    # accepted native responses with valid = false
+    # (field, reason) -> [lines with it, the first INVALID_LINES_KEPT of them] of the invalid responses
+    invalid_lines: dict[tuple[str | None, str], list] = field(default_factory=dict)
+    cleared_rejects: int = 0  # quarantined lines of earlier ingests cleared: this ingest stored their keys
     validator: "_Kind | None" = field(default=None, repr=False, compare=False)
 
     @property
     def n_lines(self) -> int:
-        """Non-blank input lines: accepted, rejected, and already stored by an earlier ingest of the file."""
+        """Non-blank input lines: accepted, rejected, and already stored (by an earlier ingest, the same values)."""
         return len(self.accepted) + len(self.rejects) + self.already_stored
 
     @property
@@ -113,15 +133,52 @@ class ValidationReport:
         """Accepted native responses stored with valid = false."""
         return self.invalid_count
 
-    def lines(self) -> pd.DataFrame:
-        """One row per non-blank input line: line, outcome (accepted/invalid/rejected), field,
-        reason. (An ingest's report lists its rejected lines only: it keeps no accepted records.)"""
-        kept = self.accepted if isinstance(self.accepted, list) else []
-        rows = [(n, "invalid", None, r.invalid_reason) if type(r) is NativeResponse and not r.valid
-                else (n, "accepted", None, None) for n, r in kept]
-        rows += [(r.line_no, "rejected", r.field, r.reason) for r in self.rejects]
-        df = pd.DataFrame(rows, columns=["line", "outcome", "field", "reason"])
-        return df.sort_values("line", kind="stable").reset_index(drop=True)
+    def note_invalid(self, accepted: Iterable[tuple[int, BaseModel]]) -> None:
+        """Count the accepted native responses that are invalid, and locate them (the first lines of
+        each reason, for ``invalid_messages``; memory does not grow with the file)."""
+        groups = self.invalid_lines
+        for n, r in accepted:
+            if type(r) is not NativeResponse or r.valid:
+                continue
+            self.invalid_count += 1
+            key = (invalid_field(r.invalid_reason), r.invalid_reason)
+            group = groups.get(key)
+            if group is None:
+                if len(groups) >= INVALID_GROUPS_KEPT:
+                    continue
+                group = groups[key] = [0, []]
+            group[0] += 1
+            if len(group[1]) < INVALID_LINES_KEPT:
+                group[1].append(n)
+
+    def invalid_located(self) -> list[dict[str, Any]]:
+        """The invalid responses this report locates, in line order: line, field, reason (the first
+        lines of each reason; ``n_invalid`` counts them all)."""
+        rows = [{"line": n, "field": fld, "reason": reason}
+                for (fld, reason), (_, lines) in self.invalid_lines.items() for n in lines]
+        return sorted(rows, key=lambda row: row["line"])
+
+    def invalid_messages(self, limit: int = 10) -> list[str]:
+        """``FILE:LINE: field: invalid: reason`` for the first invalid responses, like ``messages``:
+        a reason on more than ``REPEATS_LISTED`` lines is one message at its first line naming the
+        others; at most ``limit`` messages, then one that says how many invalid lines it left out."""
+        out: list[tuple[int, str, int]] = []        # (first line, message, invalid lines it covers)
+        for (fld, reason), (count, lines) in self.invalid_lines.items():
+            said = (f"{fld}: " if fld else "") + "invalid: " + reason
+            if count <= REPEATS_LISTED:
+                out += [(n, f"{self.file_name}:{n}: {said}", 1) for n in lines]
+                continue
+            listed = line_ranges(lines[1:]) + (", ..." if count > len(lines) else "")
+            out.append((lines[0], f"{self.file_name}:{lines[0]}: {said} (the same on {count - 1:,} more lines: "
+                                  f"{listed})", count))
+        out.sort(key=lambda m: m[0])
+        shown = out[:limit]
+        messages = [m for _, m, _ in shown]
+        left = self.invalid_count - sum(c for _, _, c in shown)
+        if left > 0:
+            messages.append(f"{self.file_name}: {left:,} more invalid {'line' if left == 1 else 'lines'} not listed "
+                            "here (stored with valid = false and their reason)")
+        return messages
 
     def messages(self, group_repeats: bool = False) -> list[str]:
         """``FILE:LINE: field: reason`` for every rejected line. With ``group_repeats``, a field and
@@ -131,25 +188,31 @@ class ValidationReport:
         if not group_repeats:
             return [f"{self.file_name}:{r.line_no}: " + (f"{r.field}: " if r.field else "") + r.reason
                     for r in self.rejects]
-        groups: dict[tuple[str | None, str], list[int]] = {}
+        groups: dict[tuple[str | None, str], list[tuple[int, str]]] = {}
         for r in self.rejects:
-            groups.setdefault((r.field, r.reason), []).append(r.line_no)
+            dup = _DUPLICATE.match(r.reason)      # duplicates of many keys: one group, each line its key
+            groups.setdefault((r.field, dup.group(2) if dup else r.reason), []).append((r.line_no, r.reason))
         out = []
-        for (fld, reason), lines in groups.items():
+        for (fld, shared), lines in groups.items():
             lines.sort()
-            said = (f"{fld}: " if fld else "") + reason
             if len(lines) <= REPEATS_LISTED:
-                out += [(n, f"{self.file_name}:{n}: {said}") for n in lines]
+                out += [(n, f"{self.file_name}:{n}: " + (f"{fld}: " if fld else "") + reason) for n, reason in lines]
                 continue
-            others = lines[1:]
-            out.append((lines[0], f"{self.file_name}:{lines[0]}: {said} (the same on {len(others):,} more lines: "
-                                  f"{line_ranges(others)})"))
+            (first, reason), others = lines[0], [n for n, _ in lines[1:]]
+            same = "the same" if shared == reason else "the same, each for its own key,"
+            out.append((first, f"{self.file_name}:{first}: " + (f"{fld}: " if fld else "") + reason
+                        + f" ({same} on {len(others):,} more lines: {line_ranges(others)})"))
         return [message for _, message in sorted(out, key=lambda m: m[0])]
 
     @property
     def foreign_domains(self) -> dict[str, int]:
         """Domains the dataset's ontology lacks, named by rejected worlds, with their number of lines."""
         return dict(getattr(self.validator, "foreign_domains", None) or {})
+
+
+# a duplicate's reason: the record's key, then what was kept (``_Kind.duplicate``, ``_Kind.differs``)
+_DUPLICATE = re.compile(r"^duplicate (.+?) (\(the first is kept\)|with other values than the one ingest #\d+ stored "
+                        r"\(the stored one is kept\))$")
 
 
 def line_ranges(lines: list[int]) -> str:
@@ -168,11 +231,17 @@ def line_ranges(lines: list[int]) -> str:
 
 @dataclass(frozen=True)
 class IngestResult:
-    """One ingest: its id, whether the file was already stored, and its validation report."""
+    """One ingest: its id, whether the file was already stored, and its validation report. A file
+    that holds no lines (empty, blank, or a CSV header alone) is not recorded: its id is None."""
 
-    ingest_id: int
+    ingest_id: int | None
     duplicate: bool
     report: ValidationReport
+
+    @property
+    def empty(self) -> bool:
+        """The file held no lines: nothing was stored and no ingest recorded."""
+        return self.ingest_id is None
 
 
 @dataclass(frozen=True)
@@ -215,6 +284,7 @@ class _Kind:
     json_columns: frozenset[str] = frozenset()
     ledger: str | None = None     # the table whose ``ledger_key`` columns are this kind's record key
     ledger_key: tuple[str, ...] = ()
+    stored_table: str = ""        # the table that holds a record's key (queries restated_<it>)
 
     def __init__(self, con: duckdb.DuckDBPyConnection | None, dataset_id: str, model_name: str | None,
                  *, keys_in_warehouse: bool = False):
@@ -240,6 +310,11 @@ class _Kind:
     def duplicate(self, obj: BaseModel) -> str:
         return f"duplicate {self.describe(obj)} (the first is kept)"
 
+    @staticmethod
+    def differs(described: str, stored_by: int) -> str:
+        """The reason of a line whose key an earlier ingest stored with other values."""
+        return f"duplicate {described} with other values than the one ingest #{stored_by} stored (the stored one is kept)"
+
     def use_ontology(self, ontology: Ontology) -> None:
         """Validate against ``ontology`` (the stateless commands' ``--ontology FILE``)."""
         self.ontology = ontology
@@ -248,10 +323,11 @@ class _Kind:
             self.context = {**self.context, "ontology": ontology}
 
     def claim(self, obj: BaseModel) -> str | None:
-        """Register the record's key; a reason when it repeats an earlier record."""
+        """Register the record's key; a reason when it repeats an earlier line of the file,
+        ``RESTATED`` when an earlier ingest stored it."""
         k = self.key(obj)
         if k in self.seen:
-            return self.duplicate(obj)
+            return self.duplicate(obj) if self.seen[k] is None else RESTATED
         self.seen[k] = None
         return None
 
@@ -361,6 +437,7 @@ def _block_datasets(rows: pa.Table | pd.DataFrame) -> list[str]:
 
 class _Worlds(_Kind):
     model = World
+    stored_table = "worlds"
     json_columns = frozenset({"hypotheses", "candidate_order"})
 
     def __init__(self, con, dataset_id, model_name, **options):
@@ -505,11 +582,13 @@ class _ResponsesBase(_Kind):
         return f"response for model {model!r} and world {world_id!r}"
 
     def check(self, r) -> str | None:
+        if self.keys_in_warehouse:             # the ledger table finds repeated keys (write_new)
+            return None
         k = (r.model, r.world_id)
         if k not in self.seen:                 # the common case, without building a message
             self.seen[k] = None
             return None
-        return self.duplicate(r)
+        return self.duplicate(r) if self.seen[k] is None else RESTATED
 
     def models(self, accepted) -> list[str]:
         return sorted({r.model for _, r in accepted})
@@ -523,7 +602,7 @@ class _RecordRejected(Exception):
 
 class _Responses(_ResponsesBase):
     model = NativeResponse
-    table = ledger = "responses"
+    table = ledger = stored_table = "responses"
     ledger_key = ("dataset_id", "model", "world_id")
 
     def world_key(self, row):
@@ -552,7 +631,7 @@ class _Responses(_ResponsesBase):
 
 class _Refusal(_ResponsesBase):
     model = RefusalResponse
-    table = ledger = "refusal_responses"
+    table = ledger = stored_table = "refusal_responses"
     ledger_key = ("dataset_id", "model", "world_id")
 
     def world_key(self, row):
@@ -598,6 +677,7 @@ def cue_distance(cues: Iterable[tuple[int, int]]) -> int:
 
 class _Corpus(_Kind):
     model = QLDocument
+    stored_table = "ql_documents"
     json_columns = frozenset({"profile", "policy", "groups", "distractors"})
 
     attributes: frozenset[str] | None = None      # the corpus's attribute set, fixed by its first document
@@ -637,14 +717,20 @@ class _Corpus(_Kind):
                 groups.append(dict(dataset_id=self.dataset_id, doc_id=d.doc_id, group_index=gi,
                                    attribute=g.attribute, policy_label=d.policy[g.attribute],
                                    arity=len(g.cues), cues=json.dumps([list(c) for c in g.cues]),
-                                   cue_distance=cue_distance(g.cues)))
+                                   cue_distance=cue_distance(g.cues), line_no=n))
         return [("ql_documents", pd.DataFrame(docs)), ("ql_groups", pd.DataFrame(groups))]
+
+    def write(self, con, accepted, ingest_id):
+        for table, frame in self.frames(accepted, ingest_id):
+            # a group's line_no tells restated documents' groups apart (``_stored_verdicts``); not stored
+            insert_rows(con, table, frame.drop(columns=["line_no"]) if table == "ql_groups" and not frame.empty
+                        else frame)
 
 
 class _Predictions(_Kind):
     model = QLPrediction
     json_columns = frozenset({"groups"})
-    ledger = "ql_predictions"
+    ledger = stored_table = "ql_predictions"
     ledger_key = ("dataset_id", "detector", "doc_id")
 
     def empty_context(self):
@@ -673,7 +759,7 @@ class _Predictions(_Kind):
             bad = sorted({g.attribute for g in p.groups} - self.attributes)
             if bad:
                 return f"group attribute {', '.join(bad)} is not one of the corpus's attributes"
-        return self.claim(p)
+        return None if self.keys_in_warehouse else self.claim(p)
 
     def frames(self, accepted, ingest_id):
         frame = pd.DataFrame([dict(dataset_id=self.dataset_id, detector=p.detector, doc_id=p.doc_id,
@@ -705,16 +791,18 @@ def _collector_paused() -> Iterator[None]:
 
 
 Accepted = list[tuple[int, BaseModel, str]]           # (line, record, raw text) of one batch
-Flush = Callable[..., None]                            # (accepted, rejects[, bulk rows, their LineBlock])
+Flush = Callable[..., None]       # (accepted, rejects, restated[, bulk rows, their LineBlock, key ledger])
 
 
 def _validate_stream(kind: _Kind, records: Iterable[Record], report: ValidationReport, progress: Progress | None,
                      flush: Flush, stored_before: Callable[[int], bool] | None = None) -> None:
-    """Validate ``records`` in file order and hand each batch of accepted lines and rejects to
-    ``flush``; ``stored_before(line)`` is True for a line an earlier ingest of the file stored."""
+    """Validate ``records`` in file order and hand each batch of accepted lines, rejects and
+    restated lines (valid, their key stored by an earlier ingest: ``RESTATED``) to ``flush``;
+    ``stored_before(line)`` is True for a line an earlier ingest of the file stored."""
     validate, check = kind.validate, kind.check          # hot loop: bound once
     accepted: Accepted = []
     rejects: list[Reject] = []
+    restated: Accepted = []
     accept, reject = accepted.append, rejects.append
     chars, batch_lines, batch_chars = 0, BATCH_LINES, BATCH_CHARS
     for i, rec in enumerate(records, start=1):
@@ -734,22 +822,60 @@ def _validate_stream(kind: _Kind, records: Iterable[Record], report: ValidationR
                 reason = check(obj)
                 if reason is None:
                     accept((rec.line_no, obj, rec.raw))
+                elif reason is RESTATED:
+                    restated.append((rec.line_no, obj, rec.raw))
                 else:
                     reject(Reject(rec.line_no, None, reason, rec.raw))
         chars += len(rec.raw)
-        if len(accepted) + len(rejects) >= batch_lines or chars >= batch_chars:
-            flush(accepted, rejects)
+        if len(accepted) + len(rejects) + len(restated) >= batch_lines or chars >= batch_chars:
+            flush(accepted, rejects, restated)
             accepted.clear()
             rejects.clear()
+            restated.clear()
             chars = 0
             gc.collect(0)                  # the collector is paused: free any cycles the batch left
         if progress is not None and i % 2000 == 0:
             progress(i)
-    flush(accepted, rejects)
+    flush(accepted, rejects, restated)
 
 
-def _n_invalid(accepted: Iterable[tuple[int, BaseModel]]) -> int:
-    return sum(1 for _, r in accepted if type(r) is NativeResponse and not r.valid)
+def _stored_verdicts(con: duckdb.DuckDBPyConnection, k: _Kind, frames: list[tuple[str, Any]],
+                     dataset_id: str) -> dict[int, tuple[int, bool]]:
+    """For rows (``frames``, as ``k.frames`` makes them) whose key the dataset already holds: line
+    -> (the ingest that stored the key, whether the row equals the stored one). One query a batch
+    (``restated_<table>``), compared in DuckDB."""
+    tables = {table: _arrow(frame) for table, frame in frames}
+    _restated = tables.get(k.stored_table)
+    if _restated is None:
+        return {}
+    params = [dataset_id]
+    if k.stored_table == "ql_documents":        # a document is its row and its groups
+        _restated_groups = tables.get("ql_groups")
+        if _restated_groups is None:
+            _restated_groups = pa.table({"line_no": pa.array([], pa.int64()), "group_index": pa.array([], pa.int64()),
+                                         "attribute": pa.array([], pa.string()), "cues": pa.array([], pa.string())})
+        params = [dataset_id, dataset_id]
+    # ``_restated`` (and ``_restated_groups``) are found among this frame's variables by DuckDB
+    rows = con.execute(queries.sql(f"restated_{k.stored_table}"), params).fetchall()
+    return {int(line): (int(stored_by), bool(identical)) for line, stored_by, identical in rows}
+
+
+def _judge_restated(k: _Kind, lines: Iterable[tuple[int, str, str]], verdicts: dict[int, tuple[int, bool]],
+                    this_ingest: int | None) -> tuple[int, list[Reject]]:
+    """The lines (line, the record as a reason names it, raw text) whose key the warehouse holds:
+    how many equal the row an earlier ingest stored (skipped: already stored), and the rejects of
+    the others: a key this file stored at an earlier line (the first is kept), or an earlier
+    ingest's row with other values (the stored one is kept)."""
+    same, rejects = 0, []
+    for n, described, raw in lines:
+        stored_by, identical = verdicts.get(n, (this_ingest, False))
+        if stored_by == this_ingest:
+            rejects.append(Reject(n, None, f"duplicate {described} (the first is kept)", raw))
+        elif identical:
+            same += 1
+        else:
+            rejects.append(Reject(n, None, k.differs(described, stored_by), raw))
+    return same, rejects
 
 
 def make_validator(kind: str, con, dataset_id: str, model: str | None) -> _Kind:
@@ -786,8 +912,11 @@ def _make_kind(kind: str, con, dataset_id: str, model: str | None, *, keys_in_wa
 
 
 def _file_format(request: IngestRequest) -> str:
+    if request.path.is_dir():
+        raise IngestError(f"{request.path}: is a directory, not a file")
     if not request.path.is_file():
-        raise IngestError(f"{request.path}: no such file")
+        raise IngestError(f"{request.path}: no such file" if not request.path.exists()
+                          else f"{request.path}: not a regular file")
     try:
         return detect_format(request.display_name or request.path)
     except ValueError as exc:
@@ -826,9 +955,15 @@ def validate_file(con: duckdb.DuckDBPyConnection | None, request: IngestRequest,
                               sha256=file_sha256(request.path), dataset_id=request.dataset_id, model=request.model,
                               validator=k)
 
-    def keep(accepted: Accepted, rejects: list[Reject]) -> None:
+    def keep(accepted: Accepted, rejects: list[Reject], restated: Accepted = ()) -> None:
         report.accepted.extend((n, obj) for n, obj, _ in accepted)
-        report.invalid_count += _n_invalid((n, obj) for n, obj, _ in accepted)
+        report.note_invalid((n, obj) for n, obj, _ in accepted)
+        if restated:              # keys the warehouse holds (so ``con`` is one): equal to the stored rows?
+            verdicts = _stored_verdicts(con, k, k.frames([(n, obj) for n, obj, _ in restated], 0), request.dataset_id)
+            same, differ = _judge_restated(k, ((n, k.describe(obj), raw) for n, obj, raw in restated), verdicts,
+                                           retry_of)
+            report.already_stored += same
+            rejects = sorted([*rejects, *differ], key=lambda r: r.line_no)
         report.rejects.extend(rejects)
 
     stored_before = _stored_lines(con, retry_of) if retry_of is not None and con is not None else None
@@ -847,9 +982,20 @@ def ingest_file(con: duckdb.DuckDBPyConnection, request: IngestRequest, progress
     same file can be ingested again: lines stored the first time are skipped, the others are
     tried again, and that file's quarantine is replaced by the new verdicts.
 
+    Another file (a corrected copy, say) may restate records the dataset holds: a line equal to
+    the stored record of its key is skipped and counted as already stored; one with other values
+    is rejected (the stored one is kept). A key this ingest stores clears the quarantined lines
+    earlier ingests left for it (their problem is fixed). A file without lines is not recorded.
+
     Native responses in JSON Lines are validated in bulk (``warehouse.bulk``: the same verdicts,
     several times faster); ``bulk_validation=False`` sends every line through pydantic instead."""
     fmt = _file_format(request)
+    if not has_lines(request.path, fmt):
+        report = ValidationReport(kind=request.kind, file_name=request.file_name, file_format=fmt,
+                                  sha256=file_sha256(request.path), dataset_id=request.dataset_id,
+                                  model=request.model, accepted=StoredLines())
+        log.info("%s holds no lines: nothing stored, no ingest recorded", request.file_name)
+        return IngestResult(None, False, report)
     in_bulk = bulk_validation and request.kind == "responses" and fmt == "jsonl"
     # a first file of its kind can be neither a repeat nor a retry: its sha256 is then computed
     # while the bulk path reads it, instead of in a pass of its own
@@ -882,6 +1028,7 @@ def ingest_file(con: duckdb.DuckDBPyConnection, request: IngestRequest, progress
             else:
                 _validate_stream(k, read_records(request.path, k.json_columns, fmt=fmt), report, progress, flush,
                                  stored_before)
+            report.cleared_rejects = _clear_resolved_rejects(con, request, report, ingest_id)
             _close_ingest(con, request, report, ingest_id, retry_of, started)
     log.info("ingested %s %s: %d accepted, %d rejected", request.kind, report.file_name, len(report.accepted),
              len(report.rejects))
@@ -910,25 +1057,32 @@ def _batch_writer(con: duckdb.DuckDBPyConnection, k: _Kind, report: ValidationRe
     """The flush of ``ingest_file``: write a batch's rows, models and quarantine; count it."""
     info = request.dataset
 
-    def store(accepted: Accepted, rejects: list[Reject], plain: pa.Table | None = None,
+    def store(accepted: Accepted, rejects: list[Reject], restated: Accepted = (), plain: pa.Table | None = None,
               block: LineBlock | None = None, ledger: bulk.KeyLedger | None = None) -> None:
+        restated = list(restated)                  # lines whose key an earlier ingest stored (worlds, corpus)
         if plain is not None and plain.num_rows:
             rejects = _store_with_plain(accepted, rejects, plain, block, ledger)
         elif accepted:
             records = [(n, obj) for n, obj, _ in accepted]
             taken = k.write_new(con, records, ingest_id)
-            if taken:                          # keys stored by an earlier batch or ingest
-                rejects = sorted(rejects + [Reject(n, None, k.duplicate(obj), raw)
-                                            for n, obj, raw in accepted if n in taken], key=lambda r: r.line_no)
+            if taken:                          # keys stored by an earlier line, batch or ingest
+                restated += [a for a in accepted if a[0] in taken]
                 records = [(n, obj) for n, obj in records if n not in taken]
             report.accepted.count += len(records)
-            report.invalid_count += _n_invalid(records)
+            report.note_invalid(records)
             if isinstance(k, _ResponsesBase):
                 add_models(k.models(records))
             if ledger is not None and records:     # the bulk path's later blocks must know these keys
                 ledger.claim(pa.table({"model": [r.model for _, r in records],
                                        "world_id": [r.world_id for _, r in records],
                                        "line_no": [n for n, _ in records]}))
+        if restated:
+            verdicts = _stored_verdicts(con, k, k.frames([(n, obj) for n, obj, _ in restated], ingest_id),
+                                        request.dataset_id)
+            same, differ = _judge_restated(k, ((n, k.describe(obj), raw) for n, obj, raw in restated), verdicts,
+                                           ingest_id)
+            report.already_stored += same
+            rejects = sorted([*rejects, *differ], key=lambda r: r.line_no)
         if rejects:
             insert_rows(con, "rejects", {"ingest_id": ingest_id, "dataset_id": request.dataset_id,
                                          "kind": request.kind, "file_name": report.file_name,
@@ -953,19 +1107,26 @@ def _batch_writer(con: duckdb.DuckDBPyConnection, k: _Kind, report: ValidationRe
         rows, new = pa.concat_tables(parts), np.concatenate(masks)
         stored = rows.column("line_no").to_numpy()[new]
         report.accepted.count += len(stored)
-        if len(stored) < rows.num_rows:                # keys stored by an earlier line or ingest
-            lost = ~new
+        if len(stored) < rows.num_rows:                # keys stored by an earlier line, block or ingest
+            lost = rows.filter(pa.array(~new))
+            before = ledger.stored_before(lost)        # only these are compared with the stored rows
+            verdicts = (_stored_verdicts(con, k, [("responses", lost.filter(pa.array(before)))], request.dataset_id)
+                        if before.any() else {})
+            same = [n for n, (by, identical) in verdicts.items() if identical and by != ingest_id]
+            if same:                                   # skipped: no text or message needed
+                lost = lost.filter(pc.invert(pc.is_in(lost.column("line_no"), pa.array(same, pa.int64()))))
             raw = {n: r for n, _, r in accepted}
-            lines = rows.column("line_no").filter(lost).to_pylist()
+            lines = lost.column("line_no").to_pylist()
             raw.update((r.line_no, r.raw) for r in block.records_at(n - block.first for n in lines if n not in raw))
-            models = rows.column("model").filter(lost).to_pylist()
-            worlds = rows.column("world_id").filter(lost).to_pylist()
-            rejects = sorted(rejects + [Reject(n, None, f"duplicate {k.describe_key(m, w)} (the first is kept)",
-                                               raw[n])
-                                        for n, m, w in zip(lines, models, worlds)], key=lambda r: r.line_no)
+            _, differ = _judge_restated(
+                k, ((n, k.describe_key(m, w), raw[n])
+                    for n, m, w in zip(lines, lost.column("model").to_pylist(), lost.column("world_id").to_pylist())),
+                verdicts, ingest_id)
+            report.already_stored += len(same)
+            rejects = sorted(rejects + differ, key=lambda r: r.line_no)
         if records:
             kept = set(stored.tolist())
-            report.invalid_count += _n_invalid((n, obj) for n, obj in records if n in kept)
+            report.note_invalid((n, obj) for n, obj in records if n in kept)
         add_models(pc.unique(rows.column("model")).to_pylist())
         return rejects
 
@@ -1010,13 +1171,15 @@ def _ingest_in_bulk(con: duckdb.DuckDBPyConnection, k: "_Responses", request: In
     def store(block: LineBlock | list[Record], plain: pa.Table | None, records: list[Record]) -> None:
         accepted: Accepted = []
         rejects: list[Reject] = []
+        restated: Accepted = []
 
-        def keep(acc: Accepted, rej: list[Reject]) -> None:
+        def keep(acc: Accepted, rej: list[Reject], res: Accepted) -> None:
             accepted.extend(acc)
             rejects.extend(rej)
+            restated.extend(res)
 
         _validate_stream(k, records, report, None, keep)
-        flush(accepted, rejects, plain, block, ledger)
+        flush(accepted, rejects, restated, plain, block, ledger)
         # Arrow's allocator (mimalloc) keeps the checking threads' freed blocks for reuse: a 1 GB
         # file peaked at 505 MB against 481 MB with them given back here, for ~4% of the speed
         pa.default_memory_pool().release_unused()
@@ -1036,6 +1199,20 @@ def _ingest_in_bulk(con: duckdb.DuckDBPyConnection, k: "_Responses", request: In
             pending.append(checker.submit(check, block, cursors[i % in_flight]))
         while pending:
             store(*pending.popleft().result())
+
+
+def _clear_resolved_rejects(con: duckdb.DuckDBPyConnection, request: IngestRequest, report: ValidationReport,
+                            ingest_id: int) -> int:
+    """Delete the quarantined lines of the dataset's earlier ingests of this kind whose record key
+    this ingest stored (``resolved_rejects_<kind>``): the quarantine holds open problems only.
+    Their ingests keep their counts (what each found). How many were cleared."""
+    if not len(report.accepted):
+        return 0
+    if int(queries.fetch_df(con, "open_rejects_of_kind", [request.dataset_id, request.kind, ingest_id])["n"][0]) == 0:
+        return 0
+    cleared = con.execute(queries.sql(f"resolved_rejects_{request.kind}"),
+                          [request.dataset_id, ingest_id, ingest_id]).fetchall()
+    return len(cleared)
 
 
 def _close_ingest(con: duckdb.DuckDBPyConnection, request: IngestRequest, report: ValidationReport,

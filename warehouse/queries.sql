@@ -605,3 +605,121 @@ SELECT model, world_id FROM responses WHERE dataset_id = ?
 SELECT (SELECT coalesce(list(DISTINCT model ORDER BY model), []::VARCHAR[]) FROM (SELECT model FROM responses WHERE dataset_id = ?
                                                        UNION SELECT model FROM refusal_responses WHERE dataset_id = ?)) AS models,
        (SELECT count(*) FROM ql_predictions WHERE dataset_id = ?) AS predictions;
+
+-- name: restated_worlds
+-- Lines of an ingest whose world_id the dataset already holds (``_restated``: rows shaped as
+-- ``worlds``): each line, the ingest that stored its key, and whether every field equals the
+-- stored world's (a file ingested again after a fix restates the lines stored the first time).
+-- Parameters: dataset_id.
+SELECT r.line_no, s.ingest_id AS stored_by,
+       coalesce(r.pair_id = s.pair_id AND r.domain = s.domain AND r.split = s.split AND r.coarse = s.coarse
+                AND r.mechanism = s.mechanism AND r.hypothesis_0 = s.hypothesis_0
+                AND r.hypothesis_1 = s.hypothesis_1 AND r.recipient_role = s.recipient_role
+                AND r.candidate_order = s.candidate_order AND r.request = s.request
+                AND r.intake_channel = s.intake_channel AND r.operating_window = s.operating_window
+                AND r.case_context = s.case_context AND r.diagnostic_note = s.diagnostic_note, false) AS identical
+FROM _restated r JOIN worlds s ON s.world_id = r.world_id
+WHERE s.dataset_id = ?;
+
+-- name: restated_responses
+-- As restated_worlds, for native responses keyed by (model, world_id). The stored text of
+-- probabilities depends on the path that validated the line (the bulk path writes JSON back
+-- minified, 1 stays 1; pydantic writes 1.0), so the maps are compared as maps of numbers, their
+-- entries sorted; text that is no such map (none is stored) is compared as text.
+-- Parameters: dataset_id.
+SELECT r.line_no, s.ingest_id AS stored_by,
+       coalesce(r.status = s.status AND r.choice IS NOT DISTINCT FROM s.choice
+                AND r.confidence IS NOT DISTINCT FROM s.confidence
+                AND CASE WHEN r.probabilities IS NOT DISTINCT FROM s.probabilities THEN true    -- the parse only when needed
+                         ELSE list_sort(map_entries(try(json_transform(r.probabilities, '"MAP(VARCHAR, DOUBLE)"'))))
+                              = list_sort(map_entries(try(json_transform(s.probabilities, '"MAP(VARCHAR, DOUBLE)"'))))
+                    END, false) AS identical
+FROM _restated r JOIN responses s ON s.model = r.model AND s.world_id = r.world_id
+WHERE s.dataset_id = ?;
+
+-- name: restated_refusal_responses
+-- As restated_responses, for refusal responses (their scores compared as maps of numbers).
+-- Parameters: dataset_id.
+SELECT r.line_no, s.ingest_id AS stored_by,
+       coalesce(r.status = s.status AND r.choice IS NOT DISTINCT FROM s.choice
+                AND CASE WHEN r.scores IS NOT DISTINCT FROM s.scores THEN true
+                         ELSE list_sort(map_entries(try(json_transform(r.scores, '"MAP(VARCHAR, DOUBLE)"'))))
+                              = list_sort(map_entries(try(json_transform(s.scores, '"MAP(VARCHAR, DOUBLE)"'))))
+                    END, false) AS identical
+FROM _restated r JOIN refusal_responses s ON s.model = r.model AND s.world_id = r.world_id
+WHERE s.dataset_id = ?;
+
+-- name: restated_ql_documents
+-- As restated_worlds, for corpus documents keyed by doc_id: the document's fields and its groups
+-- (``_restated_groups``: rows shaped as ``ql_groups``, with the line_no of their document) in
+-- order. Parameters: dataset_id (twice).
+SELECT r.line_no, s.ingest_id AS stored_by,
+       coalesce(r.split = s.split AND r.context_id = s.context_id AND r.recipient IS NOT DISTINCT FROM s.recipient
+                AND r.purpose IS NOT DISTINCT FROM s.purpose AND r.text = s.text AND r.profile = s.profile
+                AND r.policy = s.policy AND r.distractors = s.distractors
+                AND (SELECT list((g.attribute, g.cues) ORDER BY g.group_index) FROM _restated_groups g
+                     WHERE g.line_no = r.line_no)
+                    IS NOT DISTINCT FROM
+                    (SELECT list((g.attribute, g.cues) ORDER BY g.group_index) FROM ql_groups g
+                     WHERE g.dataset_id = ? AND g.doc_id = r.doc_id), false) AS identical
+FROM _restated r JOIN ql_documents s ON s.doc_id = r.doc_id
+WHERE s.dataset_id = ?;
+
+-- name: restated_ql_predictions
+-- As restated_worlds, for detector predictions keyed by (detector, doc_id). Parameters: dataset_id.
+SELECT r.line_no, s.ingest_id AS stored_by, coalesce(r.groups = s.groups, false) AS identical
+FROM _restated r JOIN ql_predictions s ON s.detector = r.detector AND s.doc_id = r.doc_id
+WHERE s.dataset_id = ?;
+
+-- name: resolved_rejects_worlds
+-- Clear the quarantined lines of earlier ingests whose world_id this ingest stored: their problem
+-- is fixed. A key is read from the quarantined raw text when it is a JSON object (JSON Lines and
+-- Parquet lines; a CSV row's text has no column names). Parameters: dataset_id, ingest_id (twice).
+DELETE FROM rejects
+WHERE dataset_id = ? AND kind = 'worlds' AND ingest_id <> ?
+  AND CASE WHEN json_valid(raw_text) THEN json_extract_string(raw_text, '$.world_id') END
+      IN (SELECT world_id FROM worlds WHERE ingest_id = ?)
+RETURNING line_no;
+
+-- name: resolved_rejects_responses
+-- As resolved_rejects_worlds, for native responses (a line without a model took its ingest's
+-- --model). Parameters: dataset_id, ingest_id (twice).
+DELETE FROM rejects
+WHERE dataset_id = ? AND kind = 'responses' AND ingest_id <> ?
+  AND (SELECT (coalesce(CASE WHEN json_valid(raw_text) THEN json_extract_string(raw_text, '$.model') END, i.model),
+               CASE WHEN json_valid(raw_text) THEN json_extract_string(raw_text, '$.world_id') END)
+       FROM ingests i WHERE i.ingest_id = rejects.ingest_id)
+      IN (SELECT (model, world_id) FROM responses WHERE ingest_id = ?)
+RETURNING line_no;
+
+-- name: resolved_rejects_refusal
+-- As resolved_rejects_responses, for refusal responses. Parameters: dataset_id, ingest_id (twice).
+DELETE FROM rejects
+WHERE dataset_id = ? AND kind = 'refusal' AND ingest_id <> ?
+  AND (SELECT (coalesce(CASE WHEN json_valid(raw_text) THEN json_extract_string(raw_text, '$.model') END, i.model),
+               CASE WHEN json_valid(raw_text) THEN json_extract_string(raw_text, '$.world_id') END)
+       FROM ingests i WHERE i.ingest_id = rejects.ingest_id)
+      IN (SELECT (model, world_id) FROM refusal_responses WHERE ingest_id = ?)
+RETURNING line_no;
+
+-- name: resolved_rejects_corpus
+-- As resolved_rejects_worlds, for corpus documents. Parameters: dataset_id, ingest_id (twice).
+DELETE FROM rejects
+WHERE dataset_id = ? AND kind = 'corpus' AND ingest_id <> ?
+  AND CASE WHEN json_valid(raw_text) THEN json_extract_string(raw_text, '$.doc_id') END
+      IN (SELECT doc_id FROM ql_documents WHERE ingest_id = ?)
+RETURNING line_no;
+
+-- name: resolved_rejects_predictions
+-- As resolved_rejects_worlds, for detector predictions. Parameters: dataset_id, ingest_id (twice).
+DELETE FROM rejects
+WHERE dataset_id = ? AND kind = 'predictions' AND ingest_id <> ?
+  AND (CASE WHEN json_valid(raw_text) THEN json_extract_string(raw_text, '$.detector') END,
+       CASE WHEN json_valid(raw_text) THEN json_extract_string(raw_text, '$.doc_id') END)
+      IN (SELECT (detector, doc_id) FROM ql_predictions WHERE ingest_id = ?)
+RETURNING line_no;
+
+-- name: open_rejects_of_kind
+-- How many quarantined lines of a dataset's kind other ingests left (none: nothing to clear).
+-- Parameters: dataset_id, kind, ingest_id.
+SELECT count(*) AS n FROM rejects WHERE dataset_id = ? AND kind = ? AND ingest_id <> ?;

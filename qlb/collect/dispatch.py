@@ -58,11 +58,17 @@ class _Box:
 
 
 def _ask(transport: Transport, plan: DispatchPlan, todo: Any, done: Any, stop: Any, pacer: _Pacer,
-         sleep: Callable[[float], None]) -> None:
+         sleep: Callable[[float], None], turn: threading.Semaphore | None = None) -> None:
     """One thread: take bodies until the end marker (None) or the collection stops. The get
     blocks: a process queue's ``get_nowait`` may find it empty while bodies are still on their way
-    from the parent's feeder thread (a thread that gave up then would leave worlds unasked)."""
+    from the parent's feeder thread (a thread that gave up then would leave worlds unasked).
+    ``turn`` (one request in flight): a request is sent only once the caller has read the reply
+    before it, so a stop the caller decides from that reply sends nothing more."""
     while not stop.is_set():
+        if turn is not None:
+            turn.acquire()
+            if stop.is_set():
+                return
         item = todo.get()
         if item is None:
             return
@@ -147,8 +153,11 @@ def _in_threads(items: Sequence[Item], plan: DispatchPlan, transport: Transport,
     done: queue.SimpleQueue = queue.SimpleQueue()
     stop = threading.Event()
     pacer = _Pacer(plan.interval, threading.Lock(), _Box(time.monotonic()))
-    threads = [threading.Thread(target=_ask, args=(transport, plan, todo, done, stop, pacer, sleep), daemon=True)
-               for _ in range(n_threads)]
+    # one request in flight and a caller that may halt: in turns, so that its stop (say, after the
+    # fifth refused key) comes before the next request, not after it
+    turn = threading.Semaphore(1) if n_threads == 1 and halt is not None else None
+    threads = [threading.Thread(target=_ask, args=(transport, plan, todo, done, stop, pacer, sleep, turn),
+                                daemon=True) for _ in range(n_threads)]
     for t in threads:
         t.start()
     try:
@@ -156,11 +165,18 @@ def _in_threads(items: Sequence[Item], plan: DispatchPlan, transport: Transport,
             if _cancelled(halt):
                 stop.set()                         # the threads finish the request they are on, then end
             try:
-                yield done.get(timeout=0.05)
+                result = done.get(timeout=0.05)
             except queue.Empty:
                 continue
+            yield result
+            if turn is not None:                   # the caller has read that reply: the next request may go
+                if _cancelled(halt):
+                    stop.set()
+                turn.release()
     finally:
         stop.set()                                 # a consumer that stops early ends dispatching
+        if turn is not None:
+            turn.release()                         # a thread waiting for its turn sees the stop and ends
 
 
 def _in_processes(items: Sequence[Item], plan: DispatchPlan, make_transport: Callable[[], Transport],

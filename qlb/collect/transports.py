@@ -442,7 +442,11 @@ def _shown_path(filename: str) -> str:
 def raised_where(exc: BaseException) -> str:
     """", at FILE:LINE, in FUNCTION" for the innermost frame of the user's own code in the
     exception's traceback (not this module, the standard library, installed packages or the import
-    machinery; the innermost frame of all when there is none); "" without a traceback."""
+    machinery; the innermost frame of all when there is none); "" without a traceback. A
+    SyntaxError is placed where the parser found it: ", at FILE:LINE: the line's text"."""
+    if isinstance(exc, SyntaxError) and exc.filename:
+        text = (exc.text or "").strip()
+        return f", at {_shown_path(exc.filename)}:{exc.lineno}" + (f": {text}" if text else "")
     frames = [f for f in traceback.extract_tb(exc.__traceback__)
               if os.path.realpath(f.filename) != os.path.realpath(__file__)]
     if not frames:
@@ -452,6 +456,13 @@ def raised_where(exc: BaseException) -> str:
            and not os.path.realpath(f.filename).startswith(library)]
     frame = own[-1] if own else frames[-1]
     return f", at {_shown_path(frame.filename)}:{frame.lineno}, in {frame.name}"
+
+
+def _described(exc: BaseException) -> str:
+    """``Type: message`` of an exception; a SyntaxError's message without the ``(FILE, line N)``
+    that ``raised_where`` says better."""
+    message = exc.msg if isinstance(exc, SyntaxError) and exc.filename and exc.msg else exc
+    return f"{type(exc).__name__}: {message}"
 
 
 def _is_file_form(module: str) -> bool:
@@ -497,7 +508,7 @@ def _module_from_file(path: Path, target: str, attr: str) -> Any:
         if registered:
             del sys.modules[name]
         raise ValueError(f"--target {target!r}: importing {_shown_path(str(path))} raised "
-                         f"{type(exc).__name__}: {exc}{raised_where(exc)}") from None
+                         f"{_described(exc)}{raised_where(exc)}") from None
     return module
 
 
@@ -534,7 +545,7 @@ def load_target(target: str) -> Callable[[dict[str, Any]], Any]:
                              f"current folder, as `mymodel:decide` for ./mymodel.py, or add the module's folder "
                              f"to PYTHONPATH)") from None
         except Exception as exc:        # the user's module failed while it was imported
-            raise ValueError(f"--target {target!r}: importing {module_name!r} raised {type(exc).__name__}: {exc}"
+            raise ValueError(f"--target {target!r}: importing {module_name!r} raised {_described(exc)}"
                              f"{raised_where(exc)}") from None
     function = getattr(module, attr, None)
     if not callable(function):

@@ -80,13 +80,23 @@ def _feed(digest: "hashlib._Hash", fh: IO[bytes]) -> None:
 
 
 def count_lines(path: str | Path) -> int:
-    """Physical lines (or rows) in a file: the total of a progress bar."""
+    """Physical lines (or rows) in a file: the total of a progress bar. A file named .parquet that
+    is not one is a ValueError naming it."""
     fmt = detect_format(path)
     if fmt == "parquet":
-        import pyarrow.parquet as pq
-        return pq.ParquetFile(path).metadata.num_rows
+        return _parquet_file(path).metadata.num_rows
     with open(path, "rb") as fh:
         return sum(block.count(b"\n") for block in iter(lambda: fh.read(_BLOCK), b"")) + 1
+
+
+def has_lines(path: str | Path, fmt: str | None = None) -> bool:
+    """Whether the file holds a line to read: False for an empty file, one of blank lines only,
+    or a CSV header without rows (a line that cannot be read counts: it is a rejected line)."""
+    records = read_records(path, fmt=fmt)
+    try:
+        return next(records, None) is not None
+    finally:
+        records.close()
 
 
 def read_records(path: str | Path, json_columns: frozenset[str] = frozenset(),
@@ -536,8 +546,12 @@ def _header_problem(names: list[str]) -> str | None:
 
 
 def _json_cell(text: str) -> Any:
-    """A JSON column's cell, read by the JSON Lines parser (ValueError when it is not JSON)."""
-    return from_json(text)
+    """A JSON column's cell, read by the JSON Lines parser (ValueError when it is not JSON, its
+    position said within the cell)."""
+    try:
+        return from_json(text)
+    except ValueError as exc:
+        raise ValueError(re.sub(r" at line 1 column (\d+)$", r" at column \1 of the cell", str(exc))) from None
 
 
 def _read_csv(path: str | Path, json_columns: frozenset[str]) -> Iterator[Record]:
@@ -675,14 +689,21 @@ def _parquet_raw(obj: dict[str, Any]) -> str:
         return repr(obj)[:RAW_SHOWN]
 
 
-def _read_parquet(path: str | Path, json_columns: frozenset[str]) -> Iterator[Record]:
+def _parquet_file(path: str | Path):
+    """The file as a pyarrow ParquetFile; a ValueError naming the file when it is not one."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     try:
-        parquet = pq.ParquetFile(path)
+        return pq.ParquetFile(path)
     except (pa.ArrowException, OSError) as exc:
         raise ValueError(f"{path}: not a readable Parquet file ({exc})") from None
+
+
+def _read_parquet(path: str | Path, json_columns: frozenset[str]) -> Iterator[Record]:
+    import pyarrow as pa
+
+    parquet = _parquet_file(path)
     row_no = 0
     batches = parquet.iter_batches(batch_size=1024)
     while True:

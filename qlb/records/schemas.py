@@ -15,6 +15,7 @@ read them from the validation context: ``Model.model_validate(obj, context={...}
 from __future__ import annotations
 
 import math
+import re
 from functools import lru_cache
 from typing import Any, Literal, Mapping
 
@@ -180,6 +181,13 @@ def native_invalid_reason(status: str, choice: str | None, probabilities: Mappin
     if confidence is not None and not (0.0 <= confidence <= 1.0):
         return f"confidence {confidence!r} is outside [0, 1]"
     return None
+
+
+def invalid_field(reason: str | None) -> str | None:
+    """The field an invalid native response's reason (``native_invalid_reason``) is about: the
+    reason's first word when it names one, else None."""
+    first = (reason or "").split(" ", 1)[0]
+    return first if first in ("choice", "probabilities", "confidence") else None
 
 
 def choice_not_argmax(choice: str | None, probabilities: Mapping[str, float] | None) -> bool:
@@ -376,6 +384,14 @@ class VerifierGroup(BaseModel):
     group_confidence: Confidence
 
 
+def json_position(message: str) -> str:
+    """A JSON parser's message about one line's text, its position said within the line: the parser
+    counts lines of the text it was given (always line 1 of a JSON Lines line), which read as the
+    file's line 1 next to ``FILE:LINE:``. Other positions (a CSV cell's text over several lines)
+    stay as they are."""
+    return re.sub(r" at line 1 column (\d+)$", r" at column \1", message)
+
+
 def describe_error(exc: ValidationError) -> tuple[str | None, str]:
     """(field, reason) for the first error of a pydantic ValidationError, in plain words."""
     err = exc.errors(include_url=False)[0]
@@ -389,7 +405,7 @@ def describe_error(exc: ValidationError) -> tuple[str | None, str]:
     if err["type"] == "missing":
         msg = "required field is missing"
     elif err["type"] == "json_invalid":
-        return None, "line is not valid JSON: " + str(err.get("ctx", {}).get("error", msg))
+        return None, "line is not valid JSON: " + json_position(str(err.get("ctx", {}).get("error", msg)))
     elif err["type"] in ("model_type", "model_attributes_type", "dict_type") and not loc:
         return None, "line is not a JSON object"
     elif "input" in err and err["type"] not in ("missing",) and loc:

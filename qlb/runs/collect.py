@@ -172,7 +172,9 @@ class CollectResult:
     ``skipped_existing`` had a stored answer this command does not ask again (with
     ``replace_invalid``: a valid one); ``skipped_unanswered`` had none, and ``replace_invalid``
     asks only invalid or unavailable answers again; ``left_for_later`` were left by ``limit``.
-    ``reasons``: why the answers stored this time that are not valid are not
+    ``not_reached``: worlds this command set out to ask that have no answer stored by it because
+    the collection stopped first (the world whose reply stopped it, and those never sent); with
+    ``stored`` they make up the worlds asked this time. ``reasons``: why the answers stored this time that are not valid are not
     (``{"outcome", "reason", "count", "example_world"}``, most frequent first)."""
 
     collection_id: str | None
@@ -189,6 +191,7 @@ class CollectResult:
     left_for_later: int = 0
     reasons: list[dict[str, Any]] = field(default_factory=list)
     no_logprobs: int = 0          # --answer letters: answers the server sent without logprobs
+    not_reached: int = 0
 
     @property
     def none_valid(self) -> bool:
@@ -196,14 +199,14 @@ class CollectResult:
         return self.stored > 0 and self.valid == 0
 
     def to_json(self) -> dict[str, Any]:
-        """The keys COLLECT.md section 4 fixes, then ``skipped_unanswered``, ``left_for_later``, the
-        most frequent ``reasons`` (at most ``REASONS_IN_JSON``) and ``no_logprobs`` (letters-mode
-        answers the server sent without log-probabilities)."""
+        """The keys COLLECT.md section 4 fixes, then ``skipped_unanswered``, ``left_for_later``,
+        ``not_reached``, the most frequent ``reasons`` (at most ``REASONS_IN_JSON``) and ``no_logprobs``
+        (letters-mode answers the server sent without log-probabilities)."""
         return {"collection_id": self.collection_id, "model": self.model, "probe": self.probe, "asked": self.asked,
                 "stored": self.stored, "valid": self.valid, "invalid": self.invalid,
                 "unavailable": self.unavailable, "skipped_existing": self.skipped_existing, "stopped": self.stopped,
                 "skipped_unanswered": self.skipped_unanswered, "left_for_later": self.left_for_later,
-                "reasons": self.reasons[:REASONS_IN_JSON], "no_logprobs": self.no_logprobs}
+                "not_reached": self.not_reached, "reasons": self.reasons[:REASONS_IN_JSON], "no_logprobs": self.no_logprobs}
 
 
 def make_transport(opts: CollectOptions) -> Transport:
@@ -435,6 +438,7 @@ class _Collection:
                 store.archive_only(self.stop_calls, result.stopped)
             for k in ("asked", "stored", "valid", "invalid", "unavailable"):
                 setattr(result, k, getattr(store.counts, k))
+            result.not_reached = max(0, len(self.items) - result.stored)
             result.reasons = store.reasons.most_frequent()
         log.info("collection %s: %d stored (%d valid, %d invalid, %d unavailable)%s", result.collection_id,
                  result.stored, result.valid, result.invalid, result.unavailable,

@@ -85,7 +85,7 @@ def defend_file(in_path: str | Path, out_path: str | Path, method: str, seed: in
         if worlds is not None:
             world = worlds.get(resp.world_id)
             if world is None:
-                report.rejects.append((rec.line_no, f"world_id: unknown world_id {resp.world_id!r}"))
+                report.rejects.append((rec.line_no, f"world_id: unknown world_id {resp.world_id!r} (not in the worlds file)"))
                 continue
             order = tuple(world.candidate_order)
         elif resp.probabilities:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from typing import Callable
 
 import duckdb
@@ -13,6 +14,28 @@ from warehouse.db import transaction
 from warehouse.ingest import insert_rows
 
 log = logging.getLogger(__name__)
+
+REQUEST_FAILED = "request failed: "          # how an endpoint detector's failure after its retries begins
+# an HTTP status that fails one document, not the endpoint: the document's own request was refused
+DOCUMENT_STATUSES = re.compile(r"HTTPStatusError: Client error '(400|413|422) ")
+
+
+class DetectorStopped(RuntimeError):
+    """An endpoint detector's request failed after its retries in a way every other document would
+    fail too (a connection error, a timeout, HTTP 401/403/404/408/429/5xx): the run stops and
+    stores nothing (``qlb collect`` stops on the same errors)."""
+
+    def __init__(self, detector: str, doc_id: str, done: int, total: int, failure: str) -> None:
+        super().__init__(f"detector {detector} stopped at document {doc_id!r} ({done} of {total}): {failure}; "
+                         "nothing stored (is the endpoint up, and --base-url right?)")
+        self.failure = failure
+
+
+def stops_the_run(failure: str | None) -> bool:
+    """Whether a detection failure is a request failure that no other document would escape
+    (``DetectorStopped``), rather than one document's own (an output that does not parse, a request
+    the endpoint refused for its size or content)."""
+    return bool(failure) and failure.startswith(REQUEST_FAILED) and not DOCUMENT_STATUSES.search(failure)
 
 
 def load_corpus(con: duckdb.DuckDBPyConnection, dataset_id: str) -> dict[str, dict]:
@@ -42,7 +65,9 @@ def run_detector(con: duckdb.DuckDBPyConnection, dataset_id: str, detector: Dete
                  corpus: dict[str, dict] | None = None) -> dict[str, int]:
     """Run ``detector`` on the corpus (one split or all) and store its predictions, replacing
     that detector's earlier predictions for those documents, in one transaction. ``corpus``: the
-    dataset's ``load_corpus`` map when the caller already holds it (several detectors in a row)."""
+    dataset's ``load_corpus`` map when the caller already holds it (several detectors in a row).
+    A request failure that every document would meet (``stops_the_run``) raises ``DetectorStopped``
+    and stores nothing."""
     corpus = load_corpus(con, dataset_id) if corpus is None else corpus
     ids = [d for d, doc in corpus.items() if split is None or doc["split"] == split]
     if not ids:
@@ -53,6 +78,8 @@ def run_detector(con: duckdb.DuckDBPyConnection, dataset_id: str, detector: Dete
     for i, doc_id in enumerate(ids, start=1):
         doc = corpus[doc_id]
         result = detector.detect(doc["text"], doc["profile"], doc["policy"], doc["groups"])
+        if stops_the_run(result.failure):
+            raise DetectorStopped(detector.name, doc_id, i - 1, len(ids), result.failure)
         failures += result.failure is not None
         rows["doc_id"].append(doc_id)
         rows["groups"].append(json.dumps([{"attribute": a, "cues": [list(c) for c in cues]} for a, cues in result.groups]))

@@ -42,13 +42,19 @@ def test_same_file_twice_changes_nothing(wh, worlds_file):
     assert snapshot(wh) == before
 
 
-def test_same_worlds_in_another_file_are_rejected_not_duplicated(wh, worlds_file, tmp_path):
-    ingest_file(wh, IngestRequest("worlds", worlds_file, "ds"))
-    again = write_lines(tmp_path / "again.jsonl", two_pairs()[:2] + [make_world("w9", "p9", "missed_transfer")])
+def test_same_worlds_in_another_file_are_already_stored_not_duplicated(wh, worlds_file, tmp_path):
+    """Another file restating stored worlds: the same values are skipped (already stored), other
+    values under a stored world_id are rejected naming the ingest whose world is kept."""
+    first = ingest_file(wh, IngestRequest("worlds", worlds_file, "ds"))
+    changed = make_world("w3", "p2", "missed_transfer", split="test", request="Order #2 is late")
+    again = write_lines(tmp_path / "again.jsonl", two_pairs()[:2] + [make_world("w9", "p9", "missed_transfer"), changed])
     r = ingest_file(wh, IngestRequest("worlds", again, "ds"))
-    assert [x.line_no for x in r.report.rejects] == [1, 2]
-    assert "duplicate world_id 'w1'" in r.report.rejects[0].reason
+    assert r.report.already_stored == 2 and len(r.report.accepted) == 1
+    assert [(x.line_no, x.reason) for x in r.report.rejects] == [
+        (4, f"duplicate world_id 'w3' with other values than the one ingest #{first.ingest_id} stored "
+            "(the stored one is kept)")]
     assert count(wh, "worlds") == 5
+    assert wh.execute("SELECT request FROM worlds WHERE world_id = 'w3'").fetchone() == ("Order #1 is late",)
 
 
 def test_failure_mid_file_leaves_warehouse_unchanged(wh, worlds_file, tmp_path, monkeypatch):

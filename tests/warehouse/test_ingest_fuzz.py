@@ -225,8 +225,11 @@ def test_every_valid_line_stored_once_and_no_broken_line(fuzz_root, case):
     rejected = {n for n, _, outcome in numbered if outcome == "rejected"}
     assert "Traceback" not in err.getvalue()
     assert code == (3 if rejected else 0), err.getvalue()
-    reported = {int(m.split(":")[1]) for m in err.getvalue().splitlines() if m.startswith(path.name + ":")}
+    located = [m for m in err.getvalue().splitlines() if m.startswith(path.name + ":")]
+    reported = {int(m.split(":")[1]) for m in located if ": invalid: " not in m}
     assert reported == rejected
+    said_invalid = {int(m.split(":")[1]) for m in located if ": invalid: " in m}    # a few lines: all said
+    assert said_invalid == {n for n, _, outcome in numbered if outcome == "invalid"}
     table, key_sql = TABLES[kind]
     con = duckdb.connect(str(wh), read_only=True)
     try:

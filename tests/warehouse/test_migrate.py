@@ -43,9 +43,9 @@ def test_qlb_migrate_brings_an_old_warehouse_up_to_date_and_keeps_its_rows(tmp_p
                [("m", "w1"), ("m", "w2")]
         again = write_lines(tmp_path / "again.jsonl", [native("m", "w1"), native("m", "w3"), native("m", "w3")])
         result = ingest_file(con, IngestRequest("responses", again, "d"))
-        assert [r.reason for r in result.report.rejects] == [
-            "duplicate response for model 'm' and world 'w1' (the first is kept)",
+        assert [r.reason for r in result.report.rejects] == [          # w1 as stored: skipped, not rejected
             "duplicate response for model 'm' and world 'w3' (the first is kept)"]
+        assert result.report.already_stored == 1
         assert con.execute("SELECT count(*), count(DISTINCT world_id) FROM responses").fetchone() == (3, 3)
 
 

@@ -15,7 +15,7 @@ import duckdb
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, two_pairs, write_lines
 from warehouse.db import HEADER_BYTES, WarehouseBusy, WarehouseError, open_reader, open_writer, transaction, writer
 
 HOLD = """
@@ -143,8 +143,7 @@ def test_a_truncated_warehouse_is_refused_before_anything_is_written(small, tmp_
     with pytest.raises(WarehouseError, match="the warehouse file is damaged"):
         open_writer(small)
     assert small.read_bytes() == before
-    worlds = tmp_path / "w.jsonl"
-    worlds.write_text("")
+    worlds = write_lines(tmp_path / "w.jsonl", two_pairs())       # lines to store (an empty file opens nothing)
     out = subprocess.run([sys.executable, "-m", "qlb.cli", "ingest", "worlds", str(worlds), "--dataset", "d",
                           "--warehouse", str(small)], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert out.returncode != 0 and "damaged" in out.stderr and "Traceback" not in out.stderr
