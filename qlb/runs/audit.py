@@ -44,6 +44,11 @@ from warehouse.results import dataset_fingerprint, now, store_run
 
 log = logging.getLogger(__name__)
 
+# why a run holds no fronts or defenses (a fresh run and a reused one say the same)
+NO_FRONTS = "needs both the decoding audit and the utility audit in the same run"
+NO_DEFENSES = "needs both the decoding audit and the utility audit (and defenses=True)"
+NO_POLICIES = "no utility results to take the frozen full-native policies from"
+
 Progress = Callable[[str, int, int], None]   # (stage, done, total)
 Tables = dict[str, pd.DataFrame]
 
@@ -258,6 +263,21 @@ def unknown_models(models: Sequence[str] | None, have: Sequence[str], dataset_id
             f"(models with responses: {', '.join(have) or 'none'})")
 
 
+def unknown_defense_models(defense_models: Sequence[str] | None, models: Sequence[str] | None,
+                           have: Sequence[str], dataset_id: str) -> str | None:
+    """Why ``defense_models`` cannot be defended (a model without responses, or one that ``models``
+    leaves out of the audit), or None."""
+    missing = [m for m in defense_models or () if m not in have]
+    if missing:
+        return (f"--defense-models: no responses of model {', '.join(map(repr, missing))} in dataset "
+                f"{dataset_id!r} (models with responses: {', '.join(have) or 'none'})")
+    left_out = [m for m in defense_models or () if models and m not in models]
+    if left_out:
+        return (f"--defense-models: model {', '.join(map(repr, left_out))} is not among the audited --models "
+                f"({', '.join(models)}); the defenses are evaluated on audited models only")
+    return None
+
+
 def _check(con: duckdb.DuckDBPyConnection, dataset_id: str, opts: AuditOptions) -> None:
     if queries.fetch_df(con, "dataset_by_id", [dataset_id]).empty:
         raise ValueError(f"no dataset {dataset_id!r} in the warehouse")
@@ -266,7 +286,8 @@ def _check(con: duckdb.DuckDBPyConnection, dataset_id: str, opts: AuditOptions) 
         raise ValueError(f"nothing to audit in dataset {dataset_id!r}: it holds no model responses and no detector "
                          "predictions yet (collect them with `qlb collect native|refusal`, or load them with "
                          "`qlb ingest responses|refusal|predictions`)")
-    problem = unknown_models(opts.models, models, dataset_id)
+    problem = (unknown_models(opts.models, models, dataset_id)
+               or unknown_defense_models(opts.defense_models, opts.models, models, dataset_id))
     if problem:
         raise ValueError(problem)
     unknown = [v for v in opts.views if v not in VIEWS]
@@ -294,11 +315,27 @@ def _stored_run(con: duckdb.DuckDBPyConnection, dataset_id: str, fingerprint: st
                    present["recovery_results"], coarse=present["coarse_accuracy"], utility=present["utility_results"],
                    utility_differences=present["utility_differences"], fronts=present["front_points"],
                    defenses=present["defense_results"])
+    audits = params.get("audits") or []
     if run.refusal_summary is None:
         run.skipped["refusal"] = NO_REFUSAL
     if run.ql_scores is None:
-        run.skipped["quasileak"] = "no QuasiLeak corpus with detector predictions in this dataset"
+        corpus = load_corpus(con, dataset_id)
+        run.skipped["quasileak"] = _quasileak_skip(bool(corpus), bool(corpus and load_predictions(con, dataset_id)))
+    for audit, result in (("decoding", run.recovery), ("utility", run.utility)):     # as a fresh run says them
+        if result is None:
+            run.skipped[audit] = (f"not requested ({'decode' if audit == 'decoding' else audit}=False)"
+                                  if audit not in audits else "no native responses in this dataset")
+    if run.fronts is None:
+        run.skipped["fronts"] = NO_FRONTS
+    if run.defenses is None:
+        run.skipped["defenses"] = NO_DEFENSES if "defenses" not in audits else NO_POLICIES
     return run
+
+
+def _quasileak_skip(corpus: bool, predictions: bool) -> str:
+    """Why a run holds no QuasiLeak scores: no corpus, or a corpus without detector predictions."""
+    return ("no QuasiLeak corpus in this dataset" if not corpus else
+            "the corpus has no detector predictions (run `qlb quasileak run` or ingest some)")
 
 
 def _stage(progress: Progress | None, stage: str) -> Callable[[int, int], None] | None:
@@ -320,11 +357,8 @@ def _quasileak_audit(con: duckdb.DuckDBPyConnection, run: AuditRun, opts: AuditO
     """QuasiLeak: every stored detector's predictions scored on the scoring split."""
     corpus = load_corpus(con, run.dataset_id)
     predictions = load_predictions(con, run.dataset_id) if corpus else {}
-    if not corpus:
-        run.skipped["quasileak"] = "no QuasiLeak corpus in this dataset"
-        return {}
-    if not predictions:
-        run.skipped["quasileak"] = "the corpus has no detector predictions (run `qlb quasileak run` or ingest some)"
+    if not corpus or not predictions:
+        run.skipped["quasileak"] = _quasileak_skip(bool(corpus), bool(predictions))
         return {}
     split = scoring_split(corpus, opts.quasileak_split)
     run.ql_scores = score_tables(corpus, predictions, split, opts.n_boot, opts.seed)
@@ -379,7 +413,7 @@ def _utility_audit(frames: dict[str, pd.DataFrame], run: AuditRun, opts: AuditOp
 def _fronts(run: AuditRun) -> Tables:
     """Privacy-utility fronts: needs recovery and utility from the same run."""
     if run.recovery is None or run.utility is None:
-        run.skipped["fronts"] = "needs both the decoding audit and the utility audit in the same run"
+        run.skipped["fronts"] = NO_FRONTS
         return {}
     run.fronts = front_points(run.recovery, run.utility)
     return {"front_points": run.fronts}
@@ -390,10 +424,10 @@ def _defense_audit(frames: dict[str, pd.DataFrame], selected: list[DomainUtility
     """Output defenses and WCPQ against the utility audit's frozen full-native policies
     (TUPLE.md section 7)."""
     if not opts.run_defenses:
-        run.skipped["defenses"] = "needs both the decoding audit and the utility audit (and defenses=True)"
+        run.skipped["defenses"] = NO_DEFENSES
         return {}
     if run.utility is None:
-        run.skipped["defenses"] = "no utility results to take the frozen full-native policies from"
+        run.skipped["defenses"] = NO_POLICIES
         return {}
     targets = [m for m in frames if not opts.defense_models or m in opts.defense_models]
     policies = {m: policies_from_selection([s for r in selected if r.model == m for s in r.selected]) for m in targets}

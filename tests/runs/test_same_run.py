@@ -32,3 +32,16 @@ def test_the_newest_finished_run_is_compared_and_an_unfinished_one_named(tmp_pat
     assert done.stderr.strip().splitlines() == [
         f"{path}: the newest audit run of {DATASET!r}, run-still-storing, has not finished (an audit in stages still "
         f"running, or stopped midway); comparing the newest finished one, {finished}"] * 2
+
+
+def test_a_reused_run_says_what_it_skipped_as_the_fresh_run_did(tmp_path):
+    """`qlb audit` run twice over the same data and settings reuses the first run: its text output named
+    other skips (QuasiLeak "with detector predictions"; decoding, utility, fronts and defenses not at all)."""
+    path = small_dataset(tmp_path)
+    opts = AuditOptions(models=[MODEL], decode=False, utility=False)
+    with writer(path) as con:
+        fresh = run_audits(con, DATASET, opts)
+        again = run_audits(con, DATASET, opts)
+    assert again.run_id == fresh.run_id and again.reused
+    assert again.skipped == fresh.skipped
+    assert {"quasileak", "decoding", "utility", "fronts", "defenses"} <= set(fresh.skipped)
