@@ -676,7 +676,11 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
         raise _UserError(f"{args.file}: is a directory, not a file (name one file to ingest)")
     if not args.file.is_file():
         raise _UserError(f"{args.file}: no such file" if not args.file.exists() else f"{args.file}: not a regular file")
-    if not has_lines(args.file, detect_format(args.file)):
+    try:
+        file_format = detect_format(args.file)
+    except ValueError as exc:                   # the name says no format: bad usage, like an unknown kind
+        raise _UsageError(str(exc)) from None
+    if not has_lines(args.file, file_format):
         return _ingest_empty_file(args, path)
     if args.kind in NEEDS_FIRST:
         _check_dataset_exists(path, args.dataset, args.kind)

@@ -322,3 +322,11 @@ def test_help_tells_what_the_commands_do(capsys):
     assert "--warehouse and --run" not in defend and "default the newest run with utility results" in defend
     for path in (("refusal",), ("quasileak", "score"), ("defend",)):
         assert "FILE:LINE: field: reason" in shown(*path), path
+
+
+def test_a_file_name_with_no_known_format_is_bad_usage(tmp_path, capsys):
+    odd = tmp_path / "worlds.txt"
+    odd.write_text(json.dumps(two_pairs()[0]) + "\n")
+    assert main(["ingest", "worlds", str(odd), "--dataset", "d", "--warehouse", str(tmp_path / "w.duckdb")]) == 2
+    assert "cannot tell the format from the name; use .jsonl, .csv or .parquet" in _error(capsys)
+    assert not (tmp_path / "w.duckdb").exists()
