@@ -339,6 +339,13 @@ def chance_pct(v: float) -> str:
     return pct(v, 2) if exact and round(10000 * v) % 10 else pct(v)
 
 
+def exactly_half(rows: pd.DataFrame) -> bool:
+    """Whether every row's recovery and its 95% interval are exactly 50% (each pair one world right and one wrong,
+    in every resample: the attacker gives both worlds of a pair the same answer), which an interval of zero width
+    does not explain by itself."""
+    return not rows.empty and bool(((rows[["accuracy", "ci_low", "ci_high"]] - 0.5).abs() < 1e-12).all(axis=None))
+
+
 def pct_interval(v: float | None, lo: float | None = None, hi: float | None = None, digits: int = 1) -> str:
     """A rate with its 95% interval: ``63.4% [60.9, 65.8]``; the rate alone when there is no interval."""
     if v is None or pd.isna(v):

@@ -25,8 +25,8 @@ from qlb.present.defense_notes import control_sentence, recovery_label, relabel_
 from qlb.present.fronts import front_of, who_sentence
 from qlb.present.learned import learned_points, learned_sentence, table15
 from qlb.present.names import (AUDIT_NAMES, FAMILY_NAMES, QL_METRIC_NAMES, TASK_NAMES, VIEW_NAMES, chance_pct, count_of,
-                               how_many, listing, pct, pct_interval, points_interval, profile_descriptions, readable, text_range,
-                               utc_minute)
+                               exactly_half, how_many, listing, pct, pct_interval, points_interval, profile_descriptions,
+                               readable, text_range, utc_minute)
 from qlb.present.paper import choice_vs_native, comparison_lead, comparison_sentence, paper_checks, tally
 from qlb.present.palette import model_colours
 from qlb.present.robustness import (FAMILY_TRACKS, MAIN_TRACKS, both_correct_sentence, both_correct_table,
@@ -110,13 +110,6 @@ def refusal_sentence(recovery: pd.Series, uniform: float, sizes: list[int] | Non
            if named and len(named) <= 4 else count_of(int(leaking.sum())))
     return (f"Refusal stops the leak for {how_many(int((~leaking).sum()), len(recovery))} only: {how}; "
             f"{who} {'stays' if leaking.sum() == 1 else 'stay'} above {twice} a uniform guess.")
-
-
-def exactly_half(rows: pd.DataFrame) -> bool:
-    """Whether every row's recovery and its 95% interval are exactly 50% (each pair one world right and one wrong,
-    in every resample: the attacker gives both worlds of a pair the same answer), which an interval of zero width
-    does not explain by itself."""
-    return not rows.empty and bool(((rows[["accuracy", "ci_low", "ci_high"]] - 0.5).abs() < 1e-12).all(axis=None))
 
 
 def recovery_change(points: pd.Series, say_lowers: bool = True,

@@ -12,8 +12,8 @@ import json
 
 import pandas as pd
 
-from qlb.present.names import (AUDIT_NAMES, FAMILY_NAMES, KIND_NOUNS, TASK_NAMES, authored_sentence, count_of, how_many,
-                               listing, pct, pct_interval, text_range, utc_minute)
+from qlb.present.names import (AUDIT_NAMES, FAMILY_NAMES, KIND_NOUNS, TASK_NAMES, authored_sentence, count_of,
+                               exactly_half, how_many, listing, pct, pct_interval, text_range, utc_minute)
 from qlb.present.rundata import RunData
 from qlb.tuple.release_views import DECODER_FAMILIES
 from qlb.tuple.workflows import TASKS
@@ -237,8 +237,8 @@ def _wcpq_effect(wcpq: pd.DataFrame, n_all: int) -> str:
                 if len(clear) == 1 else "")
         text = f", and lowers recovery by {change} points{span} for {_models(list(clear['model']), n_all)}"
     if unclear:
-        text += (f"{';' if text else ','} recovery shows no clear change for {_models(unclear, n_all)} (the paired "
-                 "95% interval includes no change)")
+        text += (f"{';' if text else ', but'} recovery shows no clear change for {_models(unclear, n_all)} (the "
+                 "paired 95% interval includes no change)")
     return text
 
 
@@ -268,6 +268,8 @@ def _range(frame: pd.DataFrame, models: list[str]) -> str:
     """The lowest to the highest recovery of ``models`` in a view's rows (indexed by model; a model the view
     has no row for is left out, N/A when none has); one model's with its 95% interval."""
     rows = frame.loc[frame.index.intersection(models)]
+    if len(rows) == 1 and exactly_half(rows):         # an interval of zero width says less than the word
+        return "exactly 50.0%"
     if len(rows) == 1:                                # one model: its 95% interval too
         return pct_interval(*rows.iloc[0][["accuracy", "ci_low", "ci_high"]])
     return text_range(pct(rows["accuracy"].min()), pct(rows["accuracy"].max()))

@@ -133,6 +133,17 @@ def test_a_recovery_of_exactly_half_in_every_resample_is_explained_not_bracketed
             "[65.0, 75.0] (b) to 80.0% [75.0, 85.0] (a)") in said and "[50.0, 50.0]" not in said
     near = dict(headline(_run({}, REC)))["recovery"]               # 50.0% [47.0, 53.0]: an interval, said as such
     assert "exactly" not in near and "50.0% [47.0, 53.0] (a)" in near
+    ni = _utility({("a", "selective"): True, ("b", "selective"): False})
+    diff = pd.DataFrame([{"model": "a", "view_a": "full_native", "view_b": "choice", "ci_low": 0.2}])
+    run = _run({}, half, ni)
+    run.recovery_diff = diff
+    assert "(full output: 80.0% [75.0, 85.0] of test worlds; choice alone: exactly 50.0%)" in options(run)[0]
+    wcpq = pd.DataFrame([{"model": "a", "defense": "wcpq", "diff_vs_native": -0.05, "plan_agreement": 9,
+                          "plan_comparisons": 9, "max_abs_cost_diff": 0.0, "coverage": 1.0, "diff_ci_low": -0.14,
+                          "diff_ci_high": 0.02}])
+    assert options(_run({}, REC, defenses=wcpq))[0].endswith(
+        "(it covers 100.0% of the responses), but recovery shows no clear change for a (the paired 95% interval "
+        "includes no change).")
 
 
 def test_answers_of_models_a_run_did_not_audit_leave_its_numbers_standing():
