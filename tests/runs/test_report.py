@@ -107,7 +107,7 @@ def test_findings_of_a_one_model_run_read_as_one_model():
 
 def test_report_run_selection_and_errors(decoded_warehouse, tmp_path, capsys):
     assert main(["report", "--warehouse", str(decoded_warehouse), "--run", "nope", "--out",
-                 str(tmp_path / "x.html")]) == 1
+                 str(tmp_path / "x.html")]) == 2                  # an unknown --run is bad usage
     assert "no run 'nope'" in capsys.readouterr().err
     assert main(["report", "--warehouse", str(decoded_warehouse), "--out", str(tmp_path / "x.pdf")]) == 2
     con = duckdb.connect(str(decoded_warehouse), read_only=True)
