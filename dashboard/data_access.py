@@ -401,9 +401,9 @@ class RunContext:
 
 
 def run_context(path: str, dataset: str) -> RunContext:
-    from qlb.present.scope import audited_models, changes_after, run_parameters
+    from qlb.present.scope import audited_models, run_parameters
     from qlb.runs.report import default_run
-    from warehouse.results import dataset_fingerprint
+    from warehouse.results import dataset_fingerprint, run_ingests
     runs = all_runs(path, dataset)
     best = default_run(runs)
     if runs.empty:
@@ -411,12 +411,14 @@ def run_context(path: str, dataset: str) -> RunContext:
     with _cursor(path) as cur:
         now = dataset_fingerprint(cur, dataset)
         stale = runs[runs["dataset_fingerprint"] != now]
-        ingests = queries.fetch_df(cur, "ingest_times", [dataset]) if not stale.empty else pd.DataFrame()
+        ingests = queries.fetch_df(cur, "ingest_times", [dataset]) if not stale.empty else None
+        split = {str(r.run_id): run_ingests(cur, dataset, str(r.dataset_fingerprint), r.started_at, ingests)
+                 for r in stale.itertuples()}
     kinds = query(path, "run_result_kinds", (dataset,))
-    return RunContext(None if best is None else str(best["run_id"]), frozenset(stale["run_id"].astype(str)),
+    return RunContext(None if best is None else str(best["run_id"]), frozenset(split),
                       {str(r): frozenset(k["kind"]) for r, k in kinds.groupby("run_id")},
-                      {str(r.run_id): changes_after(ingests, r.started_at) for r in stale.itertuples()},
-                      {str(r.run_id): audited_models(run_parameters(r._asdict()), ingests, r.started_at)
+                      {r: after for r, (_, after) in split.items()},
+                      {str(r.run_id): audited_models(run_parameters(r._asdict()), split[str(r.run_id)][0])
                        for r in stale.itertuples()})
 
 

@@ -111,8 +111,16 @@ FROM ql_predictions WHERE dataset_id = ? GROUP BY detector ORDER BY detector;
 -- name: ingest_times
 -- What was loaded or collected into a dataset and when: what changed after a run started (why it is stale), and
 -- whose answers it had.
-SELECT kind, file_name, file_format, model, finished_at
-FROM ingests WHERE dataset_id = ? ORDER BY finished_at, ingest_id;
+-- A file's model is the one its lines name when they all name one (NULL when they name several).
+SELECT i.kind, i.file_name, i.file_format,
+       coalesce(i.model, CASE i.kind
+           WHEN 'responses' THEN (SELECT CASE WHEN count(DISTINCT r.model) = 1 THEN min(r.model) END
+                                  FROM responses r WHERE r.ingest_id = i.ingest_id AND r.dataset_id = i.dataset_id)
+           WHEN 'refusal' THEN (SELECT CASE WHEN count(DISTINCT r.model) = 1 THEN min(r.model) END
+                                FROM refusal_responses r WHERE r.ingest_id = i.ingest_id AND r.dataset_id = i.dataset_id)
+       END) AS model,
+       i.finished_at, i.sha256
+FROM ingests i WHERE i.dataset_id = ? ORDER BY i.finished_at, i.ingest_id;
 
 -- name: recent_ingests
 SELECT ingest_id, kind, file_name, file_format, model, n_lines, n_accepted, n_invalid, n_rejected,

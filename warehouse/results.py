@@ -23,16 +23,38 @@ def now() -> datetime:
     return datetime.now(timezone.utc).replace(tzinfo=None)
 
 
+def fingerprint_of(parts: list[tuple[str, str]], predictions: str) -> str:
+    """The dataset fingerprint of the (kind, file sha256) of its ingests and its detector predictions' digest."""
+    h = hashlib.sha256()
+    for kind, sha in sorted(parts):
+        h.update(f"{kind}:{sha}\n".encode())
+    h.update(predictions.encode())          # detector runs store predictions without an ingest: they count too
+    return h.hexdigest()
+
+
 def dataset_fingerprint(con: duckdb.DuckDBPyConnection, dataset_id: str) -> str:
     """sha256 over the (kind, file sha256) of every ingest of the dataset: changes when the data
     changes, not when the same files are ingested again."""
     parts = queries.fetch_df(con, "dataset_fingerprint_parts", [dataset_id])
-    h = hashlib.sha256()
-    for kind, sha in parts.itertuples(index=False):
-        h.update(f"{kind}:{sha}\n".encode())
-    # detector runs store predictions without an ingest: include them too
-    h.update(str(queries.fetch_df(con, "predictions_fingerprint", [dataset_id]).iloc[0, 0]).encode())
-    return h.hexdigest()
+    predictions = str(queries.fetch_df(con, "predictions_fingerprint", [dataset_id]).iloc[0, 0])
+    return fingerprint_of(list(parts.itertuples(index=False, name=None)), predictions)
+
+
+def run_ingests(con: duckdb.DuckDBPyConnection, dataset_id: str, fingerprint: str, started: object,
+                ingests: pd.DataFrame | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The dataset's ingests (``ingest_times``) split into those a run read and those that came after it: the
+    oldest-first prefix whose fingerprint is the run's, when there is one (ingests are only ever added), else
+    those finished by the run's start (a collection that stored more batches since has another digest now).
+    ``ingests``: the dataset's ``ingest_times`` when the caller has them."""
+    if ingests is None:
+        ingests = queries.fetch_df(con, "ingest_times", [dataset_id])
+    predictions = str(queries.fetch_df(con, "predictions_fingerprint", [dataset_id]).iloc[0, 0])
+    parts = list(zip(ingests["kind"].astype(str), ingests["sha256"].astype(str)))
+    for k in range(len(parts), -1, -1):
+        if fingerprint_of(parts[:k], predictions) == fingerprint:
+            return ingests.iloc[:k], ingests.iloc[k:]
+    read = ingests["finished_at"] <= pd.Timestamp(started)
+    return ingests[read], ingests[~read]
 
 
 def code_version() -> str:

@@ -63,19 +63,12 @@ def change_phrases(ingests: pd.DataFrame | None) -> list[str]:
     return phrases
 
 
-def audited_models(params: dict, ingests: pd.DataFrame, started: object) -> frozenset[str]:
-    """The models a run audited: those its parameters name, else every model whose answers were in the dataset
-    when it started (``ingests``: rows of ``ingest_times``)."""
+def audited_models(params: dict, read: pd.DataFrame) -> frozenset[str]:
+    """The models a run audited: those its parameters name, else every model whose answers it read (``read``:
+    the ingests it read, ``warehouse.results.run_ingests``)."""
     if params.get("models"):
         return frozenset(params["models"])
-    if ingests.empty:
-        return frozenset()
-    return frozenset(ingests.loc[ingests["finished_at"] <= pd.Timestamp(started), "model"].dropna().astype(str))
-
-
-def changes_after(ingests: pd.DataFrame, started: object) -> pd.DataFrame:
-    """The rows of ``ingest_times`` loaded or collected after a run started."""
-    return ingests[ingests["finished_at"] > pd.Timestamp(started)] if not ingests.empty else ingests
+    return frozenset(read["model"].dropna().astype(str)) if not read.empty else frozenset()
 
 
 def stale_matters(changes: pd.DataFrame | None, audited: frozenset[str] | None = None) -> bool:

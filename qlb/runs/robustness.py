@@ -6,11 +6,11 @@ from __future__ import annotations
 import duckdb
 import pandas as pd
 
-from qlb.present.scope import audited_models, changes_after, run_parameters, stale_matters
+from qlb.present.scope import audited_models, run_parameters, stale_matters
 from qlb.stats.bootstrap import N_BOOT, SEED
 from qlb.tuple.tracks import VIEW, RobustnessChecks, robustness_checks as compute
 from warehouse import queries
-from warehouse.results import dataset_fingerprint
+from warehouse.results import dataset_fingerprint, run_ingests
 
 
 def run_stale(con: duckdb.DuckDBPyConnection, run: pd.Series) -> bool:
@@ -18,9 +18,8 @@ def run_stale(con: duckdb.DuckDBPyConnection, run: pd.Series) -> bool:
     today's, and not only because answers of models it did not audit came in (``qlb.present.scope.stale_matters``)."""
     if dataset_fingerprint(con, str(run["dataset_id"])) == run["dataset_fingerprint"]:
         return False
-    ingests = queries.fetch_df(con, "ingest_times", [run["dataset_id"]])
-    return stale_matters(changes_after(ingests, run["started_at"]),
-                         audited_models(run_parameters(run), ingests, run["started_at"]))
+    read, after = run_ingests(con, str(run["dataset_id"]), str(run["dataset_fingerprint"]), run["started_at"])
+    return stale_matters(after, audited_models(run_parameters(run), read))
 
 
 def robustness_checks(con: duckdb.DuckDBPyConnection, run_id: str, changed: bool | None = None) -> RobustnessChecks:

@@ -149,16 +149,16 @@ def test_a_recovery_of_exactly_half_in_every_resample_is_explained_not_bracketed
 def test_answers_of_models_a_run_did_not_audit_leave_its_numbers_standing():
     """An auditor who collects a new model's answers after auditing two others: the older run's numbers still describe
     those two (a yellow note naming what is new), where worlds or an audited model's answers make them stale (red)."""
-    from qlb.present.scope import audited_models, changes_after, stale_matters
+    from qlb.present.scope import audited_models, stale_matters
     t0 = pd.Timestamp("2026-12-04 20:00")
     ingests = pd.DataFrame([("worlds", "w.jsonl", "jsonl", None, t0 - pd.Timedelta(hours=1)),
                             ("responses", "collect:c1", "collect", "a", t0 - pd.Timedelta(minutes=30)),
                             ("responses", "collect:c2", "collect", "b", t0 - pd.Timedelta(minutes=20)),
                             ("responses", "collect:c3", "collect", "c", t0 + pd.Timedelta(minutes=5))],
                            columns=["kind", "file_name", "file_format", "model", "finished_at"])
-    audited = audited_models({}, ingests, t0)                       # every model with answers when the run started
-    assert audited == {"a", "b"} and audited_models({"models": ["a"]}, ingests, t0) == {"a"}
-    new = changes_after(ingests, t0)
+    read, new = ingests.iloc[:3], ingests.iloc[3:]                 # as warehouse.results.run_ingests splits them
+    audited = audited_models({}, read)                               # every model whose answers the run read
+    assert audited == {"a", "b"} and audited_models({"models": ["a"]}, read) == {"a"}
     assert list(new["model"]) == ["c"] and not stale_matters(new, audited)
     assert stale_warning("run-x", new, audited).endswith(
         "None of these are answers of the models this run audited, so its numbers still describe them; run qlb audit "
