@@ -391,7 +391,7 @@ def quarantine_section(path: str, dataset: str) -> None:
     table(shown, "invalid_responses", f"{len(invalid):,} invalid response{'' if len(invalid) == 1 else 's'} (at most "
                                       "2,000 shown), with the reason and the response as stored; the source (the "
                                       "run or the file's line) last.",
-          column_config=widths(model=140, world=62, reason=220, response_as_stored=140, source=240))   # 1,024 px
+          column_config=widths(model=140, world=62, reason=150, response_as_stored=110, source=98))   # 1,024 px: 560
 
 
 def render() -> None:

@@ -517,7 +517,7 @@ def test_defenses_page(decoded_warehouse, monkeypatch):
         ver = next(f for f in frames(at) if "plan agreement" in f.columns)
         assert len(ver) == 2 and set(ver["codebook"]) == {"main", "grid only"}
         assert (ver["plan agreement"] == "5,184 / 5,184").all() and (ver["largest cost change"] == 0).all()
-        assert ((ver["coverage"] > 0) & (ver["coverage"] <= 1)).all()
+        assert ((ver["coverage"] > 0) & (ver["coverage"] <= 100)).all()      # shown in percent
         assert any("Every response–policy comparison agrees" in s.value for s in at.success)
         assert "costs the recipient nothing" in texts(at)
         # the learned variant (paper H.2): a computed finding, Figure 11, Table 15 and its verification
