@@ -72,26 +72,78 @@ class EmpiricalPrior(_Decoder):
         return _as_proba([self.rates_.get(k, self.overall_) for k in keys])
 
 
-# The feature memo of the ``feature_memo`` block running in this context (None outside one).
-# A context variable, not a module dict: every thread (a dashboard session refitting) and every
-# asyncio task sees only its own block's memo, so concurrent audits never share features.
-_FEATURE_MEMO: ContextVar[tuple[str, dict] | None] = ContextVar("qlb_feature_memo", default=None)
+# The feature memo of the ``feature_memo`` block running in this context (None outside one):
+# (release view, memo, the block's worlds or None). A context variable, not a module dict: every
+# thread (a dashboard session refitting) and every asyncio task sees only its own block's memo,
+# so concurrent audits never share features.
+_FEATURE_MEMO: ContextVar[tuple[str, dict, pd.DataFrame | None] | None] = ContextVar("qlb_feature_memo", default=None)
 
 
 @contextmanager
-def feature_memo(release_view: str) -> Iterator[None]:
+def feature_memo(release_view: str, worlds: pd.DataFrame | None = None) -> Iterator[None]:
     """Within this block, configurations that build the same features (same kind, same release
     view, same rows) share one fitted vectorizer and scaler and their matrices instead of
     rebuilding them: the library fits up to 27 configurations x 5 folds on the same worlds. The
     memo belongs to the current thread or task (a fresh one per block, dropped on exit; a nested
     block has its own), and its keys name ``release_view``. The caller guarantees that a world's
     release under ``release_view`` does not change inside the block (``fit_view`` does). Results
-    are identical to unshared fitting."""
-    token = _FEATURE_MEMO.set((release_view, {}))
+    are identical to unshared fitting.
+
+    ``worlds`` (each world once, under ``release_view``): every world the block fits or scores,
+    when the caller knows them. Each feature kind is then encoded once for all of them
+    (``FeatureEncoding``), and every fit and transform on those worlds reads its matrix off that
+    encoding instead of vectorizing again (the same vocabulary and values: see
+    ``FeatureEncoding``)."""
+    token = _FEATURE_MEMO.set((release_view, {}, worlds))
     try:
         yield
     finally:
         _FEATURE_MEMO.reset(token)
+
+
+def _frame_ids(X: pd.DataFrame) -> tuple[tuple, np.ndarray | None]:
+    """Inside a ``feature_memo`` block: the world ids of ``X`` and their rows among the block's
+    worlds (None without them, or when one of ``X``'s is not among them), read once per frame:
+    every configuration fits and scores the very same fold and split frames. The entry holds
+    the frame, so its id cannot be reused by another frame while the block runs."""
+    _, memo, worlds = _FEATURE_MEMO.get()
+    hit = memo.get(("ids", id(X)))
+    if hit is None or hit[0] is not X:
+        ids = tuple(column(X, "world_id"))
+        rows = None
+        if worlds is not None:
+            if "worlds" not in memo:
+                memo["worlds"] = pd.Index(column(worlds, "world_id"), dtype=object)
+            rows = memo["worlds"].get_indexer(pd.Index(ids, dtype=object))
+            rows = None if (rows < 0).any() else rows
+        hit = memo[("ids", id(X))] = (X, ids, rows)
+    return hit[1], hit[2]
+
+
+class FeatureEncoding:
+    """One feature kind's dicts of a block's worlds as a dense matrix over every key they hold
+    (sorted), with where each key is present. A fit on some of these worlds learns the keys its
+    rows hold, sorted (``Vectorizer.fit_transform``): exactly the encoding's columns present in
+    those rows, in the same order; its matrix, and a transform of any of these worlds with that
+    vocabulary, are the encoding's values in those rows and columns (a key a world lacks is 0,
+    a key outside the vocabulary is ignored, as in ``Vectorizer.transform``)."""
+
+    def __init__(self, dicts: list[dict]):
+        vec = Vectorizer()
+        self.values = vec.fit_transform(dicts)
+        self.present = vec.presence(dicts)
+        self.names = vec.feature_names_
+        self.index = vec.index_
+
+    def fit(self, rows: np.ndarray) -> tuple[Vectorizer, np.ndarray]:
+        """The vectorizer fitted on these rows' dicts and their matrix (``Vectorizer.fit_transform``)."""
+        cols = np.flatnonzero(self.present[rows].any(axis=0))
+        return Vectorizer.of([self.names[c] for c in cols]), self.values[np.ix_(rows, cols)]
+
+    def columns(self, vectorizer: Vectorizer) -> np.ndarray | None:
+        """The encoding's column of each of the vectorizer's keys (None when some key is not encoded)."""
+        cols = self.index.get_indexer(vectorizer.index_)
+        return None if (cols < 0).any() else cols
 
 
 class _FeatureDecoder(_Decoder):
@@ -113,9 +165,9 @@ class _FeatureDecoder(_Decoder):
         current = _FEATURE_MEMO.get()
         if current is None or "world_id" not in X.columns:
             return self._dicts(X)
-        release_view, memo = current
+        release_view, memo, _ = current
         known = memo.setdefault(("dicts", release_view, self._kind()), {})
-        ids = column(X, "world_id")
+        ids = _frame_ids(X)[0]
         new = [i for i, w in enumerate(ids) if w not in known]
         if new:
             known.update(zip((ids[i] for i in new), self._dicts(X.iloc[new])))
@@ -127,15 +179,34 @@ class _FeatureDecoder(_Decoder):
         current = _FEATURE_MEMO.get()
         if current is None or "world_id" not in X.columns:
             return None, None
-        release_view, memo = current
-        return memo, (*extra, release_view, self._kind(), tuple(column(X, "world_id")))
+        release_view, memo, _ = current
+        return memo, (*extra, release_view, self._kind(), _frame_ids(X)[0])
+
+    def _encoded(self, X: pd.DataFrame) -> tuple[FeatureEncoding, np.ndarray] | None:
+        """This kind's encoding of the block's worlds (built on first use) and the rows of ``X``
+        in it; None outside a block that knows its worlds, or for a world it does not know."""
+        current = _FEATURE_MEMO.get()
+        if current is None or current[2] is None or "world_id" not in X.columns:
+            return None
+        release_view, memo, worlds = current
+        rows = _frame_ids(X)[1]
+        if rows is None:
+            return None
+        key = ("encoding", release_view, self._kind())
+        if key not in memo:
+            memo[key] = FeatureEncoding(self._row_dicts(worlds))
+        return memo[key], rows
 
     def _fit_features(self, X: pd.DataFrame) -> np.ndarray:
         memo, key = self._memo(X, "fit")
         hit = memo.get(key) if memo is not None else None
         if hit is None:
-            vec = Vectorizer()
-            Z = vec.fit_transform(self._row_dicts(X))
+            encoded = self._encoded(X)
+            if encoded is None:
+                vec = Vectorizer()
+                Z = vec.fit_transform(self._row_dicts(X))
+            else:
+                vec, Z = encoded[0].fit(encoded[1])
             scaler = StandardScaler().fit(Z) if self.standardize else None
             hit = (vec, scaler, scaler.transform(Z) if scaler is not None else Z)
             if memo is not None:
@@ -145,13 +216,23 @@ class _FeatureDecoder(_Decoder):
             self.scaler_ = scaler
         return Z
 
+    def _encoded_cells(self, X: pd.DataFrame, what: str) -> np.ndarray:
+        """``values`` (the vectorizer's transform) or ``present`` (its presence) of ``X``'s rows,
+        read off the block's encoding when it holds them, else computed from the dicts."""
+        encoded = self._encoded(X)
+        cols = encoded[0].columns(self.vectorizer_) if encoded is not None else None
+        if cols is None:
+            dicts = self._row_dicts(X)
+            return self.vectorizer_.transform(dicts) if what == "values" else self.vectorizer_.presence(dicts)
+        return getattr(encoded[0], what)[np.ix_(encoded[1], cols)]
+
     def _features(self, X: pd.DataFrame) -> np.ndarray:
         # the vectorizer object itself (identity hash) is in the key: it stays alive while its
         # entry does, so a later vectorizer can never reuse its id
         memo, key = self._memo(X, "transform", self.vectorizer_)
         hit = memo.get(key) if memo is not None else None
         if hit is None:
-            Z = self.vectorizer_.transform(self._row_dicts(X))
+            Z = self._encoded_cells(X, "values")
             hit = self.scaler_.transform(Z) if self.standardize else Z
             if memo is not None:
                 memo[key] = hit
@@ -370,7 +451,7 @@ class TemplateDecoder(_FeatureDecoder):
         numeric = np.array([n.startswith(NUMERIC_PREFIXES) for n in self.vectorizer_.feature_names_], dtype=bool)
         hit = (None, None, None)
         if numeric.any():
-            seen = self.vectorizer_.presence(self._row_dicts(X)) | ~numeric
+            seen = self._encoded_cells(X, "present") | ~numeric
             if not seen.all():
                 packed = np.packbits(seen, axis=1)          # a pattern's bits, 8 features a byte
                 _, first, which = np.unique(packed, axis=0, return_index=True, return_inverse=True)
@@ -388,20 +469,42 @@ class TemplateDecoder(_FeatureDecoder):
         stack in that order."""
         Z = self._fit_features(X)
         y = self._fitted(y)
+        self.means_, self.precisions_, self.covariances_ = {}, {}, {}
+        self.mech_class_, self.class_means_ = {}, {}
+        self.marginals_: dict = {}
+        dim = Z.shape[1]
+        for c, class_mean, names, MU, S in self._class_moments(X, y, Z):
+            self.class_means_[c] = class_mean
+            for m, mu in zip(names, MU):
+                self.means_[m] = mu
+                self.mech_class_[m] = c
+            if self.covariance == "diag":
+                S = np.diag(np.diag(S) + 0.05)
+                self.precisions_[c] = np.diag(1.0 / np.diag(S))
+            else:
+                S = 0.25 * S + 0.75 * np.diag(np.diag(S)) + 0.05 * np.eye(dim)
+                self.precisions_[c] = np.linalg.inv(S)
+            self.covariances_[c] = S
+        return self
+
+    def _class_moments(self, X, y: np.ndarray, Z: np.ndarray) -> list[tuple]:
+        """Per coarse class c: (c, the class mean, its mechanisms, their shrunk means, the pairwise residual
+        covariance before regularization). They depend on the rows, the labels, the features and ``shrink``, not
+        on the covariance form: inside a ``feature_memo`` block the diagonal and the full configuration of one
+        shrinkage share them (memoized per labels too, so refitting other labels recomputes)."""
+        memo, key = self._memo(X, "moments", self.shrink, np.asarray(y).tobytes())
+        if memo is not None and key in memo:
+            return memo[key]
         seen = self._observed(X)
         O = np.ones(Z.shape) if seen is None else seen.astype(float)
         ZO = Z * O
         mech = np.where(y == 1, X["hypothesis_1"].to_numpy(), X["hypothesis_0"].to_numpy())
         coarse = X["coarse"].to_numpy()
-        self.means_, self.precisions_, self.covariances_ = {}, {}, {}
-        self.mech_class_, self.class_means_ = {}, {}
-        self.marginals_: dict = {}
-        dim = Z.shape[1]
+        out = []
         for c in np.unique(coarse):
             rows = np.flatnonzero(coarse == c)
             n_seen = O[rows].sum(axis=0)
             class_mean = np.where(n_seen > 0, ZO[rows].sum(axis=0) / np.maximum(n_seen, 1), 0.0)
-            self.class_means_[c] = class_mean
             names, which = np.unique(mech[rows], return_inverse=True)
             which = which.reshape(-1)
             rows = rows[np.argsort(which, kind="stable")]          # grouped by mechanism, row order kept
@@ -411,19 +514,12 @@ class TemplateDecoder(_FeatureDecoder):
             weight = np.array([B[a:b].sum(axis=0) for a, b in groups]) + self.shrink
             total = np.array([ZB[a:b].sum(axis=0) for a, b in groups]) + self.shrink * class_mean
             MU = np.where(weight > 0, total / np.where(weight > 0, weight, 1.0), class_mean)
-            for m, mu in zip(names, MU):
-                self.means_[m] = mu
-                self.mech_class_[m] = c
             R = (Z[rows] - np.repeat(MU, np.diff(bounds), axis=0)) * B
             S = (R.T @ R) / np.maximum(B.T @ B - 1, 1)          # pairwise: the worlds that observe both features
-            if self.covariance == "diag":
-                S = np.diag(np.diag(S) + 0.05)
-                self.precisions_[c] = np.diag(1.0 / np.diag(S))
-            else:
-                S = 0.25 * S + 0.75 * np.diag(np.diag(S)) + 0.05 * np.eye(dim)
-                self.precisions_[c] = np.linalg.inv(S)
-            self.covariances_[c] = S
-        return self
+            out.append((c, class_mean, names, MU, S))
+        if memo is not None:
+            memo[key] = out
+        return out
 
     def _templates(self, mechanisms: np.ndarray, c: str) -> np.ndarray:
         """The template of each mechanism in class c: its shrunk mean when it was seen in c, else the class mean."""

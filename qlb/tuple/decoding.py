@@ -54,6 +54,10 @@ class ViewFit:
     oof: np.ndarray
     val: np.ndarray
     test: np.ndarray
+    # ``view_candidates`` of this fit per training labels (their bytes), made once: a defended
+    # release's attacker reuses the native control's fits of the views it leaves unchanged, and
+    # their candidates (the stack's fit among them) are the same
+    candidates: dict[bytes, list] = field(default_factory=dict, repr=False, compare=False)
 
 
 @dataclass
@@ -98,7 +102,8 @@ def fit_view(train: pd.DataFrame, y: np.ndarray, val: pd.DataFrame, test: pd.Dat
     pv = np.zeros((len(va), len(lib)))
     pt = np.zeros((len(te), len(lib)))
     folds_tr = [(tr.iloc[fit_idx], y[fit_idx], tr.iloc[out_idx], out_idx) for fit_idx, out_idx in splits]
-    with feature_memo(view):             # configurations with the same features share them
+    worlds = pd.concat([tr, va, te], ignore_index=True).drop_duplicates("world_id")     # proxies score val twice
+    with feature_memo(view, worlds):     # configurations with the same features share them, encoded once
         for k, (_, _, est) in enumerate(lib):
             for fit_rows, fit_y, out_rows, out_idx in folds_tr:
                 m = clone(est).fit(fit_rows, fit_y)
@@ -121,7 +126,15 @@ def _logit(p: np.ndarray) -> np.ndarray:
 
 
 def view_candidates(vf: ViewFit, y: np.ndarray) -> list[Candidate]:
-    """Base configurations, family-winner ensemble, all-configuration ensemble and the stack."""
+    """Base configurations, family-winner ensemble, all-configuration ensemble and the stack
+    (computed once per fit and labels: see ``ViewFit.candidates``)."""
+    key = np.asarray(y).tobytes()
+    if key not in vf.candidates:
+        vf.candidates[key] = _view_candidates(vf, y)
+    return list(vf.candidates[key])
+
+
+def _view_candidates(vf: ViewFit, y: np.ndarray) -> list[Candidate]:
     cands = [Candidate(n, vf.view, vf.val[:, k], vf.test[:, k]) for k, n in enumerate(vf.names)]
     oof_acc = np.array([correct(y, vf.oof[:, k]).mean() for k in range(len(vf.names))])
     oof_ll = np.array([log_loss_per_world(y, vf.oof[:, k]).mean() for k in range(len(vf.names))])

@@ -30,7 +30,7 @@ from qlb.stats.parallel import Workers, domain_tasks, run_tasks
 from qlb.tuple.defenses import NOISE_SEEDS, apply, temperature_inverse, to_dict
 from qlb.records.ontology import Ontology
 from qlb.tuple.costs import profile_names
-from qlb.tuple.recipients import candidate_ranks, features, native_q
+from qlb.tuple.recipients import SharedQ, candidate_ranks, features, native_q
 from qlb.tuple.release_views import apply_view
 from qlb.tuple.utility import utility_domain
 from qlb.tuple.learned_wcpq import LEARNED_ENDPOINTS, PROXY_CONFIGS, LearnedRelease, learned_releases
@@ -105,15 +105,18 @@ def signature_keys(frame: pd.DataFrame, domain: str, policies: Sequence[Policy])
     rank = candidate_ranks(rel, classes)
     avail = (rel["status"] == "ok").to_numpy()
     partial = native_q(rel, classes) is None
-    dicts = features(rel, classes)                  # the same for every policy: built once
+    q = SharedQ(rel, features(rel, classes))        # the same features for every policy: built once
     keys: list[list[str]] = [[] for _ in range(len(rel))]
+    rows = np.flatnonzero(avail)
     for j, p in enumerate(policies):
         if p.recipient.kind == "native" and partial:
             continue
-        sig = signature(p, p.recipient.q(rel, dicts), rank)
-        for i in range(len(rel)):
-            if avail[i]:
-                keys[i].append(f"{j}=" + ",".join(map(str, sig[i])))
+        sig = signature(p, q(p.recipient), rank)[rows]
+        # a policy's signatures take few distinct values: each one's text is written once
+        distinct, which = np.unique(sig, axis=0, return_inverse=True)
+        text = [f"{j}=" + ",".join(map(str, row)) for row in distinct]
+        for i, k in zip(rows, which.reshape(-1)):
+            keys[i].append(text[k])
     return keys
 
 
@@ -299,13 +302,13 @@ def _frozen_costs(endpoint: str, frame: pd.DataFrame, domain: str, policies: Seq
     avail = (test["status"] == "ok").to_numpy()
     t = test["coarse"].map({c: i for i, c in enumerate(classes)}).to_numpy()
     partial = native_q(test, classes) is None
-    dicts = features(test, classes)                 # the same for every policy: built once
+    q = SharedQ(test, features(test, classes))      # the same features for every policy: built once
     out, unreadable = [], []
     for p in policies:
         if p.recipient.kind == "native" and partial:
             unreadable.append(Unreadable(endpoint, "frozen", p.task, p.profile))
             continue
-        o = run_task(p.task, p.recipient.q(test, dicts), rank, avail, t, p.costs, p.factor)
+        o = run_task(p.task, q(p.recipient), rank, avail, t, p.costs, p.factor)
         out.append(EndpointCost(endpoint, "frozen", p.task, p.profile, test["world_id"].to_numpy(),
                                 test["pair_id"].to_numpy(), o.cost))
     return out, unreadable
@@ -405,8 +408,10 @@ def run_defenses(frames: dict[str, pd.DataFrame], policies: dict[str, dict[str, 
              for m, d, f in domain_tasks(frames, decodable, "defenses", skipped)]
     endpoints = tuple(endpoints)
     learned = [ep for ep in endpoints if ep in LEARNED_ENDPOINTS]
-    first = ([("native", i) for i in range(len(tasks))] if "native" in endpoints else []) \
-        + ([("learned", i) for i, t in enumerate(tasks) if t[3]] if learned else [])
+    # the learned releases (several times a native control's work) go first, so that the short
+    # native controls fill the workers at the end of the stage instead of one long task alone
+    first = ([("learned", i) for i, t in enumerate(tasks) if t[3]] if learned else []) \
+        + ([("native", i) for i in range(len(tasks))] if "native" in endpoints else [])
     # a learned variant needs frozen policies to map against; without them it releases nothing
     later = [(i, ep) for i in range(len(tasks)) for ep in endpoints
              if ep != "native" and (ep not in LEARNED_ENDPOINTS or tasks[i][3])]
@@ -590,7 +595,8 @@ def _cost_rows(model: str, domains: list[DefenseDomain], rs: PairResamples,
         rows.append(row(ep, recipient, task, profile, np.concatenate([p for p, _ in parts]),
                         np.concatenate([v for _, v in parts])))
     for recipient in ("frozen", "adapted"):
-        for task_profile in {(t, p) for (e, rc, t, p) in costs if e.startswith("noise seed") and rc == recipient}:
+        noisy = {(t, p) for (e, rc, t, p) in costs if e.startswith("noise seed") and rc == recipient}
+        for task_profile in sorted(noisy):            # sorted: the rows' order does not follow string hashing
             seeds = [costs[(e, recipient, *task_profile)] for e in ENDPOINTS
                      if e.startswith("noise seed") and (e, recipient, *task_profile) in costs]
             if len(seeds) == len(NOISE_SEEDS):

@@ -47,18 +47,17 @@ against finite differences).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 import numpy as np
 import pandas as pd
 
 from qlb.tuple.defenses import static_grid
-from qlb.tuple.recipients import candidate_ranks, features
+from qlb.tuple.recipients import SharedQ, candidate_ranks, features
 from qlb.tuple.release_views import apply_view
 from qlb.tuple.wcpq import (
-    POLICY_VIEW, Mapping, Policy, eligible_rows, main_codebook, mapping_of, q_codewords, training_vectors,
-    zero_score_features,
+    POLICY_VIEW, CodewordQ, Mapping, Policy, eligible_rows, main_codebook, mapping_of, training_vectors,
 )
 from qlb.tuple.workflows import FALLBACK, REVIEW, argmax_public, run_task, truth_costs
 
@@ -136,21 +135,21 @@ def replay_codewords(rel: pd.DataFrame, policies: list[Policy], code: np.ndarray
     sub = rel[eligible].reset_index(drop=True)
     if len(sub):
         rank = candidate_ranks(sub, classes)
-        dicts, base = features(sub, classes), zero_score_features(sub, classes)
+        q, qc_of = SharedQ(sub, features(sub, classes)), CodewordQ(sub, code, classes)
         rank_m = np.repeat(rank, m, axis=0)
         ones, zeros = np.ones(len(sub) * m, bool), np.zeros(len(sub) * m, int)
         choice = sub["choice"].map({c: i for i, c in enumerate(classes)}).fillna(-1).to_numpy()
         s_same, s_excess = np.ones((len(sub), m), bool), np.zeros((len(sub), m))
         s_ctx = np.zeros((len(sub), 3))
         for j, p in enumerate(policies):
-            qn = p.recipient.q(sub, dicts)
+            qn = q(p.recipient)
             on = run_task(p.task, qn, rank, np.ones(len(sub), bool), np.zeros(len(sub), int), p.costs, p.factor)
             cat = argmax_public(qn, rank)
             cats[eligible, j] = cat
             s_ctx[:, 0] += on.checked
             s_ctx[:, 1] += (on.first == REVIEW) if p.task == "selective" else (on.first == k) if p.task == "asymmetric" else 0
             s_ctx[:, 2] += cat == choice
-            qc = q_codewords(p, sub, code, classes, base).reshape(len(sub) * m, k)
+            qc = qc_of(p).reshape(len(sub) * m, k)
             oc = run_task(p.task, qc, rank_m, ones, zeros, p.costs, p.factor)
             s_same &= argmax_public(qc, rank_m).reshape(len(sub), m) == cat[:, None]
             up = (truth_costs(oc, p.costs).reshape(len(sub), m, k) - truth_costs(on, p.costs)[:, None, :]).max(axis=2)
@@ -241,22 +240,33 @@ def assignment_logits(params: dict, x: np.ndarray) -> tuple[np.ndarray, np.ndarr
 def soft_assignment(logits: np.ndarray, feasible: np.ndarray) -> np.ndarray:
     """Row-wise softmax over the feasible codewords (rows need one)."""
     z = np.where(feasible, logits, -np.inf)
-    z = z - z.max(axis=1, keepdims=True)
-    e = np.where(feasible, np.exp(z), 0.0)
-    return e / e.sum(axis=1, keepdims=True)
+    z -= z.max(axis=1, keepdims=True)
+    e = np.exp(z, out=z)                    # an infeasible codeword's exp(-inf) is 0
+    e /= e.sum(axis=1, keepdims=True)
+    return e
 
 
-def critic_loss(params: dict, z: np.ndarray, s: np.ndarray, a: np.ndarray) -> tuple[float, dict, np.ndarray]:
+def critic_loss(params: dict, z: np.ndarray, s: np.ndarray, a: np.ndarray,
+                with_loss: bool = True) -> tuple[float, dict, np.ndarray]:
     """The critic's cross entropy for secret ``s`` under soft assignment ``a`` (n x m), its
-    gradients and the per-(world, codeword) losses."""
+    gradients and the per-(world, codeword) losses. ``with_loss=False`` leaves the cross entropy
+    itself out (NaN; the training reads only the gradients and the per-(world, codeword) losses)."""
     n = len(z)
     hc = np.tanh(z @ params["V1"] + params["c1"])
     logit = (hc @ params["v2"] + params["c2"])[:, None] + params["beta"][None, :]
-    e = np.exp(-np.abs(logit))
-    ell = np.maximum(logit, 0.0) + np.log1p(e) - s[:, None] * logit
-    loss = float((a * ell).sum() / n)
-    prob = np.where(logit >= 0, 1.0, e) / (1.0 + e)
-    dlogit = a * (prob - s[:, None]) / n
+    # the (n x m) steps run in place where they can (the same operations in the same order:
+    # max(logit, 0) + log1p(e) - s logit, and a (prob - s) / n), sparing the temporaries
+    e = np.abs(logit)
+    e = np.exp(np.negative(e, out=e), out=e)
+    ell = np.maximum(logit, 0.0)
+    ell += np.log1p(e)
+    ell -= s[:, None] * logit
+    loss = float((a * ell).sum() / n) if with_loss else float("nan")
+    prob = np.where(logit >= 0, 1.0, e)
+    prob /= np.add(1.0, e, out=e)
+    prob -= s[:, None]
+    prob *= a
+    dlogit = np.divide(prob, n, out=prob)
     du = dlogit.sum(axis=1)
     dpre = du[:, None] * params["v2"][None, :] * (1.0 - hc ** 2)
     grads = {"V1": z.T @ dpre, "c1": dpre.sum(axis=0), "v2": hc.T @ du, "c2": np.array([du.sum()]),
@@ -265,28 +275,33 @@ def critic_loss(params: dict, z: np.ndarray, s: np.ndarray, a: np.ndarray) -> tu
 
 
 def assignment_loss(params: dict, x: np.ndarray, feasible: np.ndarray, ell: np.ndarray, pairs: np.ndarray,
-                    js_weight: float, forward: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[float, dict]:
+                    js_weight: float, forward: tuple[np.ndarray, np.ndarray] | None = None,
+                    with_loss: bool = True) -> tuple[float, dict]:
     """What the assignment network minimizes: minus the critic's cross entropy (``ell``: per
     world and codeword), plus the gate penalty and ``js_weight`` x the mean Jensen-Shannon
     divergence of the pairs' assignments (each row in at most one pair); and its gradients.
-    ``forward``: (hidden activations, soft assignment) of these parameters when already known."""
+    ``forward``: (hidden activations, soft assignment) of these parameters when already known;
+    ``with_loss=False`` leaves the loss itself out (NaN; the training reads only the gradients)."""
     n = len(x)
     if forward is None:
         h, logits = assignment_logits(params, x)
         forward = h, soft_assignment(logits, feasible)
     h, a = forward
     gate = _sigmoid(params["gate"])
-    loss = -float((a * ell).sum() / n) + GATE_PENALTY * float(gate.sum())
-    g = -ell / n
+    loss = -float((a * ell).sum() / n) + GATE_PENALTY * float(gate.sum()) if with_loss else float("nan")
+    g = np.negative(ell)
+    g /= n
     if js_weight and len(pairs):
         ai, aj = a[pairs[:, 0]] + EPS, a[pairs[:, 1]] + EPS
         mid = 0.5 * (ai + aj)
         li, lj = np.log(ai / mid), np.log(aj / mid)
-        loss += js_weight * float((0.5 * (ai * li).sum(axis=1) + 0.5 * (aj * lj).sum(axis=1)).mean())
+        if with_loss:
+            loss += js_weight * float((0.5 * (ai * li).sum(axis=1) + 0.5 * (aj * lj).sum(axis=1)).mean())
         scale = 0.5 * js_weight / len(pairs)
         g[pairs[:, 0]] += scale * li
         g[pairs[:, 1]] += scale * lj
-    dlog = a * (g - (a * g).sum(axis=1, keepdims=True))
+    g -= (a * g).sum(axis=1, keepdims=True)
+    dlog = np.multiply(g, a, out=g)             # a (g - sum(a g)), in place
     dh = dlog @ params["W2"].T
     dpre = dh * (1.0 - h ** 2)
     grads = {"W1": x.T @ dpre, "b1": dpre.sum(axis=0), "W2": h.T @ dlog, "b2": dlog.sum(axis=0),
@@ -333,8 +348,8 @@ def train_assignment(x: np.ndarray, z: np.ndarray, s: np.ndarray, feasible: np.n
     for _ in range(updates):
         h, logits = assignment_logits(net, x)
         a = soft_assignment(logits, feasible)
-        _, g_critic, ell = critic_loss(critic, z, s, a)
-        _, g_net = assignment_loss(net, x, feasible, ell, pairs, js_weight, (h, a))
+        _, g_critic, ell = critic_loss(critic, z, s, a, with_loss=False)
+        _, g_net = assignment_loss(net, x, feasible, ell, pairs, js_weight, (h, a), with_loss=False)
         opt_critic.step(critic, g_critic)
         opt_net.step(net, g_net)
     return net
@@ -432,6 +447,9 @@ class LearnedSetup:
     z: np.ndarray
     s: np.ndarray
     train: np.ndarray
+    # the responses' side of the guard (``guarded_mapping``), the same for every variant and seed:
+    # "rank" -> the candidate ranks; id(policy) -> (policy, selected category, truth costs, fallback)
+    guard: dict = field(default_factory=dict)
 
 
 def setup(frame: pd.DataFrame, policies: list[Policy]) -> LearnedSetup:
@@ -477,17 +495,25 @@ def guarded_mapping(st: LearnedSetup, policies: list[Policy], budget: float, fir
     out = st.rel.copy()
     out["probabilities"], out["confidence"] = mapping.released, mapping.confidence
     ok = np.ones(len(out), bool)
-    rank = candidate_ranks(st.rel, st.classes)
     avail = (st.rel["status"] == "ok").to_numpy()
     zeros = np.zeros(len(out), int)
-    dicts_a, dicts_b = features(st.rel, st.classes), features(out, st.classes)
+    if "rank" not in st.guard:
+        st.guard["rank"] = candidate_ranks(st.rel, st.classes)
+    rank = st.guard["rank"]
+    q_a, q_b = None, SharedQ(out, features(out, st.classes))
     for p in policies:
-        qa, qb = p.recipient.q(st.rel, dicts_a), p.recipient.q(out, dicts_b)
-        oa = run_task(p.task, qa, rank, avail, zeros, p.costs, p.factor)
+        if id(p) not in st.guard:
+            if q_a is None:
+                q_a = SharedQ(st.rel, features(st.rel, st.classes))
+            qa = q_a(p.recipient)
+            oa = run_task(p.task, qa, rank, avail, zeros, p.costs, p.factor)
+            st.guard[id(p)] = (p, argmax_public(qa, rank), truth_costs(oa, p.costs), oa.first == FALLBACK)
+        _, category, costs, fallback = st.guard[id(p)]
+        qb = q_b(p.recipient)
         ob = run_task(p.task, qb, rank, avail, zeros, p.costs, p.factor)
-        up = (truth_costs(ob, p.costs) - truth_costs(oa, p.costs)).max(axis=1) / p.costs.review
-        ok &= (argmax_public(qa, rank) == argmax_public(qb, rank)) & (up <= budget + TOL)
-        ok &= (oa.first == FALLBACK) == (ob.first == FALLBACK)
+        up = (truth_costs(ob, p.costs) - costs).max(axis=1) / p.costs.review
+        ok &= (category == argmax_public(qb, rank)) & (up <= budget + TOL)
+        ok &= fallback == (ob.first == FALLBACK)
     back = (first >= 0) & ~ok
     if back.any():
         first = np.where(back, -1, first)

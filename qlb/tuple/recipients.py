@@ -95,6 +95,29 @@ def native_q(frame: pd.DataFrame, classes: Sequence[str]) -> np.ndarray | None:
     return q
 
 
+class SharedQ:
+    """q of recipients on one frame, each distinct recipient computed once: a domain's frozen
+    policies (3 tasks x each cost profile) share their view's few fitted candidates, and the
+    feature dicts are built once (``dicts`` when given). Called with a recipient ``r`` it gives
+    ``r.q(frame, dicts)``: the same array for every policy of one recipient, to be read, never
+    written into."""
+
+    def __init__(self, frame: pd.DataFrame, dicts: list[dict[str, float]] | None = None):
+        self.frame, self.dicts = frame, dicts
+        self.built: dict[tuple[str, ...], list[dict[str, float]]] = {}      # features per class order, when not given
+        self.done: dict[int, tuple[Recipient, np.ndarray]] = {}
+
+    def __call__(self, recipient: "Recipient") -> np.ndarray:
+        hit = self.done.get(id(recipient))
+        if hit is None:
+            dicts = self.dicts
+            if dicts is None and recipient.kind == "logistic":
+                key = tuple(recipient.classes)
+                dicts = self.built[key] = self.built.get(key) or features(self.frame, key)
+            hit = self.done[id(recipient)] = (recipient, recipient.q(self.frame, dicts))   # kept: ids stay unique
+        return hit[1]
+
+
 @dataclass
 class Recipient:
     """A frozen q(T | features): prior, native, or a linear-softmax map on named features."""

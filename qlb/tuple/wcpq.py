@@ -31,8 +31,8 @@ import pandas as pd
 
 from qlb.tuple.costs import PROFILES, DomainCosts, domain_costs
 from qlb.tuple.defenses import static_grid
-from qlb.tuple.recipients import Recipient, candidate_ranks, features
-from qlb.tuple.release_views import apply_view
+from qlb.tuple.recipients import Recipient, SharedQ, candidate_ranks, features
+from qlb.tuple.release_views import Vectorizer, apply_view
 from qlb.tuple.workflows import TASKS, argmax_public, run_task
 
 POLICY_VIEW = "full_native"
@@ -86,12 +86,7 @@ def q_codewords(policy: Policy, frame: pd.DataFrame, code: np.ndarray, classes: 
         return np.broadcast_to(code, (n, m, k))
     has_conf = frame["confidence"].notna().to_numpy()
     index = {f: i for i, f in enumerate(rec.feature_names)}
-    x = np.zeros((n, len(index)))
-    for r, d in enumerate(zero_score_features(frame, classes) if base is None else base):
-        for key, v in d.items():
-            j = index.get(key)
-            if j is not None:
-                x[r, j] = v
+    x = Vectorizer.of(rec.feature_names).transform(zero_score_features(frame, classes) if base is None else base)
     z0 = x @ rec.coef.T + rec.intercept                                   # (n, k)
     wp = np.column_stack([rec.coef[:, index[f"p={c}"]] if f"p={c}" in index else np.zeros(k) for c in classes])
     wc = rec.coef[:, index["confidence"]] if "confidence" in index else np.zeros(k)
@@ -101,6 +96,26 @@ def q_codewords(policy: Policy, frame: pd.DataFrame, code: np.ndarray, classes: 
     z -= z.max(axis=2, keepdims=True)
     e = np.exp(z)
     return e / e.sum(axis=2, keepdims=True)
+
+
+class CodewordQ:
+    """``q_codewords`` of policies on one frame and codebook, each distinct recipient computed
+    once (the policies share their view's few candidates) and the zero-score features built
+    once. The same array for every policy of one recipient: read it, never write into it."""
+
+    def __init__(self, frame: pd.DataFrame, code: np.ndarray, classes: tuple[str, ...]):
+        self.frame, self.code, self.classes = frame, code, classes
+        self.base: list[dict[str, float]] | None = None
+        self.done: dict[int, tuple[Recipient, np.ndarray]] = {}
+
+    def __call__(self, policy: Policy) -> np.ndarray:
+        hit = self.done.get(id(policy.recipient))
+        if hit is None:
+            if self.base is None and policy.recipient.kind == "logistic":
+                self.base = zero_score_features(self.frame, self.classes)
+            qc = q_codewords(policy, self.frame, self.code, self.classes, self.base)
+            hit = self.done[id(policy.recipient)] = (policy.recipient, qc)     # kept: ids stay unique
+        return hit[1]
 
 
 def field_availability(frame: pd.DataFrame, classes: tuple[str, ...]) -> np.ndarray:
@@ -183,8 +198,8 @@ def map_domain(frame: pd.DataFrame, domain: str, policies: list[Policy], code: n
     rank = candidate_ranks(sub, classes)
     match = np.ones((len(sub), m), bool)
     if len(sub):
-        dicts = features(sub, classes)
-        base = zero_score_features(sub, classes)
+        q = SharedQ(sub, features(sub, classes))
+        qc_of = CodewordQ(sub, code, classes)
         flat = match.reshape(-1)                    # (world, codeword) pairs, world-major
         world = np.repeat(np.arange(len(sub)), m)
         for p in policies:
@@ -193,8 +208,8 @@ def map_domain(frame: pd.DataFrame, domain: str, policies: list[Policy], code: n
             alive = np.flatnonzero(flat)
             if not len(alive):
                 break
-            native = signature(p, p.recipient.q(sub, dicts), rank)                  # (rows, 5)
-            qc = q_codewords(p, sub, code, classes, base).reshape(len(sub) * m, len(classes))
+            native = signature(p, q(p.recipient), rank)                              # (rows, 5)
+            qc = qc_of(p).reshape(len(sub) * m, len(classes))
             coded = signature(p, qc[alive], rank[world[alive]])
             flat[alive] = (coded == native[world[alive]]).all(axis=1)
     first = np.full(n, -1)
@@ -252,8 +267,9 @@ def verify(native: pd.DataFrame, released: pd.DataFrame, domain: str, policies: 
     t = a["coarse"].map({c: i for i, c in enumerate(classes)}).to_numpy()
     agree, comparisons, worst, rise = 0, 0, 0.0, 0.0
     native_cost, released_cost = {}, {}
+    q_a, q_b = SharedQ(a), SharedQ(b)
     for p in policies:
-        qa, qb = p.recipient.q(a), p.recipient.q(b)
+        qa, qb = q_a(p.recipient), q_b(p.recipient)
         oa = run_task(p.task, qa, rank, avail, t, p.costs, p.factor)
         ob = run_task(p.task, qb, rank, avail, t, p.costs, p.factor)
         sa = np.column_stack([argmax_public(qa, rank), oa.plan()])
