@@ -397,7 +397,7 @@ class RunContext:
     changed: frozenset[str]
     ran: dict[str, frozenset[str]] = field(default_factory=dict)   # run id -> the audits that stored results
     changes: dict[str, pd.DataFrame] = field(default_factory=dict)  # changed run id -> what was ingested after its start
-    audited: dict[str, frozenset[str]] = field(default_factory=dict)  # changed run id -> the models it audited
+    audited: dict[str, frozenset[str] | None] = field(default_factory=dict)  # changed run id -> models it audited
 
 
 def run_context(path: str, dataset: str) -> RunContext:
@@ -417,9 +417,9 @@ def run_context(path: str, dataset: str) -> RunContext:
     kinds = query(path, "run_result_kinds", (dataset,))
     return RunContext(None if best is None else str(best["run_id"]), frozenset(split),
                       {str(r): frozenset(k["kind"]) for r, k in kinds.groupby("run_id")},
-                      {r: after for r, (_, after) in split.items()},
-                      {str(r.run_id): audited_models(run_parameters(r._asdict()), split[str(r.run_id)][0])
-                       for r in stale.itertuples()})
+                      {r: part.after for r, part in split.items()},
+                      {str(r.run_id): audited_models(run_parameters(r._asdict()), split[str(r.run_id)].read,
+                                                     split[str(r.run_id)].exact) for r in stale.itertuples()})
 
 
 @st.cache_data(ttl=600, max_entries=8, show_spinner=False)

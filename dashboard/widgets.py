@@ -26,6 +26,7 @@ from warehouse.build_status import STAGE_NAMES
 from warehouse.answers import COLLECTED
 from warehouse.db import DEFAULT_PATH
 from qlb.present.names import Column, as_shown, name, readable, run_label
+from qlb.present.compare_text import short_id
 from qlb.present.report import spreadsheet_safe, worlds_sentence
 from qlb.present.scope import stale_matters, stale_warning
 
@@ -221,7 +222,7 @@ def run_select(where: Any, runs: pd.DataFrame, key: str, label: str = "Run",
 def headline_note(headline: str, here: bool) -> str:
     """Under a run picker showing another run than the Overview's: which run that is, and whether
     this page can show it."""
-    short = f"run-…{headline[-6:]}"
+    short = short_id(headline)
     return (f"The Overview and the report show {short}; pick it to read the same numbers." if here else
             f"The Overview and the report show {short}, which holds no results for this page.")
 
@@ -405,13 +406,12 @@ def data_table(df: pd.DataFrame, percent: tuple[str, ...] = (), **kwargs) -> Non
     columns, and the columns named in ``percent``, show as percent to one decimal."""
     shown, specs = shown_frame(df)
     config = {**column_config(shown, specs), **kwargs.pop("column_config", {})}
-    rates = [c for c, spec in specs.items() if spec.kind == "rate"] + [c for c in percent if c in shown]
-    for label in rates:
+    rates = dict.fromkeys([c for c, spec in specs.items() if spec.kind == "rate"] + [c for c in percent if c in shown])
+    for label in rates:                               # each once: a rate named in ``percent`` too is scaled once
         if pd.api.types.is_numeric_dtype(shown[label]) and not pd.api.types.is_bool_dtype(shown[label]):
             shown[label] = 100 * shown[label]         # shown only: the CSV keeps the shares
-            config.setdefault(label, percent_column(label))
-            if label in percent:
-                config[label] = percent_column(label)
+            if label in percent or label not in config:
+                config[label] = percent_column(label, (specs[label].help or None) if label in specs else None)
     height = kwargs.pop("height", "content" if len(shown) <= CONTENT_HEIGHT_ROWS else LONG_TABLE_HEIGHT)
     st.dataframe(shown, hide_index=True, column_config=config, height=height, **kwargs)
 
@@ -449,7 +449,7 @@ def table(df: pd.DataFrame, name: str, caption: str | None = None, **kwargs) -> 
         cols[0].caption(caption)
     cols[1].download_button("CSV", csv_bytes(shown_frame(df)[0]), file_name=f"{name}.csv",        # short: whole at 1,024 px
                             mime="text/csv", key=f"dl_{name}", icon=":material/download:",
-                            help="Download this table as CSV (exactly the rows and columns shown).")
+                            help="Download this table as CSV (the rows and columns shown; rates as shares).")
 
 
 def chart(fig: go.Figure, data: pd.DataFrame, name: str, caption: str) -> None:
@@ -464,11 +464,3 @@ def chart(fig: go.Figure, data: pd.DataFrame, name: str, caption: str) -> None:
     cols[1].download_button("Data", csv_bytes(data),
                             file_name=f"{name}.csv", mime="text/csv", key=f"dl_chart_{name}",
                             icon=":material/download:", help="Download the data behind this chart as CSV.")
-
-
-def percent_columns(df: pd.DataFrame, columns: list[str], digits: int = 2) -> pd.DataFrame:
-    """A copy with rate columns shown as percentages; missing rates (None/NaN) shown as N/A."""
-    out = df.copy()
-    for c in columns:
-        out[c] = [("N/A" if v is None or pd.isna(v) else f"{100 * v:.{digits}f}%") for v in df[c]]
-    return out

@@ -384,8 +384,8 @@ def quarantine_section(path: str, dataset: str) -> None:
                                                      invalid["confidence"])],
                           "source": sources})
     table(invalid_by_source(shown), "invalid_responses_by_source",
-          "Where the invalid responses come from: per model, the collection run that stored them (collected) or "
-          "the file they were loaded from.",
+          "Where the invalid responses listed below come from (at most 2,000): per model, the collection run that "
+          "stored them (collected) or the file they were loaded from.",
           column_config=widths(model=150, **{"from": 330})
           | {"responses": st.column_config.NumberColumn("responses", format="localized", width=80)})
     table(shown, "invalid_responses", f"{len(invalid):,} invalid response{'' if len(invalid) == 1 else 's'} (at most "

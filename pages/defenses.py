@@ -282,7 +282,6 @@ def learned_section(info: pd.DataFrame, res: pd.DataFrame, costs: pd.DataFrame, 
               "released unchanged; codewords kept at deployment and in the pool, and the training seed the proxy "
               "attackers chose, per domain; the largest realized increase of a world's cost over the "
               f"{policies} policies, in review costs, against the budget.",
-              percent=("coverage",),
               column_config={"largest cost increase": st.column_config.NumberColumn(format="%.2f")})
         table(proxy_table(info), "learned_wcpq_proxies",
               "Seed selection: each seed's strongest proxy attacker (a shared scorer and a template decoder) on the "

@@ -1678,14 +1678,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"qlb {args.command}: {getattr(exc, 'reason', 'interrupted')}", file=sys.stderr)
         return EXIT_FAILURE
     except BrokenPipeError:     # the reader went away (`qlb ... | head`): not an error of ours, nothing more to say
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())     # no second error as Python flushes at exit
+        _to_devnull(stdout.fileno())     # no second error as Python flushes at exit
         return EXIT_OK
     except Exception as exc:  # last resort: one line, no traceback (use -v for details)
         logging.getLogger(__name__).debug("unexpected failure", exc_info=True)
         print(f"qlb {args.command}: error: {type(exc).__name__}: {exc}", file=sys.stderr)
         return EXIT_FAILURE
     finally:
+        sys.stdout.flush()          # through the guard: a reader gone before the last write costs no exit code
         sys.stdout = stdout
+
+
+def _to_devnull(fd: int) -> None:
+    """Point ``fd`` at /dev/null (what Python still flushes at exit goes nowhere, with no second error)."""
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, fd)
+    finally:
+        os.close(null)
 
 
 class _StdoutUntilClosed:
@@ -1714,7 +1724,7 @@ class _StdoutUntilClosed:
     def _reader_gone(self) -> None:
         self.gone = True
         try:        # what is still buffered goes nowhere when Python flushes at exit: no second error then
-            os.dup2(os.open(os.devnull, os.O_WRONLY), self._stream.fileno())
+            _to_devnull(self._stream.fileno())
         except (OSError, ValueError, AttributeError):
             pass
 

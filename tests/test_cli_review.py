@@ -330,3 +330,17 @@ def test_a_file_name_with_no_known_format_is_bad_usage(tmp_path, capsys):
     assert main(["ingest", "worlds", str(odd), "--dataset", "d", "--warehouse", str(tmp_path / "w.duckdb")]) == 2
     assert "cannot tell the format from the name; use .jsonl, .csv or .parquet" in _error(capsys)
     assert not (tmp_path / "w.duckdb").exists()
+
+
+def test_only_failures_every_document_would_meet_stop_a_detector_run():
+    """A reply that does not read (an empty "choices": IndexError; a body that is not JSON) is that document's
+    failure; the endpoint unreachable or refusing the key or URL stops the run."""
+    from qlb.runs.quasileak import stops_the_run
+    assert stops_the_run("request failed: ConnectError: [Errno 111] Connection refused")
+    assert stops_the_run("request failed: ReadTimeout: timed out")
+    assert stops_the_run("request failed: HTTPStatusError: Client error '401 Unauthorized' for url 'http://x'")
+    assert stops_the_run("request failed: HTTPStatusError: Server error '502 Bad Gateway' for url 'http://x'")
+    assert not stops_the_run("request failed: HTTPStatusError: Client error '422 Unprocessable' for url 'http://x'")
+    assert not stops_the_run("request failed: IndexError: list index out of range")
+    assert not stops_the_run("request failed: JSONDecodeError: Expecting value: line 1 column 1 (char 0)")
+    assert not stops_the_run(None) and not stops_the_run("not valid JSON")

@@ -685,6 +685,7 @@ WHERE s.dataset_id = ?;
 -- Parquet lines; a CSV row's text has no column names). Parameters: dataset_id, ingest_id (twice).
 DELETE FROM rejects
 WHERE dataset_id = ? AND kind = 'worlds' AND ingest_id <> ?
+  AND reason NOT LIKE 'duplicate %'          -- a conflict with a stored value: storing the key fixes nothing
   AND CASE WHEN json_valid(raw_text) THEN json_extract_string(raw_text, '$.world_id') END
       IN (SELECT world_id FROM worlds WHERE ingest_id = ?)
 RETURNING line_no;
@@ -694,6 +695,7 @@ RETURNING line_no;
 -- --model). Parameters: dataset_id, ingest_id (twice).
 DELETE FROM rejects
 WHERE dataset_id = ? AND kind = 'responses' AND ingest_id <> ?
+  AND reason NOT LIKE 'duplicate %'          -- a conflict with a stored value: storing the key fixes nothing
   AND (SELECT (coalesce(CASE WHEN json_valid(raw_text) THEN json_extract_string(raw_text, '$.model') END, i.model),
                CASE WHEN json_valid(raw_text) THEN json_extract_string(raw_text, '$.world_id') END)
        FROM ingests i WHERE i.ingest_id = rejects.ingest_id)
@@ -704,6 +706,7 @@ RETURNING line_no;
 -- As resolved_rejects_responses, for refusal responses. Parameters: dataset_id, ingest_id (twice).
 DELETE FROM rejects
 WHERE dataset_id = ? AND kind = 'refusal' AND ingest_id <> ?
+  AND reason NOT LIKE 'duplicate %'          -- a conflict with a stored value: storing the key fixes nothing
   AND (SELECT (coalesce(CASE WHEN json_valid(raw_text) THEN json_extract_string(raw_text, '$.model') END, i.model),
                CASE WHEN json_valid(raw_text) THEN json_extract_string(raw_text, '$.world_id') END)
        FROM ingests i WHERE i.ingest_id = rejects.ingest_id)
@@ -714,6 +717,7 @@ RETURNING line_no;
 -- As resolved_rejects_worlds, for corpus documents. Parameters: dataset_id, ingest_id (twice).
 DELETE FROM rejects
 WHERE dataset_id = ? AND kind = 'corpus' AND ingest_id <> ?
+  AND reason NOT LIKE 'duplicate %'          -- a conflict with a stored value: storing the key fixes nothing
   AND CASE WHEN json_valid(raw_text) THEN json_extract_string(raw_text, '$.doc_id') END
       IN (SELECT doc_id FROM ql_documents WHERE ingest_id = ?)
 RETURNING line_no;
@@ -722,6 +726,7 @@ RETURNING line_no;
 -- As resolved_rejects_worlds, for detector predictions. Parameters: dataset_id, ingest_id (twice).
 DELETE FROM rejects
 WHERE dataset_id = ? AND kind = 'predictions' AND ingest_id <> ?
+  AND reason NOT LIKE 'duplicate %'          -- a conflict with a stored value: storing the key fixes nothing
   AND (CASE WHEN json_valid(raw_text) THEN json_extract_string(raw_text, '$.detector') END,
        CASE WHEN json_valid(raw_text) THEN json_extract_string(raw_text, '$.doc_id') END)
       IN (SELECT (detector, doc_id) FROM ql_predictions WHERE ingest_id = ?)

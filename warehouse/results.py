@@ -6,7 +6,7 @@ import json
 import subprocess
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import duckdb
 import pandas as pd
@@ -40,8 +40,16 @@ def dataset_fingerprint(con: duckdb.DuckDBPyConnection, dataset_id: str) -> str:
     return fingerprint_of(list(parts.itertuples(index=False, name=None)), predictions)
 
 
+class RunIngests(NamedTuple):
+    """The ingests a run read and those after it; ``exact`` when a prefix's fingerprint is the run's (else the
+    split is by time, and a collection that was storing when the run started may sit on either side)."""
+    read: pd.DataFrame
+    after: pd.DataFrame
+    exact: bool
+
+
 def run_ingests(con: duckdb.DuckDBPyConnection, dataset_id: str, fingerprint: str, started: object,
-                ingests: pd.DataFrame | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+                ingests: pd.DataFrame | None = None) -> RunIngests:
     """The dataset's ingests (``ingest_times``) split into those a run read and those that came after it: the
     oldest-first prefix whose fingerprint is the run's, when there is one (ingests are only ever added), else
     those finished by the run's start (a collection that stored more batches since has another digest now).
@@ -52,9 +60,9 @@ def run_ingests(con: duckdb.DuckDBPyConnection, dataset_id: str, fingerprint: st
     parts = list(zip(ingests["kind"].astype(str), ingests["sha256"].astype(str)))
     for k in range(len(parts), -1, -1):
         if fingerprint_of(parts[:k], predictions) == fingerprint:
-            return ingests.iloc[:k], ingests.iloc[k:]
+            return RunIngests(ingests.iloc[:k], ingests.iloc[k:], True)
     read = ingests["finished_at"] <= pd.Timestamp(started)
-    return ingests[read], ingests[~read]
+    return RunIngests(ingests[read], ingests[~read], False)
 
 
 def code_version() -> str:

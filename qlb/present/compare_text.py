@@ -14,6 +14,7 @@ import pandas as pd
 
 from qlb.present.names import (AUDIT_NAMES, FAMILY_NAMES, QL_METRIC_NAMES, cost_interval, listing, name, pct_interval,
                                run_label)
+from qlb.present.scope import run_parameters
 from qlb.tuple.defense_audit import DEFENSE_FAMILIES
 from qlb.tuple.release_views import DECODER_FAMILIES, VIEWS
 
@@ -112,10 +113,6 @@ class Setting:
     differs: str | None = None
 
 
-def _params(parameters: str | Mapping) -> dict:
-    return json.loads(parameters) if isinstance(parameters, str) else dict(parameters)
-
-
 def _families(listed: list[str] | None) -> list[str]:
     """Decoder families in the engine's order (none listed: all five), unknown ones after."""
     chosen = list(listed) if listed else list(DECODER_FAMILIES)
@@ -153,7 +150,7 @@ def settings(run_a: Mapping, run_b: Mapping, ran_a: Collection[str] | None = Non
     QuasiLeak split, the decision task, bootstrap resamples and seed, then any other stored
     parameter. A setting of an audit only one run holds is shown but said to differ only when both
     hold it (its rows are not compared)."""
-    pa, pb = _params(run_a["parameters"]), _params(run_b["parameters"])
+    pa, pb = run_parameters(run_a), run_parameters(run_b)
     held_a = set(pa.get("audits") or []) if ran_a is None else set(ran_a)
     held_b = set(pb.get("audits") or []) if ran_b is None else set(ran_b)
     both = held_a & held_b

@@ -63,12 +63,19 @@ def change_phrases(ingests: pd.DataFrame | None) -> list[str]:
     return phrases
 
 
-def audited_models(params: dict, read: pd.DataFrame) -> frozenset[str]:
+def audited_models(params: dict, read: pd.DataFrame, exact: bool = True) -> frozenset[str] | None:
     """The models a run audited: those its parameters name, else every model whose answers it read (``read``:
-    the ingests it read, ``warehouse.results.run_ingests``)."""
+    the ingests it read, ``warehouse.results.run_ingests``); None (unknown) when that split was only by time
+    (``exact`` false), where a collection storing as the run started may have fed it, or when it read a file of
+    answers of several models."""
     if params.get("models"):
         return frozenset(params["models"])
-    return frozenset(read["model"].dropna().astype(str)) if not read.empty else frozenset()
+    if not exact:
+        return None
+    answers = read[read["kind"].isin(["responses", "refusal"])] if not read.empty else read
+    if not answers.empty and answers["model"].isna().any():      # a file of several models: whose is unknown
+        return None
+    return frozenset(answers["model"].astype(str)) if not answers.empty else frozenset()
 
 
 def stale_matters(changes: pd.DataFrame | None, audited: frozenset[str] | None = None) -> bool:

@@ -328,7 +328,8 @@ def _stored_run(con: duckdb.DuckDBPyConnection, dataset_id: str, fingerprint: st
     if run.fronts is None:
         run.skipped["fronts"] = NO_FRONTS
     if run.defenses is None:
-        run.skipped["defenses"] = NO_DEFENSES if "defenses" not in audits else NO_POLICIES
+        run.skipped["defenses"] = (NO_DEFENSES if "defenses" not in audits else NO_POLICIES if run.utility is None
+                                   else "no defended model stored results in this run")
     return run
 
 

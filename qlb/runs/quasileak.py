@@ -16,8 +16,13 @@ from warehouse.ingest import insert_rows
 log = logging.getLogger(__name__)
 
 REQUEST_FAILED = "request failed: "          # how an endpoint detector's failure after its retries begins
-# an HTTP status that fails one document, not the endpoint: the document's own request was refused
-DOCUMENT_STATUSES = re.compile(r"HTTPStatusError: Client error '(400|413|422) ")
+# the failures every other document would meet too: the endpoint unreachable or refusing the key or URL (httpx's
+# transport errors, a timeout, HTTP 401/403/404/408/429/5xx); a reply that does not read (IndexError on an empty
+# "choices", a JSON error) or a 400/413/422 is the document's own
+STOPPING = re.compile(REQUEST_FAILED + r"(?:\w*Timeout\w*|ConnectError|ReadError|WriteError|CloseError|NetworkError|"
+                      r"RemoteProtocolError|LocalProtocolError|ProxyError|UnsupportedProtocol|TransportError|InvalidURL|"
+                      r"\w*ConnectionError|ConnectionRefusedError|OSError|"
+                      r"HTTPStatusError: (?:Client|Server) error '(?:401|403|404|408|429|5\d\d) )")
 
 
 class DetectorStopped(RuntimeError):
@@ -35,7 +40,7 @@ def stops_the_run(failure: str | None) -> bool:
     """Whether a detection failure is a request failure that no other document would escape
     (``DetectorStopped``), rather than one document's own (an output that does not parse, a request
     the endpoint refused for its size or content)."""
-    return bool(failure) and failure.startswith(REQUEST_FAILED) and not DOCUMENT_STATUSES.search(failure)
+    return bool(failure) and STOPPING.match(failure) is not None
 
 
 def load_corpus(con: duckdb.DuckDBPyConnection, dataset_id: str) -> dict[str, dict]:

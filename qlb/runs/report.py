@@ -42,14 +42,14 @@ def load_run(con: duckdb.DuckDBPyConnection, run_id: str | None = None, dataset:
     models = queries.fetch_df(con, "models_with_responses", [run["dataset_id"]])["model"].tolist()
     ontology = dataset_ontology(con, str(run["dataset_id"]))
     changed = dataset_fingerprint(con, str(run["dataset_id"])) != run["dataset_fingerprint"]
-    read, after = run_ingests(con, str(run["dataset_id"]), str(run["dataset_fingerprint"]), run["started_at"])
+    read, after, exact = run_ingests(con, str(run["dataset_id"]), str(run["dataset_fingerprint"]), run["started_at"])
     return RunData(run, ds, get("refusal_results"), get("recovery_results"), get("recovery_differences"),
                    get("utility_results"), get("utility_differences"), get("front_points"), get("defense_results"),
                    get("defense_costs"), get("ql_scores"), models, uniform_reference(ontology),
                    ontology.sha256 == load_ontology().sha256, get("coarse_accuracy"), learned=get("learned_wcpq"),
                    ontology=ontology, answers=run_answers(con, run),
                    data_changed=changed,
-                   changes=after if changed else pd.DataFrame(), audited=audited_models(run_parameters(run), read))
+                   changes=after if changed else pd.DataFrame(), audited=audited_models(run_parameters(run), read, exact))
 
 
 def run_answers(con: duckdb.DuckDBPyConnection, run: pd.Series) -> pd.DataFrame:

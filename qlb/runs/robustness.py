@@ -18,8 +18,8 @@ def run_stale(con: duckdb.DuckDBPyConnection, run: pd.Series) -> bool:
     today's, and not only because answers of models it did not audit came in (``qlb.present.scope.stale_matters``)."""
     if dataset_fingerprint(con, str(run["dataset_id"])) == run["dataset_fingerprint"]:
         return False
-    read, after = run_ingests(con, str(run["dataset_id"]), str(run["dataset_fingerprint"]), run["started_at"])
-    return stale_matters(after, audited_models(run_parameters(run), read))
+    read, after, exact = run_ingests(con, str(run["dataset_id"]), str(run["dataset_fingerprint"]), run["started_at"])
+    return stale_matters(after, audited_models(run_parameters(run), read, exact))
 
 
 def robustness_checks(con: duckdb.DuckDBPyConnection, run_id: str, changed: bool | None = None) -> RobustnessChecks:

@@ -85,6 +85,7 @@ def test_the_collect_commands_keep_each_option_with_its_value(demo_warehouse, mo
         assert not at.exception, [e.value for e in at.exception]
         blocks = [c.value for c in at.code]
     assert blocks
+    assert all(any(line.startswith("  --") for line in b.splitlines()) for b in blocks if "qlb " in b)  # continued
     for block in blocks:
         for line in block.splitlines():
             if line.startswith("  "):                                   # a continued command: one option a line
