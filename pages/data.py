@@ -192,7 +192,9 @@ def upload_section(path: str, dataset: str | None, simulated: bool) -> None:
                    f"#{result.ingest_id}, same sha256); nothing changed.")
         else:
             same = result.report.already_stored
-            msg = (f"Stored {lines(len(result.report.accepted))} from {md_text(upload.name)} into "
+            msg = (f"Every line of {md_text(upload.name)} is already stored in '{md_text(target)}' with the same "
+                   f"values ({lines(same)}); nothing changed, no ingest recorded." if result.ingest_id is None else
+                   f"Stored {lines(len(result.report.accepted))} from {md_text(upload.name)} into "
                    f"'{md_text(target)}' (ingest #{result.ingest_id}); "
                    + (f"{lines(same)} already stored with the same values (skipped); " if same else "")
                    + f"{lines(len(result.report.rejects))} quarantined.")

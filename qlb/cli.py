@@ -736,6 +736,8 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
                          "(this file stored their keys)")
         where = (f"; dry run, nothing written (checked against {path})" if args.dry_run and not new_warehouse
                  else "; dry run, nothing written" if args.dry_run
+                 else f" -> dataset {args.dataset!r} unchanged: nothing new, no ingest recorded "
+                      f"({_warehouse_words(path, new_warehouse)})" if ingest_id is None
                  else f" -> {'new ' if out['new_dataset'] else ''}dataset {args.dataset!r}, ingest #{ingest_id}, "
                       f"{_warehouse_words(path, new_warehouse)}")
         print(f"{args.file}: {_plural(report.n_lines, 'line')}; {stored}; {rejected}{where}")

@@ -1029,10 +1029,10 @@ def ingest_file(con: duckdb.DuckDBPyConnection, request: IngestRequest, progress
                 _validate_stream(k, read_records(request.path, k.json_columns, fmt=fmt), report, progress, flush,
                                  stored_before)
             report.cleared_rejects = _clear_resolved_rejects(con, request, report, ingest_id)
-            _close_ingest(con, request, report, ingest_id, retry_of, started)
+            recorded = _close_ingest(con, request, report, ingest_id, retry_of, started)
     log.info("ingested %s %s: %d accepted, %d rejected", request.kind, report.file_name, len(report.accepted),
              len(report.rejects))
-    return IngestResult(ingest_id, False, report)
+    return IngestResult(ingest_id if recorded else None, False, report)
 
 
 def _first_of_kind(con: duckdb.DuckDBPyConnection, request: IngestRequest) -> bool:
@@ -1216,9 +1216,13 @@ def _clear_resolved_rejects(con: duckdb.DuckDBPyConnection, request: IngestReque
 
 
 def _close_ingest(con: duckdb.DuckDBPyConnection, request: IngestRequest, report: ValidationReport,
-                  ingest_id: int, retry_of: int | None, started: datetime) -> None:
-    """The ``ingests`` row: what the file contributed."""
+                  ingest_id: int, retry_of: int | None, started: datetime) -> bool:
+    """The ``ingests`` row: what the file contributed. A new file whose every line was already stored with the
+    same values (the same data exported again, say) contributed nothing and is not recorded, so the dataset's
+    fingerprint, and every run's freshness, stays as it was; whether a row was written or updated."""
     finished = datetime.now(timezone.utc).replace(tzinfo=None)
+    if retry_of is None and not report.accepted and not report.rejects and not report.cleared_rejects:
+        return False
     if retry_of is None:
         queries.execute(con, "insert_ingest", [ingest_id, request.dataset_id, request.kind, report.file_name,
                                                report.file_format, report.sha256, request.model, report.n_lines,
@@ -1227,3 +1231,4 @@ def _close_ingest(con: duckdb.DuckDBPyConnection, request: IngestRequest, report
     else:
         queries.execute(con, "retry_ingest_update", [report.n_lines, len(report.accepted), report.n_invalid,
                                                      len(report.rejects), finished, retry_of])
+    return True

@@ -165,7 +165,8 @@ def test_a_retry_of_the_same_file_is_unchanged_and_a_repeat_changes_nothing(wh, 
     ingest_file(wh, IngestRequest("responses", write_lines(tmp_path / "ok.jsonl", [native("m1", "w1")]), "ds"))
     before = wh.execute("SELECT count(*) FROM ingests").fetchone()
     third = ingest_file(wh, IngestRequest("responses", write_lines(tmp_path / "ok.jsonl", [native("m1", "w1")]), "ds"))
-    assert third.duplicate and wh.execute("SELECT count(*) FROM ingests").fetchone() == before
+    assert third.ingest_id is None and third.report.already_stored == 1          # nothing new: nothing recorded
+    assert wh.execute("SELECT count(*) FROM ingests").fetchone() == before
 
 
 def test_invalid_responses_are_located_on_stderr_and_in_json(tmp_path, worlds_file, capsys):
@@ -248,3 +249,24 @@ def test_a_json_error_names_the_column_within_its_line(tmp_path, worlds_file, ca
     assert ingest("worlds", str(path), "--dataset", "d", "--warehouse", str(tmp_path / "w.duckdb")) == 3
     err = capsys.readouterr().err
     assert err.startswith("w.jsonl:5: line is not valid JSON: ") and err.rstrip().endswith(" at column 40")
+
+
+def test_the_same_records_in_another_file_record_no_ingest_and_leave_runs_fresh(tmp_path, capsys):
+    """The same worlds exported again (another order of fields, so another sha256) store nothing: no ingest is
+    recorded, so the dataset's fingerprint, and every audit run's freshness, stays as it was."""
+    from warehouse.db import reader
+    from warehouse.results import dataset_fingerprint
+    wh = str(tmp_path / "w.duckdb")
+    worlds = two_pairs()
+    assert ingest("worlds", str(write_lines(tmp_path / "a.jsonl", worlds)), "--dataset", "d", "--warehouse", wh) == 0
+    with reader(wh) as con:
+        before = dataset_fingerprint(con, "d")
+    again = tmp_path / "b.jsonl"
+    again.write_text("".join(json.dumps(dict(reversed(list(w.items())))) + "\n" for w in worlds))
+    capsys.readouterr()
+    assert ingest("worlds", str(again), "--dataset", "d", "--warehouse", wh) == 0
+    said = capsys.readouterr().out
+    assert "4 already stored (the same values; skipped)" in said and "unchanged: nothing new, no ingest recorded" in said
+    with reader(wh) as con:
+        assert dataset_fingerprint(con, "d") == before
+    assert rows_of(wh, "SELECT count(*) FROM ingests") == [(1,)]
