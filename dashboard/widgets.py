@@ -15,7 +15,7 @@ from __future__ import annotations
 import html
 import re
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Collection, Mapping
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -356,6 +356,14 @@ def percent_column(label: str | None = None, helptext: str | None = None):
     """A table column of rates shown as percent to one decimal; ``data_table`` scales its values by 100 (the
     rate columns of the shared vocabulary, and those named in its ``percent`` argument)."""
     return st.column_config.NumberColumn(label, format=PERCENT, help=helptext)
+
+
+def column_widths(px: Mapping[str, int], numbers: Collection[str] = ()) -> dict[str, object]:
+    """Column configuration fixing each column's width in pixels (keys: the shown labels), so a table fits a
+    1,024 px screen (a longer cell shows in full on hover and in the CSV): text, except the ``numbers``, shown
+    with thousands separators."""
+    return {label: (st.column_config.NumberColumn(label, format="localized", width=w) if label in numbers
+                    else st.column_config.TextColumn(label, width=w)) for label, w in px.items()}
 
 
 def column_config(shown: pd.DataFrame, specs: dict[str, Column]) -> dict[str, object]:

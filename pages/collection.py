@@ -11,8 +11,8 @@ import streamlit as st
 
 from dashboard import data_access as da
 from dashboard.routing import page_entry
-from dashboard.widgets import (audit_page_start, chart, current_dataset, finding, md_text, own_dataset, stat_row,
-                               table, warehouse_args)
+from dashboard.widgets import (audit_page_start, chart, column_widths, current_dataset, finding, md_text, own_dataset,
+                               stat_row, table, warehouse_args)
 from qlb.collect.transports import TARGET_RAISED, stop_causes, stopped_refused
 from dashboard.replaced_answers import replaced_by_reason, replaced_sentence
 from qlb.present.answers import collection_summary, runs_note, shell_command
@@ -82,8 +82,7 @@ RUNS_WIDTHS = {"model": 96, "probe": 56, "stored": 56, "valid": 50, "invalid": 5
 
 def runs_columns() -> dict[str, object]:
     """``RUNS_WIDTHS`` as column configuration: counts whole with thousands separators."""
-    return {c: (st.column_config.TextColumn(c, width=w) if c in ("model", "probe", "stopped early")
-                else st.column_config.NumberColumn(c, width=w, format="localized")) for c, w in RUNS_WIDTHS.items()}
+    return column_widths(RUNS_WIDTHS, numbers=[c for c in RUNS_WIDTHS if c not in ("model", "probe", "stopped early")])
 
 
 def provenance_table(runs: pd.DataFrame) -> pd.DataFrame:
@@ -262,12 +261,8 @@ def inspector(path: str, dataset: str, run: pd.Series) -> None:
           "Every attempt for this world; the last one decided the stored answer. HTTP: the status code (empty for "
           "the python transport). The request's sha256 is shortened here; the check below compares it in full. "
           "When each call was made and its whole reason are above its raw answer.",
-          column_config={"attempt": st.column_config.NumberColumn("attempt", width=62),
-                         "outcome": st.column_config.TextColumn("outcome", width=80),
-                         "HTTP": st.column_config.TextColumn("HTTP", width=52),
-                         "latency (ms)": st.column_config.NumberColumn("latency (ms)", width=92),
-                         "request sha256": st.column_config.TextColumn("request sha256", width=120),
-                         "reason": st.column_config.TextColumn("reason", width=140)})
+          column_config=column_widths({"attempt": 62, "outcome": 80, "HTTP": 52, "latency (ms)": 92,
+                                       "request sha256": 120, "reason": 140}, numbers=("attempt", "latency (ms)")))
 
     left, right = st.columns(2)
     with left:
@@ -317,18 +312,12 @@ def history_section(path: str, dataset: str) -> None:
           "Why the earlier answers were not valid, most first. outcome: what the earlier answer came to (invalid: "
           "read but not valid; unavailable: no answer, an HTTP 4xx or a declined world); reason: the validation's "
           "words, or for an unavailable answer the reason of the call that got it.",
-          column_config={"outcome": st.column_config.TextColumn("outcome", width=90),
-                         "reason": st.column_config.TextColumn("reason", width=380),
-                         "answers": st.column_config.NumberColumn("answers", width=80, format="localized")})
+          column_config=column_widths({"outcome": 90, "reason": 380, "answers": 80}, numbers=("answers",)))
     with st.expander(f"Every replaced answer ({len(replaced):,}): model, world, choice, when and by which run"):
         table(replaced, "response_history",
               "One row per replaced answer; replaced by run: the collection run that asked again.",
-              column_config={"model": st.column_config.TextColumn("model", width=100),
-                             "probe": st.column_config.TextColumn("probe", width=56),
-                             "world": st.column_config.TextColumn("world", width=62),
-                             "outcome": st.column_config.TextColumn("outcome", width=86),
-                             "choice": st.column_config.TextColumn("choice", width=60),
-                             "reason": st.column_config.TextColumn("reason", width=180)})
+              column_config=column_widths({"model": 100, "probe": 56, "world": 62, "outcome": 86, "choice": 60,
+                                           "reason": 180}))
 
 
 def render() -> None:

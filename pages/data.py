@@ -13,7 +13,8 @@ from dashboard import data_access as da
 from dashboard.quarantine import (KIND_HELP, KIND_NOUNS, invalid_by_source, lines, lines_by_kind, ontology_note,
                                   ontology_notes_title, tuple_sentence)
 from dashboard.routing import page_entry
-from dashboard.widgets import current_dataset, finding, md_text, own_dataset, simulated_banner, source_of, table
+from dashboard.widgets import (column_widths, current_dataset, finding, md_text, own_dataset, simulated_banner,
+                               source_of, table)
 from qlb.present.names import utc_minute
 from qlb.records.ontology import Domain, Ontology, OntologyError
 from warehouse.ingest import KINDS, IngestError, ValidationReport
@@ -21,18 +22,6 @@ from warehouse.ingest import KINDS, IngestError, ValidationReport
 MAX_UPLOAD_MB = 100
 MAX_ONTOLOGY_MB = 2
 SUFFIXES = ("jsonl", "ndjson", "json", "csv", "parquet")
-
-
-def widths(**px: int) -> dict[str, object]:
-    """Column configuration fixing each named text column's width in pixels (``line``: a line
-    number; keys are the shown labels, ``_`` for a space), so a table fits a 1,024 px screen; a
-    longer cell shows in full on hover, in the CSV and in the raw-line viewer."""
-    out = {}
-    for key, w in px.items():
-        label = key.replace("_", " ")
-        out[label] = (st.column_config.NumberColumn(label, format="localized", width=w) if label == "line"
-                      else st.column_config.TextColumn(label, width=w))
-    return out
 
 
 KIND_NAMES = {k: many for k, (_, many) in KIND_NOUNS.items()} | {"all": "all kinds"}
@@ -109,7 +98,8 @@ def problems_section(report: ValidationReport, problems: pd.DataFrame) -> None:
     table(shown.head(5000), "validation_problems",
           f"{len(shown):,} problems (at most 5,000 shown; the CSV holds the same rows): every error found on each "
           "line, with the field it concerns (blank: the whole line).",
-          column_config=widths(file=95, line=50, outcome=70, field=100, problem=240))
+          column_config=column_widths({"file": 95, "line": 50, "outcome": 70, "field": 100, "problem": 240},
+                                      numbers=("line",)))
     if report.rejects:
         raw_line_viewer({f"line {r.line_no:,}": r.raw for r in report.rejects[:5000]}, "upload_raw_line")
 
@@ -368,7 +358,8 @@ def quarantine_section(path: str, dataset: str) -> None:
               f"{lines(len(rejects), 'rejected line')} (at most 2,000 shown): the file, the line, the field at "
               "fault (blank: the whole line), the problem and the raw text as received (in full in the CSV and "
               "below).",
-              column_config=widths(file=120, line=55, field=90, problem=215, raw_text_as_received=75))
+              column_config=column_widths({"file": 120, "line": 55, "field": 90, "problem": 215,
+                                           "raw text as received": 75}, numbers=("line",)))
         raw_line_viewer({f"{f}, line {n:,}": t for f, n, t in zip(shown["file"], shown["line"],
                                                                   shown["raw text as received"])},
                         "quarantine_raw_line")
@@ -388,12 +379,12 @@ def quarantine_section(path: str, dataset: str) -> None:
     table(invalid_by_source(shown), "invalid_responses_by_source",
           "Where the invalid responses listed below come from (at most 2,000): per model, the collection run that "
           "stored them (collected) or the file they were loaded from.",
-          column_config=widths(model=150, **{"from": 330})
-          | {"responses": st.column_config.NumberColumn("responses", format="localized", width=80)})
+          column_config=column_widths({"model": 150, "from": 330, "responses": 80}, numbers=("responses",)))
     table(shown, "invalid_responses", f"{len(invalid):,} invalid response{'' if len(invalid) == 1 else 's'} (at most "
                                       "2,000 shown), with the reason and the response as stored; the source (the "
                                       "run or the file's line) last.",
-          column_config=widths(model=140, world=62, reason=150, response_as_stored=110, source=98))   # 1,024 px: 560
+          column_config=column_widths({"model": 140, "world": 62, "reason": 150, "response as stored": 110,
+                                       "source": 98}))   # 1,024 px: 560
 
 
 def render() -> None:
