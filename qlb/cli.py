@@ -806,21 +806,10 @@ def _stateless_reason(said: str, where: dict[str, Path | None]) -> str:
 def _print_rejects(path: Path, rejects: Sequence[tuple[int, str]], where: dict[str, Path | None]) -> None:
     """Each rejected line of a stateless command on stderr as ``FILE:LINE: field: reason``, in line
     order; a reason that more than five lines share is said once, at its first line, with how many
-    more lines and which (as `qlb ingest` does)."""
-    from warehouse.ingest import REPEATS_LISTED, line_ranges
+    more lines and which (``warehouse.ingest.grouped_messages``, as `qlb ingest` says them)."""
+    from warehouse.ingest import grouped_messages
 
-    groups: dict[str, list[int]] = {}
-    for line_no, said in rejects:
-        groups.setdefault(_stateless_reason(said, where), []).append(line_no)
-    out: list[tuple[int, str]] = []
-    for said, lines in groups.items():
-        lines.sort()
-        if len(lines) <= REPEATS_LISTED:
-            out += [(n, f"{path}:{n}: {said}") for n in lines]
-        else:
-            out.append((lines[0], f"{path}:{lines[0]}: {said} (the same on {len(lines) - 1:,} more lines: "
-                                  f"{line_ranges(lines[1:])})"))
-    for _, message in sorted(out, key=lambda m: m[0]):
+    for message in grouped_messages(str(path), [(n, None, _stateless_reason(said, where)) for n, said in rejects]):
         print(message, file=sys.stderr)
 
 

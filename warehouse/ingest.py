@@ -188,21 +188,7 @@ class ValidationReport:
         if not group_repeats:
             return [f"{self.file_name}:{r.line_no}: " + (f"{r.field}: " if r.field else "") + r.reason
                     for r in self.rejects]
-        groups: dict[tuple[str | None, str], list[tuple[int, str]]] = {}
-        for r in self.rejects:
-            dup = _DUPLICATE.match(r.reason)      # duplicates of many keys: one group, each line its key
-            groups.setdefault((r.field, dup.group(2) if dup else r.reason), []).append((r.line_no, r.reason))
-        out = []
-        for (fld, shared), lines in groups.items():
-            lines.sort()
-            if len(lines) <= REPEATS_LISTED:
-                out += [(n, f"{self.file_name}:{n}: " + (f"{fld}: " if fld else "") + reason) for n, reason in lines]
-                continue
-            (first, reason), others = lines[0], [n for n, _ in lines[1:]]
-            same = "the same" if shared == reason else "the same, each for its own key,"
-            out.append((first, f"{self.file_name}:{first}: " + (f"{fld}: " if fld else "") + reason
-                        + f" ({same} on {len(others):,} more lines: {line_ranges(others)})"))
-        return [message for _, message in sorted(out, key=lambda m: m[0])]
+        return grouped_messages(self.file_name, [(r.line_no, r.field, r.reason) for r in self.rejects])
 
     @property
     def foreign_domains(self) -> dict[str, int]:
@@ -213,6 +199,27 @@ class ValidationReport:
 # a duplicate's reason: the record's key, then what was kept (``_Kind.duplicate``, ``_Kind.differs``)
 _DUPLICATE = re.compile(r"^duplicate (.+?) (\(the first is kept\)|with other values than the one ingest #\d+ stored "
                         r"\(the stored one is kept\))$")
+
+
+def grouped_messages(file_name: str, rejects: Iterable[tuple[int, str | None, str]]) -> list[str]:
+    """``FILE:LINE: field: reason`` for (line, field, reason) rejects, in line order; a field and reason that
+    more than ``REPEATS_LISTED`` lines share (duplicates of many keys count as one reason) is one message, at
+    its first line, naming every other line as ranges. `qlb ingest` and the stateless commands say them so."""
+    groups: dict[tuple[str | None, str], list[tuple[int, str]]] = {}
+    for line_no, fld, reason in rejects:
+        dup = _DUPLICATE.match(reason)            # duplicates of many keys: one group, each line its key
+        groups.setdefault((fld, dup.group(2) if dup else reason), []).append((line_no, reason))
+    out = []
+    for (fld, shared), lines in groups.items():
+        lines.sort()
+        if len(lines) <= REPEATS_LISTED:
+            out += [(n, f"{file_name}:{n}: " + (f"{fld}: " if fld else "") + reason) for n, reason in lines]
+            continue
+        (first, reason), others = lines[0], [n for n, _ in lines[1:]]
+        same = "the same" if shared == reason else "the same, each for its own key,"
+        out.append((first, f"{file_name}:{first}: " + (f"{fld}: " if fld else "") + reason
+                    + f" ({same} on {len(others):,} more lines: {line_ranges(others)})"))
+    return [message for _, message in sorted(out, key=lambda m: m[0])]
 
 
 def line_ranges(lines: list[int]) -> str:
