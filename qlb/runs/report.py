@@ -6,13 +6,13 @@ import duckdb
 import pandas as pd
 
 from qlb.present.report import RunData, render_report
-from qlb.present.scope import audited_models, run_parameters, stale_matters
+from qlb.present.scope import run_parameters, stale_matters
 from qlb.records.ontology import load_ontology
 from qlb.runs.robustness import robustness_checks
+from qlb.runs.staleness import run_changes
 from qlb.tuple.refusal import uniform_reference
 from warehouse import queries
 from warehouse.ontologies import dataset_ontology
-from warehouse.results import dataset_fingerprint, run_ingests
 
 
 def default_run(runs: pd.DataFrame, dataset: str | None = None) -> pd.Series | None:
@@ -41,15 +41,13 @@ def load_run(con: duckdb.DuckDBPyConnection, run_id: str | None = None, dataset:
     get = lambda name: queries.fetch_df(con, name, [run_id])   # noqa: E731
     models = queries.fetch_df(con, "models_with_responses", [run["dataset_id"]])["model"].tolist()
     ontology = dataset_ontology(con, str(run["dataset_id"]))
-    changed = dataset_fingerprint(con, str(run["dataset_id"])) != run["dataset_fingerprint"]
-    read, after, exact = run_ingests(con, str(run["dataset_id"]), str(run["dataset_fingerprint"]), run["started_at"])
+    since = run_changes(con, run)
     return RunData(run, ds, get("refusal_results"), get("recovery_results"), get("recovery_differences"),
                    get("utility_results"), get("utility_differences"), get("front_points"), get("defense_results"),
                    get("defense_costs"), get("ql_scores"), models, uniform_reference(ontology),
                    ontology.sha256 == load_ontology().sha256, get("coarse_accuracy"), learned=get("learned_wcpq"),
                    ontology=ontology, answers=run_answers(con, run),
-                   data_changed=changed,
-                   changes=after if changed else pd.DataFrame(), audited=audited_models(run_parameters(run), read, exact))
+                   data_changed=since.changed, changes=since.changes, audited=since.audited)
 
 
 def run_answers(con: duckdb.DuckDBPyConnection, run: pd.Series) -> pd.DataFrame:

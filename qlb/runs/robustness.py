@@ -4,22 +4,12 @@ native view, and the worlds' splits, labels and released choices; ``qlb.tuple.tr
 from __future__ import annotations
 
 import duckdb
-import pandas as pd
 
-from qlb.present.scope import audited_models, run_parameters, stale_matters
+from qlb.present.scope import run_parameters
+from qlb.runs.staleness import run_changes
 from qlb.stats.bootstrap import N_BOOT, SEED
 from qlb.tuple.tracks import VIEW, RobustnessChecks, robustness_checks as compute
 from warehouse import queries
-from warehouse.results import dataset_fingerprint, run_ingests
-
-
-def run_stale(con: duckdb.DuckDBPyConnection, run: pd.Series) -> bool:
-    """Whether the run's dataset changed after it in a way that can move its numbers: its fingerprint is not
-    today's, and not only because answers of models it did not audit came in (``qlb.present.scope.stale_matters``)."""
-    if dataset_fingerprint(con, str(run["dataset_id"])) == run["dataset_fingerprint"]:
-        return False
-    read, after, exact = run_ingests(con, str(run["dataset_id"]), str(run["dataset_fingerprint"]), run["started_at"])
-    return stale_matters(after, audited_models(run_parameters(run), read, exact))
 
 
 def robustness_checks(con: duckdb.DuckDBPyConnection, run_id: str, changed: bool | None = None) -> RobustnessChecks:
@@ -35,7 +25,7 @@ def robustness_checks(con: duckdb.DuckDBPyConnection, run_id: str, changed: bool
     run = run.iloc[0]
     params = run_parameters(run)
     if changed is None:
-        changed = run_stale(con, run)
+        changed = run_changes(con, run).matters
     return compute(queries.fetch_df(con, "decoder_predictions_of_view", [run_id, VIEW]),
                    queries.fetch_df(con, "decoder_config_scores_of_view", [run_id, VIEW]),
                    queries.fetch_df(con, "decoder_configs_for", [run_id]),
