@@ -35,16 +35,12 @@ def tuple_sentence(domain_titles: list[str]) -> str:
 
 def lines_by_kind(counts: Mapping[str, int]) -> str:
     """``1 world, 5 native responses``: rejected lines counted per kind of file, singular for one."""
-    parts = []
-    for kind, n in counts.items():
-        one, many = KIND_NOUNS.get(kind, (kind, kind))
-        parts.append(f"{n:,} {one if n == 1 else many}")
-    return ", ".join(parts)
+    return ", ".join(count_of(n, *KIND_NOUNS.get(kind, (kind, kind))) for kind, n in counts.items())
 
 
 def lines(n: int, what: str = "line") -> str:
-    """``1 rejected line``, ``2,000 rejected lines``: a count of lines, singular for one."""
-    return f"{n:,} {what}" if n == 1 else f"{n:,} {what}s"
+    """``1 rejected line``, ``2,000 rejected lines``: a count of lines (``count_of``)."""
+    return count_of(n, what)
 
 
 _COLUMN_CLASS = re.compile(r"^(?:.*?: )?cost_profiles\.(?P<profile>[^:]+): class '(?P<cls>[^']+)' is not a class of "

@@ -12,8 +12,8 @@ from typing import Collection, Mapping
 
 import pandas as pd
 
-from qlb.present.names import (AUDIT_NAMES, FAMILY_NAMES, QL_METRIC_NAMES, cost_interval, listing, name, pct_interval,
-                               run_label)
+from qlb.present.names import (AUDIT_NAMES, FAMILY_NAMES, QL_METRIC_NAMES, cost_interval, count_of, listing, name,
+                               pct_interval, run_label)
 from qlb.present.scope import run_parameters
 from qlb.tuple.defense_audit import DEFENSE_FAMILIES
 from qlb.tuple.release_views import DECODER_FAMILIES, VIEWS
@@ -123,10 +123,6 @@ def _family_words(families: list[str]) -> str:
     return listing([FAMILY_NAMES.get(f, f) for f in families])
 
 
-def _count(n: int, one: str, many: str) -> str:
-    return f"{n} {one if n == 1 else many}"
-
-
 def _attacker(who: str, what: str, fa: list[str], fb: list[str]) -> str:
     """What a different set of attacker families means (``who``: which attacker; ``what``: the
     rates it measures)."""
@@ -137,7 +133,7 @@ def _attacker(who: str, what: str, fa: list[str], fb: list[str]) -> str:
         return (f"the {who} tried different families in the two runs ({adds}): a change in {what} may come from "
                 "the attacker, not the model")
     stronger = "stronger" if len(fb) > len(fa) else "weaker"
-    return (f"run B's {who} tried {_count(len(fb), 'family', 'families')}, run A's {len(fa)} ({adds}): a change "
+    return (f"run B's {who} tried {count_of(len(fb), 'family', 'families')}, run A's {len(fa)} ({adds}): a change "
             f"in {what} may come from the {stronger} attacker, not the model")
 
 
@@ -207,7 +203,7 @@ def settings(run_a: Mapping, run_b: Mapping, ran_a: Collection[str] | None = Non
         if "defenses" not in held:
             return "—"
         n = len(p.get("learned_wcpq") or [])
-        return _count(n, "variant", "variants") if n else "none"
+        return count_of(n, "variant", "variants") if n else "none"
     add("learned WCPQ variants", learned(pa, held_a), learned(pb, held_b),
         "the runs trained different learned WCPQ variants: only the variants both trained are compared"
         if "defenses" in both else None)

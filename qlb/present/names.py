@@ -457,9 +457,10 @@ def run_label(run_id: str, started_at: object, parameters: str | dict, ran: Coll
     return " · ".join(parts + [f"run-…{str(run_id)[-6:]}"])
 
 
-def count_of(n: int, noun: str = "model") -> str:
-    """``n`` and its noun: "1 model", "9 models"."""
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+def count_of(n: int, noun: str = "model", many: str | None = None) -> str:
+    """``n`` and its noun, singular for one: "1 model", "9 models", "2,000 lines" (``many``: an irregular plural,
+    "2 families")."""
+    return f"{n:,} {noun}" if n == 1 else f"{n:,} {many or noun + 's'}"
 
 
 def how_many(k: int, n: int, noun: str = "model") -> str:
