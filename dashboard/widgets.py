@@ -140,10 +140,12 @@ def background_audit_banner(path: str, dataset: str | None) -> None:
         last = read_status(path) if dataset else None
         if last is not None and last.dataset_id == dataset and last.state in ("failed", "running"):
             why = f": {md_text(last.error)}" if last.error else " before it finished"
+            kept = ", ".join(STAGE_NAMES.get(s, s) for s in last.stored)
+            again = (f"; it keeps what is stored ({md_text(kept)}) and computes the rest" if kept else "")
             st.warning(f"The background audit stopped{why}. Its output is in the file "
-                       f"{md_text(Path(path).name + '.build.log')} next to the warehouse; start it again with "
-                       "`qlb demo --background` "
-                       "(the demo) or `qlb audit --in-stages`.", icon=":material/warning:")
+                       f"{md_text(Path(path).name + '.build.log')} next to the warehouse. Start it again with "
+                       "`qlb demo --background` (the demo; `scripts/dashboard.sh` does it) or "
+                       f"`qlb audit --in-stages`{again}.", icon=":material/warning:")
         return
     seen = list(status.stored)
 

@@ -1315,7 +1315,9 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(run.to_json(), indent=2))
         return EXIT_OK
-    state = "reused (same data and parameters)" if run.reused else "stored"
+    state = ("reused (same data and parameters)" if run.reused else
+             f"stored, resuming an audit that stopped midway (kept: "
+             f"{', '.join(AUDIT_STAGE_WORDS.get(s, s) for s in run.resumed)})" if run.resumed else "stored")
     print(f"run {run.run_id} for dataset {dataset!r}: {state}")
     if run.refusal_summary is not None:
         print("\nRefusal audit (all domains):")
@@ -1466,16 +1468,17 @@ AUDIT_STAGE_WORDS = {"refusal": "refusal and QuasiLeak", "decoding": "decoding",
 
 def _cluster_failure(exc: Exception, status: Any) -> str:
     """One line for an audit the cluster failed (``SchedulerError``): what went wrong, what was
-    stored (``--in-stages`` stores the stages before; a rerun drops that unfinished run and
-    redoes it) and, for a lost scheduler, what to do."""
+    stored (``--in-stages`` stores the stages before; the same command resumes that unfinished
+    run, keeping them) and, for a lost scheduler, what to do."""
     from qlb.stats.parallel import SchedulerLost
 
     stored = status.status.stored if status is not None else []
     kept = (f"stored so far: {', '.join(AUDIT_STAGE_WORDS.get(s, s) for s in stored)} (unfinished run "
-            f"{status.status.run_id}: a rerun drops it and redoes every stage)" if stored else "nothing was stored")
+            f"{status.status.run_id})" if stored else "nothing was stored")
     if isinstance(exc, SchedulerLost):
-        return f"{exc}; {kept}; rerun the same command once the scheduler is back"
-    return f"{exc}; {kept}" if stored else str(exc)
+        again = ": it keeps the stages stored and computes the rest" if stored else ""
+        return f"{exc}; {kept}; rerun the same command once the scheduler is back{again}"
+    return f"{exc}; {kept}; the same command resumes it" if stored else str(exc)
 
 
 def _cmd_quasileak(args: argparse.Namespace) -> int:

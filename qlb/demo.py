@@ -149,6 +149,7 @@ class StagedAuditStatus:
         self.warehouse, self.interval = warehouse, interval
         self.status = BuildStatus(dataset_id=dataset_id, run_id="")
         self.written = 0.0
+        self.kept, self.kept_at = 0.0, self.status.started    # the share resumed from a stopped attempt, and when
         self._write()
 
     def progress(self, stage: str, done: int, total: int) -> None:
@@ -160,10 +161,15 @@ class StagedAuditStatus:
             self._write()
 
     def stored(self, stage: str, run: AuditRun) -> None:
-        """A stage is stored (``run_audits_in_stages``' ``stored``)."""
+        """A stage is stored (``run_audits_in_stages``' ``stored``); a stage kept from a stopped
+        attempt (``run.resumed``) counts as done before this process began, so the ETA comes from
+        the pace of what it computes."""
         self.status.run_id = run.run_id
         self.status.stored.append(stage)
         self._move(self.plan.report(stage, 1, 1))
+        if stage in run.resumed:
+            self.kept, self.kept_at = self.status.fraction, time.time()
+            self.status.eta_seconds = None
         later = [s for s in AUDIT_STAGES[AUDIT_STAGES.index(stage) + 1:] if s in self.plan.stage_seconds]
         if later:
             self.status.stage, self.status.stage_done, self.status.stage_total = later[0], 0, 1
@@ -177,9 +183,9 @@ class StagedAuditStatus:
 
     def _move(self, position: int) -> None:
         self.status.fraction = position / self.plan.UNITS
-        elapsed = time.time() - self.status.started
-        f = self.status.fraction
-        self.status.eta_seconds = elapsed * (1 - f) / f if f >= 0.02 else None
+        elapsed = time.time() - self.kept_at
+        done = self.status.fraction - self.kept
+        self.status.eta_seconds = elapsed * (1 - self.status.fraction) / done if done >= 0.02 else None
 
     def _write(self) -> None:
         write_status(self.warehouse, self.status)

@@ -182,6 +182,11 @@ SELECT run_id FROM runs WHERE dataset_id = ? AND kind = ? AND dataset_fingerprin
   AND finished_at IS NOT NULL
 ORDER BY started_at DESC LIMIT 1;
 
+-- name: unfinished_run_of_fingerprint
+SELECT run_id FROM runs WHERE dataset_id = ? AND kind = ? AND dataset_fingerprint = ? AND parameters = ?
+  AND finished_at IS NULL
+ORDER BY started_at DESC LIMIT 1;
+
 -- name: finish_run
 UPDATE runs SET finished_at = ? WHERE run_id = ?;
 

@@ -96,10 +96,10 @@ def store_stage(con: duckdb.DuckDBPyConnection, *, run_id: str, dataset_id: str,
             queries.execute(con, "finish_run", [now(), run_id])
 
 
-def drop_unfinished_runs(con: duckdb.DuckDBPyConnection, dataset_id: str) -> list[str]:
-    """Delete the dataset's runs that never finished (a build stopped midway) with their rows;
-    their ids."""
-    ids = queries.fetch_df(con, "unfinished_runs", [dataset_id])["run_id"].tolist()
+def drop_unfinished_runs(con: duckdb.DuckDBPyConnection, dataset_id: str, keep: str | None = None) -> list[str]:
+    """Delete the dataset's runs that never finished (a build stopped midway) with their rows,
+    except ``keep`` (the one being resumed); their ids."""
+    ids = [i for i in queries.fetch_df(con, "unfinished_runs", [dataset_id])["run_id"].tolist() if i != keep]
     if ids:
         with transaction(con):
             for table in result_tables(con) + ["runs"]:

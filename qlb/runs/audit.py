@@ -130,6 +130,7 @@ class AuditRun:
     defenses: pd.DataFrame | None = None
     defense_costs: pd.DataFrame | None = None
     skipped: dict[str, str] = field(default_factory=dict)
+    resumed: tuple[str, ...] = ()        # the stages kept from an audit in stages that stopped midway
 
     def to_json(self) -> dict[str, Any]:
         """The ``qlb audit --json`` summary (CONTRACT.md section 2)."""
@@ -198,7 +199,11 @@ def run_audits_in_stages(warehouse: str | Path, dataset_id: str, options: AuditO
     computes. The run is stored unfinished after its first stage (pages show each stage as it
     lands) and finished with its last; the numbers are those of ``run_audits``. ``stored`` is
     called after each stage is stored. A run over the same data and parameters that finished
-    earlier is reused; one that never finished (a build stopped midway) is dropped and redone."""
+    earlier is reused. One that never finished (a build stopped midway: the dashboard closed, a
+    lost Dask scheduler) is resumed: its stored stages are kept (``AuditRun.resumed``, each
+    reported to ``stored`` before the first computation) and only the rest is computed; the
+    utility audit is computed again when the defenses are left, for their frozen policies, and
+    not stored twice. Unfinished runs over other data or parameters are dropped."""
     from warehouse.db import writer
     from warehouse.results import drop_unfinished_runs, store_stage
 
@@ -211,17 +216,24 @@ def run_audits_in_stages(warehouse: str | Path, dataset_id: str, options: AuditO
         earlier = None if opts.force else _stored_run(con, dataset_id, fingerprint, params)
         if earlier is not None:
             return earlier
-        for run_id in drop_unfinished_runs(con, dataset_id):
+        run = None if opts.force else _unfinished_run(con, dataset_id, fingerprint, params)
+        for run_id in drop_unfinished_runs(con, dataset_id, keep=run.run_id if run is not None else None):
             log.info("dropped unfinished run %s", run_id)
-        started = now()
-        run = AuditRun(_new_run_id(started), dataset_id, False)
-        first = {**_refusal_audit(con, run, opts, ontology), **_quasileak_audit(con, run, opts)}
+        if run is None:
+            started = now()
+            run = AuditRun(_new_run_id(started), dataset_id, False)
+            first = {**_refusal_audit(con, run, opts, ontology), **_quasileak_audit(con, run, opts)}
+            store_run(con, run_id=run.run_id, dataset_id=dataset_id, kind="audit", parameters=params,
+                      fingerprint=fingerprint, started=started, tables=first, finished=False)
+        else:
+            log.info("resuming unfinished run %s (kept: %s)", run.run_id, ", ".join(run.resumed))
         frames = _frames(con, dataset_id, opts)
-        store_run(con, run_id=run.run_id, dataset_id=dataset_id, kind="audit", parameters=params,
-                  fingerprint=fingerprint, started=started, tables=first, finished=False)
     if stored is not None:
-        stored("refusal", run)
-    for stage, tables in _later_stages(frames, run, opts, progress, ontology):
+        for stage in ("refusal", *(s for s in run.resumed if s != "refusal")):
+            stored(stage, run)
+    for stage, tables in _later_stages(frames, run, opts, progress, ontology, kept=run.resumed):
+        if stage in run.resumed:
+            continue
         with writer(warehouse) as con:
             store_stage(con, run_id=run.run_id, dataset_id=dataset_id, tables=tables, finished=stage == "defenses")
         if stored is not None:
@@ -238,11 +250,13 @@ def _frames(con: duckdb.DuckDBPyConnection, dataset_id: str, opts: AuditOptions)
 
 
 def _later_stages(frames: dict[str, pd.DataFrame], run: AuditRun, opts: AuditOptions, progress: Progress | None,
-                  ontology: Ontology) -> Iterator[tuple[str, Tables]]:
+                  ontology: Ontology, kept: Sequence[str] = ()) -> Iterator[tuple[str, Tables]]:
     """The audits after refusal and QuasiLeak, in order, each with the tables it stores: decoding;
     utility with the fronts (which need both); the defenses (which need the utility audit's frozen
-    policies)."""
-    yield "decoding", _decoding_audit(frames, run, opts, progress, ontology)
+    policies). A stage in ``kept`` (stored by an earlier, unfinished attempt of the run, whose
+    results ``run`` holds) is not computed again, except the utility audit, whose policies the
+    defenses need."""
+    yield "decoding", {} if "decoding" in kept else _decoding_audit(frames, run, opts, progress, ontology)
     selected, utility_tables = _utility_audit(frames, run, opts, progress, ontology)
     yield "utility", {**utility_tables, **_fronts(run)}
     yield "defenses", _defense_audit(frames, selected, run, opts, progress, ontology)
@@ -299,6 +313,44 @@ def _new_run_id(started: datetime) -> str:
     return f"run-{started:%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
 
 
+def _loaded_run(con: duckdb.DuckDBPyConnection, run_id: str, dataset_id: str, reused: bool) -> AuditRun:
+    """A stored run's result tables as an ``AuditRun`` (None for a table without its rows)."""
+    stored = {name: queries.fetch_df(con, name, [run_id])
+              for name in ("refusal_results", "ql_scores", "recovery_results", "coarse_accuracy", "utility_results",
+                           "utility_differences", "front_points", "defense_results")}
+    present = {name: (None if frame.empty else frame) for name, frame in stored.items()}
+    return AuditRun(run_id, dataset_id, reused, present["refusal_results"], present["ql_scores"],
+                    present["recovery_results"], coarse=present["coarse_accuracy"],
+                    utility=present["utility_results"], utility_differences=present["utility_differences"],
+                    fronts=present["front_points"], defenses=present["defense_results"])
+
+
+def _unfinished_run(con: duckdb.DuckDBPyConnection, dataset_id: str, fingerprint: str,
+                    params: dict[str, Any]) -> AuditRun | None:
+    """The newest run over the same data with the same parameters that an audit in stages left
+    unfinished, with the stages it stored (``resumed``: refusal, then decoding and utility when
+    their results are there; a stage stores in one transaction, so it is there whole or not at
+    all), or None."""
+    found = queries.fetch_df(con, "unfinished_run_of_fingerprint",
+                             [dataset_id, "audit", fingerprint, json.dumps(params, sort_keys=True)])
+    if found.empty:
+        return None
+    run = _loaded_run(con, str(found["run_id"][0]), dataset_id, False)
+    _first_stage_skips(con, run)
+    run.resumed = ("refusal", *(["decoding"] if run.recovery is not None else []),
+                   *(["utility"] if run.utility is not None else []))
+    return run
+
+
+def _first_stage_skips(con: duckdb.DuckDBPyConnection, run: AuditRun) -> None:
+    """Why a stored run holds no refusal results or QuasiLeak scores, as a fresh run says it."""
+    if run.refusal_summary is None:
+        run.skipped["refusal"] = NO_REFUSAL
+    if run.ql_scores is None:
+        corpus = load_corpus(con, run.dataset_id)
+        run.skipped["quasileak"] = _quasileak_skip(bool(corpus), bool(corpus and load_predictions(con, run.dataset_id)))
+
+
 def _stored_run(con: duckdb.DuckDBPyConnection, dataset_id: str, fingerprint: str,
                 params: dict[str, Any]) -> AuditRun | None:
     """The newest run over the same data with the same parameters, or None."""
@@ -306,21 +358,9 @@ def _stored_run(con: duckdb.DuckDBPyConnection, dataset_id: str, fingerprint: st
                                [dataset_id, "audit", fingerprint, json.dumps(params, sort_keys=True)])
     if earlier.empty:
         return None
-    run_id = str(earlier["run_id"][0])
-    stored = {name: queries.fetch_df(con, name, [run_id])
-              for name in ("refusal_results", "ql_scores", "recovery_results", "coarse_accuracy", "utility_results",
-                           "utility_differences", "front_points", "defense_results")}
-    present = {name: (None if frame.empty else frame) for name, frame in stored.items()}
-    run = AuditRun(run_id, dataset_id, True, present["refusal_results"], present["ql_scores"],
-                   present["recovery_results"], coarse=present["coarse_accuracy"], utility=present["utility_results"],
-                   utility_differences=present["utility_differences"], fronts=present["front_points"],
-                   defenses=present["defense_results"])
+    run = _loaded_run(con, str(earlier["run_id"][0]), dataset_id, True)
     audits = params.get("audits") or []
-    if run.refusal_summary is None:
-        run.skipped["refusal"] = NO_REFUSAL
-    if run.ql_scores is None:
-        corpus = load_corpus(con, dataset_id)
-        run.skipped["quasileak"] = _quasileak_skip(bool(corpus), bool(corpus and load_predictions(con, dataset_id)))
+    _first_stage_skips(con, run)
     for audit, result in (("decoding", run.recovery), ("utility", run.utility)):     # as a fresh run says them
         if result is None:
             run.skipped[audit] = (f"not requested ({'decode' if audit == 'decoding' else audit}=False)"

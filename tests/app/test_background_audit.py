@@ -58,4 +58,6 @@ def test_a_failed_background_audit_is_reported(warehouse):
     _status(warehouse, state="failed", error="disk full")
     at = AppTest.from_file(APP, default_timeout=60).run()
     assert not at.exception
-    assert any("background audit stopped" in w.value and "disk full" in w.value for w in at.warning)
+    assert any("background audit stopped" in w.value and "disk full" in w.value
+               and "it keeps what is stored (refusal and QuasiLeak) and computes the rest" in w.value
+               for w in at.warning)

@@ -1,7 +1,8 @@
 """Issue #17 goal 1: an audit in stages (`qlb audit --in-stages`, what `qlb demo --background`
 starts) stores each audit as it finishes, opening the warehouse only to read and to store; the
 numbers equal a one-transaction run; a reader gets in between stages; a build stopped midway is
-dropped and redone; a finished one is reused; the status file says where it stands."""
+resumed, keeping the stages it stored; a finished one is reused; the status file says where it
+stands."""
 from __future__ import annotations
 
 import json
@@ -11,7 +12,7 @@ import pytest
 
 from qlb.cli import main
 from qlb.demo import StagedAuditStatus
-from qlb.runs.audit import run_audits, run_audits_in_stages
+from qlb.runs.audit import AuditOptions, AuditRun, run_audits, run_audits_in_stages
 from tests.runs.test_cluster import DATASET, OPTIONS, copy_of, small_dataset
 from warehouse import build_status, queries
 from warehouse.compare import compare_runs, newest_audit_run
@@ -47,24 +48,83 @@ def test_in_stages_equals_one_transaction_and_readers_get_in_between(small, tmp_
     assert again.reused and again.run_id == run.run_id      # a second start never recomputes
 
 
-def test_a_build_stopped_midway_is_dropped_and_redone(small, tmp_path):
-    path = copy_of(small, tmp_path / "stopped")
+@pytest.fixture(scope="module")
+def whole(small, tmp_path_factory):
+    """The run of one transaction that a resumed audit must equal."""
+    path = copy_of(small, tmp_path_factory.mktemp("whole"))
+    with writer(path) as con:
+        run_audits(con, DATASET, OPTIONS)
+    return path
 
-    def stop_after_decoding(stage, run):
-        if stage == "decoding":
+
+def stop_after(stage_to_stop):
+    def stored(stage, run):
+        if stage == stage_to_stop:
             raise KeyboardInterrupt
+    return stored
+
+
+@pytest.mark.parametrize("stopped, kept", [("decoding", ("refusal", "decoding")),
+                                           ("utility", ("refusal", "decoding", "utility"))])
+def test_a_build_stopped_midway_resumes_keeping_its_stored_stages(stopped, kept, small, whole, tmp_path):
+    path = copy_of(small, tmp_path / "stopped")
+    first = {}
+
+    def remember(stage, run):
+        first["run_id"] = run.run_id
+        stop_after(stopped)(stage, run)
 
     with pytest.raises(KeyboardInterrupt):
-        run_audits_in_stages(path, DATASET, OPTIONS, stored=stop_after_decoding)
+        run_audits_in_stages(path, DATASET, OPTIONS, stored=remember)
     with reader(path) as con:
         assert con.execute("SELECT count(*) FROM runs WHERE finished_at IS NULL").fetchone()[0] == 1
-        assert con.execute("SELECT count(*) FROM recovery_results").fetchone()[0] > 0
-    run = run_audits_in_stages(path, DATASET, OPTIONS)
-    assert not run.reused
+    computed, reported = set(), []
+    run = run_audits_in_stages(path, DATASET, OPTIONS, lambda stage, done, total: computed.add(stage),
+                               lambda stage, run: reported.append(stage))
+    assert not run.reused and run.run_id == first["run_id"] and run.resumed == kept
+    assert "decoding" not in computed and "defenses" in computed      # the decoding is never fitted again
+    assert "utility" in computed                                        # its frozen policies feed the defenses
+    assert reported == ["refusal", "decoding", "utility", "defenses"]   # the kept stages first, each once
+    with reader(whole) as a, reader(path) as b:
+        assert con_runs(b) == (1, 1)
+        differences = compare_runs(a, newest_audit_run(a, DATASET), b, run.run_id)
+    assert {name: diff for name, (_, diff) in differences.items() if diff} == {}    # no stage stored twice
+    assert run_audits_in_stages(path, DATASET, OPTIONS).reused
+
+
+def con_runs(con):
+    """(runs, finished runs) in the warehouse."""
+    return con.execute("SELECT count(*), count(finished_at) FROM runs").fetchone()
+
+
+def test_an_unfinished_run_of_other_parameters_is_dropped(small, tmp_path):
+    path = copy_of(small, tmp_path / "other")
+    with pytest.raises(KeyboardInterrupt):
+        run_audits_in_stages(path, DATASET, OPTIONS, stored=stop_after("decoding"))
+    computed = set()
+    run = run_audits_in_stages(path, DATASET, OPTIONS, lambda stage, done, total: computed.add(stage),
+                               defenses=False)
+    assert run.resumed == () and "decoding" in computed
     with writer(path) as con:
-        assert con.execute("SELECT count(*), count(finished_at) FROM runs").fetchone() == (1, 1)
+        assert con_runs(con) == (1, 1)
         assert con.execute("SELECT count(DISTINCT run_id) FROM recovery_results").fetchone()[0] == 1
         assert drop_unfinished_runs(con, DATASET) == []
+
+
+def test_a_resumed_audit_times_only_what_it_computes(tmp_path, monkeypatch):
+    clock = [1000.0]
+    monkeypatch.setattr("qlb.demo.time.time", lambda: clock[0])
+    status = StagedAuditStatus(tmp_path / "w.duckdb", DATASET, n_models=1, n_domains=2, n_defense_models=1)
+    run = AuditRun("run-x", DATASET, False, resumed=("refusal", "decoding"))
+    clock[0] += 600                          # the dashboard started long after the stopped attempt
+    status.stored("refusal", run)
+    status.stored("decoding", run)
+    kept = status.status.fraction
+    assert 0 < kept < 1 and status.status.eta_seconds is None
+    clock[0] += 10
+    status.progress("defenses", 1, 2)
+    done = status.status.fraction - kept
+    assert status.status.eta_seconds == pytest.approx(10 * (1 - status.status.fraction) / done)
 
 
 def test_the_status_file_follows_the_stages(small, tmp_path):
@@ -111,3 +171,17 @@ def test_qlb_audit_in_stages_on_the_command_line(small, tmp_path, capsys):
     with reader(path) as con:      # the run records the decoder families it was asked for
         runs = queries.fetch_df(con, "all_runs", [])
     assert json.loads(runs["parameters"].iloc[-1])["families"] == sorted(OPTIONS.families)
+
+
+def test_qlb_audit_in_stages_resumes_on_the_command_line(small, tmp_path, capsys):
+    path = copy_of(small, tmp_path / "cli-resume")
+    options = AuditOptions(models=OPTIONS.models, families=OPTIONS.families, defenses=False)
+    with pytest.raises(KeyboardInterrupt):
+        run_audits_in_stages(path, DATASET, options, stored=stop_after("decoding"))
+    capsys.readouterr()
+    assert main(["audit", "--in-stages", "--dataset", DATASET, "--warehouse", str(path), "--models",
+                 OPTIONS.models[0], "--families", *sorted(OPTIONS.families), "--no-defenses"]) == 0
+    out, err = capsys.readouterr()
+    assert "stored, resuming an audit that stopped midway (kept: refusal and QuasiLeak, decoding)" in out
+    assert "qlb audit: decoding" not in err and "qlb audit: utility" in err
+    assert build_status.read_status(path).stored == ["refusal", "decoding", "utility", "defenses"]
