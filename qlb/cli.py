@@ -1286,6 +1286,8 @@ def _cmd_audit(args: argparse.Namespace) -> int:
             bar.refresh()
 
         status = None
+        if args.in_stages:
+            _no_other_build(path)
         try:
             with writer(path) as con:
                 dataset = _resolve_dataset(con, args.dataset)
@@ -1372,6 +1374,22 @@ def _text_table(frame, columns: str, cell, rows: Sequence[str] = ("model",)) -> 
     table = shown.pivot_table(index=list(rows), columns=columns, values="_cell", aggfunc="first", sort=False)
     table.columns.name = None
     return table.fillna("N/A").to_string()
+
+
+def _no_other_build(path: str) -> None:
+    """`qlb audit --in-stages` while another audit in stages runs on the warehouse (its status file
+    names a live process): both would store the same unfinished run's stages, and share one status
+    file, so the second stops before it reads anything (exit 1)."""
+    import os
+
+    from warehouse.build_status import STAGE_NAMES, running_build
+
+    other = running_build(path)
+    if other is not None and other.pid != os.getpid():
+        raise _UserError(f"another audit in stages is running on this warehouse (dataset {other.dataset_id!r}, "
+                         f"process {other.pid}, {STAGE_NAMES.get(other.stage, other.stage)}); wait for it to "
+                         f"finish (the dashboard shows its progress) or stop it (`kill {other.pid}`), then run this "
+                         f"command again: it resumes what that audit stored")
 
 
 def _staged_status(con, path: str, dataset: str, options) -> Any:

@@ -185,3 +185,17 @@ def test_qlb_audit_in_stages_resumes_on_the_command_line(small, tmp_path, capsys
     assert "stored, resuming an audit that stopped midway (kept: refusal and QuasiLeak, decoding)" in out
     assert "qlb audit: decoding" not in err and "qlb audit: utility" in err
     assert build_status.read_status(path).stored == ["refusal", "decoding", "utility", "defenses"]
+
+
+def test_a_second_audit_in_stages_on_the_same_warehouse_stops_before_reading(small, tmp_path, capsys):
+    path = copy_of(small, tmp_path / "two")
+    other = build_status.BuildStatus(dataset_id=DATASET, run_id="run-x", stage="decoding", pid=os.getppid())
+    build_status.write_status(path, other)                   # a live process that is not this one
+    assert main(["audit", "--in-stages", "--dataset", DATASET, "--warehouse", str(path), "--models",
+                 OPTIONS.models[0], "--families", "prior", "--no-defenses"]) == 1
+    err = capsys.readouterr().err
+    assert (f"another audit in stages is running on this warehouse (dataset 'small', process {os.getppid()}, "
+            "secret recovery (decoding)); wait for it") in err
+    assert build_status.read_status(path).pid == os.getppid()          # its status file is left alone
+    with reader(path) as con:
+        assert con.execute("SELECT count(*) FROM runs").fetchone()[0] == 0
