@@ -131,10 +131,47 @@ def query(path: str, name: str, params: tuple = ()) -> pd.DataFrame:
 def release_readers() -> None:
     """Close the read-only handles and forget cached results (before and after a write)."""
     _lease.close()
-    query.clear()
-    run_data.clear()
-    report_html.clear()
-    robustness_checks.clear()
+    forget_cached_reads()
+
+
+def forget_cached_reads() -> None:
+    """Forget every cached read of this module (each page recomputes from the warehouse)."""
+    for cached in (query, run_data, report_html, robustness_checks, decoding_frame, recovery_by_class,
+                   prepared_utility, frozen_policies):
+        cached.clear()
+
+
+_seen_versions: dict[str, tuple] = {}
+_seen_lock = threading.Lock()
+
+
+def warehouse_version(path: str) -> tuple:
+    """What any write to the warehouse changes, by any process: the size and modification time
+    of its file and of its write-ahead log (a reader changes neither)."""
+    version = []
+    for part in (path, path + ".wal"):
+        try:
+            stat = os.stat(part)
+            version.append((stat.st_size, stat.st_mtime_ns))
+        except OSError:
+            version.append(None)
+    return tuple(version)
+
+
+def forget_if_written(path: str) -> bool:
+    """At the start of a page run: forget the cached reads when the warehouse changed since the
+    last page run (a `qlb collect`, `qlb ingest` or `qlb audit` in another process), so no page
+    shows an older run or count than the file holds; whether it did. The cache's TTL alone would
+    have kept them for up to ten minutes. Read handles need no closing: none can be open across
+    another process's write (DuckDB lets a writing process in only when no reader holds the file)."""
+    version = warehouse_version(path)
+    with _seen_lock:
+        before = _seen_versions.get(path)
+        _seen_versions[path] = version
+    if before is None or before == version:
+        return False
+    forget_cached_reads()
+    return True
 
 
 def datasets(path: str) -> pd.DataFrame:

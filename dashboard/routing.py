@@ -80,6 +80,7 @@ def run_router() -> None:
     alias = st.Page(path0, title=title0, icon=icon0, url_path=url0, visibility="hidden")
     navigation = st.navigation([*pages, alias])
     path = data_access.warehouse_path()
+    data_access.forget_if_written(path)    # another process wrote: no cached read outlives it
     with data_access.reading(path):        # one read-only handle for the whole page run, released after
         try:
             draw_sidebar = dataset_sidebar()
