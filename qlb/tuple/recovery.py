@@ -11,6 +11,7 @@ import pandas as pd
 from qlb.records.ontology import Ontology
 from qlb.stats.bootstrap import N_BOOT, SEED, PairResamples, pair_bootstrap, percentile_interval, resampled_means
 from qlb.stats.parallel import Workers, domain_tasks, run_tasks
+from qlb.stats.proportion import wilson
 from qlb.tuple.decoding import (
     FOLDS, DomainDecoding, ViewFit, correct, decode_domain, log_loss_per_world, reselect, split_frames, with_subviews,
 )
@@ -177,12 +178,19 @@ def recovery_by_class(predictions: pd.DataFrame, n_boot: int = N_BOOT, seed: int
     """Recovery per (model, domain, decision class) for one release view: which decisions leak. Both
     worlds of a pair share their class (they differ only in the mechanism), so each class's worlds
     are whole pairs and its interval is pair-clustered like every other (``pair_bootstrap``, the
-    run's resample count and seed). ``predictions``: model, domain, class, pair_id, correct."""
+    run's resample count and seed). A class holds few pairs, and at 0% or 100% every resample of
+    them gives the same share, so the percentile interval has no width ("100.0% [100.0, 100.0]"
+    from 4 pairs); there the interval is the Wilson score interval of that share over the class's
+    number of pairs (the pair being the unit, as in the bootstrap). ``predictions``: model, domain,
+    class, pair_id, correct."""
     rows = []
     for (model, domain, cls), g in predictions.groupby(["model", "domain", "class"], sort=True):
-        pairs = pd.factorize(g["pair_id"])[0]
+        pairs, names = pd.factorize(g["pair_id"])
         est = pair_bootstrap(g["correct"].to_numpy(float), pairs, n_boot, seed)
-        rows.append((model, domain, cls, est.estimate, est.ci_low, est.ci_high, len(g)))
+        low, high = est.ci_low, est.ci_high
+        if est.estimate in (0.0, 1.0):
+            low, high = (float(b) for b in wilson(est.estimate * len(names), len(names)))
+        rows.append((model, domain, cls, est.estimate, low, high, len(g)))
     return pd.DataFrame(rows, columns=["model", "domain", "class", "accuracy", "ci_low", "ci_high", "n"])
 
 

@@ -1,9 +1,11 @@
 """Recovery per decision class (qlb.tuple.recovery.recovery_by_class): a planted leak in one class
-comes back in that class only, with the pair-clustered interval pair_bootstrap gives directly."""
+comes back in that class only, with the pair-clustered interval pair_bootstrap gives directly, and
+Wilson's over the class's pairs where every resample gives the same 0% or 100%."""
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
 from qlb.stats.bootstrap import pair_bootstrap
 from qlb.tuple.recovery import recovery_by_class
@@ -21,7 +23,11 @@ def test_a_leak_planted_in_one_class_is_found_in_that_class_only():
     frame = pd.DataFrame(rows)
     out = recovery_by_class(frame, n_boot=500, seed=3).set_index("class")
     assert list(out.index) == ["ALLOW", "LABEL"] and (out["n"] == 80).all()
-    assert out.loc["LABEL", ["accuracy", "ci_low", "ci_high"]].tolist() == [1.0, 1.0, 1.0]
+    # all 40 pairs right: the bootstrap cannot move it, so Wilson's interval over the 40 pairs (scipy's)
+    wilson = stats.binomtest(40, 40).proportion_ci(0.95, method="wilson")
+    assert out.loc["LABEL", "accuracy"] == 1.0
+    assert np.allclose(out.loc["LABEL", ["ci_low", "ci_high"]].tolist(), [wilson.low, wilson.high])
+    assert 0.9 < out.loc["LABEL", "ci_low"] < 0.95
     allow = frame[frame["class"] == "ALLOW"]
     ref = pair_bootstrap(allow["correct"].to_numpy(float), pd.factorize(allow["pair_id"])[0], 500, 3)
     assert np.allclose(out.loc["ALLOW", ["accuracy", "ci_low", "ci_high"]].tolist(),
@@ -42,3 +48,13 @@ def test_the_class_sentence_says_where_the_leak_sits():
         "test worlds than its domain, so its interval is wider: a leak too small to clear 50% in one class can still "
         "add up over its domain.")
     assert class_sentence(cells.iloc[0:0], "choice") is None
+
+
+def test_a_small_class_all_right_or_all_wrong_gets_an_interval_with_width():
+    rows = [{"model": "m", "domain": "d", "class": cls, "pair_id": f"{cls}-{k}", "correct": right}
+            for cls, right in (("REJECT", True), ("ALLOW", False)) for k in range(4) for _ in (0, 1)]
+    out = recovery_by_class(pd.DataFrame(rows), n_boot=200, seed=1).set_index("class")
+    for cls, k in (("REJECT", 4), ("ALLOW", 0)):
+        ref = stats.binomtest(k, 4).proportion_ci(0.95, method="wilson")
+        assert np.allclose(out.loc[cls, ["ci_low", "ci_high"]].tolist(), [ref.low, ref.high])
+    assert out.loc["REJECT", "ci_low"] < 0.6 and out.loc["ALLOW", "ci_high"] > 0.4      # 4 pairs prove little
