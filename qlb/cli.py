@@ -96,6 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
                            "it finishes: the dashboard can open at once and fills in; nothing is recomputed "
                            "once a run is complete (scripts/dashboard.sh uses this)")
 
+    from warehouse.ingest import REJECTS_LOCATED
     ingest_kinds = KINDS + tuple(k for k in ("ontology",) if k not in KINDS)
     ing = sub.add_parser("ingest", help="validate and load one file into the warehouse",
                          description="Validate FILE (JSON Lines, CSV or Parquet) as KIND and store it in "
@@ -104,7 +105,9 @@ def build_parser() -> argparse.ArgumentParser:
                                      "than five lines once, at its first line, with how many more and which). "
                                      "The last line names the dataset and the warehouse written ('(new "
                                      "warehouse)' when this command created it). Ingesting the same "
-                                     "file twice changes nothing. KIND ontology: FILE is a JSON ontology "
+                                     "file twice changes nothing. A file without lines stores nothing "
+                                     "(a warning, exit 0); into a dataset that does not exist it is an "
+                                     "error (exit 1: it creates no dataset). KIND ontology: FILE is a JSON ontology "
                                      "(your own decision task, shared/spec/OWN_TASK.md) for the dataset; a "
                                      "file that breaks a rule is rejected whole, one line per problem on "
                                      "stderr as FILE: path: problem (exit 3), and nothing is stored. A "
@@ -121,7 +124,11 @@ def build_parser() -> argparse.ArgumentParser:
     ing.add_argument("--model", metavar="NAME", help="model name for response lines that omit it; "
                                                      "lines naming another model are rejected")
     ing.add_argument("--dry-run", action="store_true", help="validate and report only; write nothing")
-    ing.add_argument("--json", action="store_true", help="print the ingest report as JSON on stdout")
+    ing.add_argument("--json", action="store_true",
+                     help="print the ingest report as JSON on stdout: the counts, invalid_lines (line, field, "
+                          "reason of the first invalid responses of each reason) and rejected_lines (file, line, "
+                          f"field, reason of the first {REJECTS_LOCATED} rejected lines, in line order; "
+                          "rejected_lines_not_listed counts the others)")
     _warehouse_arg(ing)
 
     aud = sub.add_parser("audit", help="run the audits the dataset's data allows and store them as a run",
@@ -646,13 +653,22 @@ def _foreign_domains_hint(dataset: str, foreign: dict[str, int], datasets: list[
 
 def _ingest_empty_file(args: argparse.Namespace, path: str) -> int:
     """`qlb ingest` of a file without lines (empty, blank lines only, a CSV header alone, a Parquet
-    file without rows): a warning on stderr, nothing stored, no ingest recorded, exit 0 (CONTRACT.md
-    names no exit code for it; nothing was rejected). The warehouse is not opened."""
+    file without rows) into a dataset that exists: a warning on stderr, nothing stored, no ingest
+    recorded, exit 0 (CONTRACT.md names no exit code for it; nothing was rejected). Into a dataset
+    that does not exist it is a failure (exit 1): the file creates nothing, and a script that went
+    on would meet a missing dataset at its next step. The warehouse is only read."""
     from qlb.records.readers import detect_format, file_sha256
 
     fmt = detect_format(args.file)
     what = ("the file is empty" if args.file.stat().st_size == 0
             else {"csv": "a header and no rows", "parquet": "no rows"}.get(fmt, "blank lines only"))
+    datasets = _datasets_in(path)
+    if datasets is None or args.dataset not in datasets:
+        where = (f"{path} holds no warehouse yet" if datasets is None
+                 else f"the warehouse {path} has {', '.join(datasets) or 'none'}")
+        raise _UserError(f"{args.file} holds no lines ({what}): nothing {'would be ' if args.dry_run else ''}"
+                         f"stored, and dataset {args.dataset!r} does not exist ({where}); a file without lines "
+                         "creates no dataset")
     print(f"qlb ingest: warning: {args.file} holds no lines ({what}); "
           + ("nothing would be stored" if args.dry_run else "nothing stored, no ingest recorded"), file=sys.stderr)
     if args.json:
@@ -660,15 +676,32 @@ def _ingest_empty_file(args: argparse.Namespace, path: str) -> int:
                           "already_ingested": False, "dry_run": args.dry_run, "lines": 0, "accepted": 0,
                           "invalid": 0, "rejected": 0, "sha256": file_sha256(args.file), "warehouse": str(path),
                           "new_warehouse": False, "new_dataset": False, "already_stored": 0, "empty_file": True,
-                          "quarantine_cleared": 0, "invalid_lines": []}, indent=2))
+                          "quarantine_cleared": 0, "invalid_lines": [], "rejected_lines": [],
+                          "rejected_lines_not_listed": 0}, indent=2))
     return EXIT_OK
 
 
+def _datasets_in(path: str) -> list[str] | None:
+    """The datasets of the warehouse at ``path``, read only; None when there is no warehouse."""
+    from warehouse import queries
+    from warehouse.db import reader
+
+    if not Path(path).exists():
+        return None
+    with reader(path) as con:
+        return queries.fetch_df(con, "datasets")["dataset_id"].tolist()
+
+
 def _cmd_ingest(args: argparse.Namespace) -> int:
+    from qlb.records.schemas import dataset_name_problem
+
+    problem = dataset_name_problem(args.dataset)
+    if problem:
+        raise _UsageError(f"--dataset: {problem}")
     if args.kind == "ontology":
         return _cmd_ingest_ontology(args)
     from warehouse.db import default_path, open_reader, writer
-    from qlb.records.readers import count_lines, detect_format, has_lines
+    from qlb.records.readers import count_lines, detect_format, has_lines, whole_file_problem
     from warehouse.ingest import IngestRequest, ingest_file, validate_file
 
     path = args.warehouse or default_path()
@@ -680,10 +713,10 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
         file_format = detect_format(args.file)
     except ValueError as exc:                   # the name says no format: bad usage, like an unknown kind
         raise _UsageError(str(exc)) from None
+    if args.kind in NEEDS_FIRST:                # first: an empty file into a dataset not there is that error too
+        _check_dataset_exists(path, args.dataset, args.kind)
     if not has_lines(args.file, file_format):
         return _ingest_empty_file(args, path)
-    if args.kind in NEEDS_FIRST:
-        _check_dataset_exists(path, args.dataset, args.kind)
     new_warehouse = not Path(path).exists()
     bar = _progress(args.file.name, count_lines(args.file))
 
@@ -707,6 +740,9 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
     bar.close()
     for msg in report.messages(group_repeats=True) + report.invalid_messages():
         print(msg, file=sys.stderr)
+    cause = whole_file_problem(args.file, file_format) if report.rejects else None
+    if cause:
+        print(f"qlb ingest: hint: {cause}", file=sys.stderr)
     if args.kind == "worlds" and report.foreign_domains and not own_ontology:
         worlds_now = worlds_before + (0 if args.dry_run or duplicate else len(report.accepted))   # some may be in
         print(_foreign_domains_hint(args.dataset, report.foreign_domains, datasets, worlds_now), file=sys.stderr)
@@ -717,6 +753,7 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
            "new_dataset": args.dataset not in datasets and not args.dry_run and not duplicate,
            "already_stored": report.already_stored, "empty_file": False,
            "quarantine_cleared": report.cleared_rejects, "invalid_lines": report.invalid_located()}
+    out["rejected_lines"], out["rejected_lines_not_listed"] = report.rejects_located()
     if args.json:
         print(json.dumps(out, indent=2))
     elif duplicate:

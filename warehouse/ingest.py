@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import gc
 import hashlib
+import heapq
 import json
 import logging
 import re
@@ -37,10 +38,12 @@ import pyarrow.compute as pc
 from pydantic import BaseModel, ValidationError
 from pydantic_core import to_json
 
-from qlb.records.readers import LineBlock, Record, detect_format, file_sha256, has_lines, jsonl_blocks, read_records
+from qlb.records.readers import (
+    LineBlock, Record, csv_cells, detect_format, file_sha256, has_lines, jsonl_blocks, read_records,
+)
 from qlb.records.schemas import (
-    PAIR_SHARED_FIELDS, NativeResponse, QLDocument, QLPrediction, RefusalResponse, World, describe_error,
-    invalid_field, model_name_problem,
+    PAIR_SHARED_FIELDS, NativeResponse, QLDocument, QLPrediction, RefusalResponse, World, dataset_name_problem,
+    describe_error, invalid_field, model_name_problem,
 )
 from qlb.records.ontology import Ontology, load_ontology
 from warehouse import bulk, queries
@@ -61,6 +64,7 @@ CHECKERS = 2               # threads that check native-response blocks in bulk (
 REPEATS_LISTED = 5         # a reject reason on more lines is said once, with this many of its other lines
 INVALID_GROUPS_KEPT = 200  # an ingest's report locates invalid lines of this many distinct reasons ...
 INVALID_LINES_KEPT = 50    # ... and this many lines of each (the responses table holds them all)
+REJECTS_LOCATED = 100      # rejected lines an ingest's JSON report lists (the quarantine holds them all)
 
 
 class _Restated(str):
@@ -158,6 +162,13 @@ class ValidationReport:
                 for (fld, reason), (_, lines) in self.invalid_lines.items() for n in lines]
         return sorted(rows, key=lambda row: row["line"])
 
+    def rejects_located(self, limit: int | None = None) -> tuple[list[dict[str, Any]], int]:
+        """The first ``limit`` (``REJECTS_LOCATED``) rejected lines in line order, each as file, line,
+        field and reason (what ``messages`` says of it), and how many more there are."""
+        first = heapq.nsmallest(REJECTS_LOCATED if limit is None else limit, self.rejects, key=lambda r: r.line_no)
+        return ([{"file": self.file_name, "line": r.line_no, "field": r.field, "reason": r.reason} for r in first],
+                len(self.rejects) - len(first))
+
     def invalid_messages(self, limit: int = 10) -> list[str]:
         """``FILE:LINE: field: invalid: reason`` for the first invalid responses, like ``messages``:
         a reason on more than ``REPEATS_LISTED`` lines is one message at its first line naming the
@@ -204,7 +215,8 @@ _DUPLICATE = re.compile(r"^duplicate (.+?) (\(the first is kept\)|with other val
 def grouped_messages(file_name: str, rejects: Iterable[tuple[int, str | None, str]]) -> list[str]:
     """``FILE:LINE: field: reason`` for (line, field, reason) rejects, in line order; a field and reason that
     more than ``REPEATS_LISTED`` lines share (duplicates of many keys count as one reason) is one message, at
-    its first line, naming every other line as ranges. `qlb ingest` and the stateless commands say them so."""
+    its first line, naming every other line as ranges and, for duplicates, how many keys they repeat (one
+    key on every line is "the same"). `qlb ingest` and the stateless commands say them so."""
     groups: dict[tuple[str | None, str], list[tuple[int, str]]] = {}
     for line_no, fld, reason in rejects:
         dup = _DUPLICATE.match(reason)            # duplicates of many keys: one group, each line its key
@@ -216,7 +228,9 @@ def grouped_messages(file_name: str, rejects: Iterable[tuple[int, str | None, st
             out += [(n, f"{file_name}:{n}: " + (f"{fld}: " if fld else "") + reason) for n, reason in lines]
             continue
         (first, reason), others = lines[0], [n for n, _ in lines[1:]]
-        same = "the same" if shared == reason else "the same, each for its own key,"
+        keys = len({r for _, r in lines})         # a duplicate's reason names its key
+        same = ("the same" if keys == 1 else "the same, each for its own key," if keys == len(lines)
+                else f"the same, for this key and {keys - 1:,} {'other' if keys == 2 else 'others'},")
         out.append((first, f"{file_name}:{first}: " + (f"{fld}: " if fld else "") + reason
                     + f" ({same} on {len(others):,} more lines: {line_ranges(others)})"))
     return [message for _, message in sorted(out, key=lambda m: m[0])]
@@ -292,6 +306,7 @@ class _Kind:
     ledger: str | None = None     # the table whose ``ledger_key`` columns are this kind's record key
     ledger_key: tuple[str, ...] = ()
     stored_table: str = ""        # the table that holds a record's key (queries restated_<it>)
+    key_fields: tuple[str, ...] = ()   # the input fields of a record's key (a quarantined line's, resolved_rejects_<kind>)
 
     def __init__(self, con: duckdb.DuckDBPyConnection | None, dataset_id: str, model_name: str | None,
                  *, keys_in_warehouse: bool = False):
@@ -445,6 +460,7 @@ def _block_datasets(rows: pa.Table | pd.DataFrame) -> list[str]:
 class _Worlds(_Kind):
     model = World
     stored_table = "worlds"
+    key_fields = ("world_id",)
     json_columns = frozenset({"hypotheses", "candidate_order"})
 
     def __init__(self, con, dataset_id, model_name, **options):
@@ -544,6 +560,7 @@ def _hashable(v: Any) -> Any:
 class _ResponsesBase(_Kind):
     json_columns = frozenset({"probabilities", "confidence", "scores"})
     table = ""
+    key_fields = ("model", "world_id")
 
     def empty_context(self):
         return {"worlds": {}}
@@ -685,6 +702,7 @@ def cue_distance(cues: Iterable[tuple[int, int]]) -> int:
 class _Corpus(_Kind):
     model = QLDocument
     stored_table = "ql_documents"
+    key_fields = ("doc_id",)
     json_columns = frozenset({"profile", "policy", "groups", "distractors"})
 
     attributes: frozenset[str] | None = None      # the corpus's attribute set, fixed by its first document
@@ -739,6 +757,7 @@ class _Predictions(_Kind):
     json_columns = frozenset({"groups"})
     ledger = stored_table = "ql_predictions"
     ledger_key = ("dataset_id", "detector", "doc_id")
+    key_fields = ("detector", "doc_id")
 
     def empty_context(self):
         return {"documents": {}}
@@ -1035,7 +1054,7 @@ def ingest_file(con: duckdb.DuckDBPyConnection, request: IngestRequest, progress
             else:
                 _validate_stream(k, read_records(request.path, k.json_columns, fmt=fmt), report, progress, flush,
                                  stored_before)
-            report.cleared_rejects = _clear_resolved_rejects(con, request, report, ingest_id)
+            report.cleared_rejects = _clear_resolved_rejects(con, k, request, report, ingest_id)
             recorded = _close_ingest(con, request, report, ingest_id, retry_of, started)
     log.info("ingested %s %s: %d accepted, %d rejected", request.kind, report.file_name, len(report.accepted),
              len(report.rejects))
@@ -1052,6 +1071,9 @@ def _open_ingest(con: duckdb.DuckDBPyConnection, request: IngestRequest, retry_o
     forgets that ingest's quarantine, which the retry writes anew)."""
     info = request.dataset
     if queries.fetch_df(con, "dataset_by_id", [request.dataset_id]).empty:
+        problem = dataset_name_problem(request.dataset_id)
+        if problem:
+            raise IngestError(f"dataset {request.dataset_id!r}: {problem}")
         queries.execute(con, "insert_dataset", [request.dataset_id, info.simulated, info.description, info.seed])
     if retry_of is not None:
         queries.execute(con, "retry_ingest_forget_rejects", [retry_of])
@@ -1208,18 +1230,44 @@ def _ingest_in_bulk(con: duckdb.DuckDBPyConnection, k: "_Responses", request: In
             store(*pending.popleft().result())
 
 
-def _clear_resolved_rejects(con: duckdb.DuckDBPyConnection, request: IngestRequest, report: ValidationReport,
-                            ingest_id: int) -> int:
+def _clear_resolved_rejects(con: duckdb.DuckDBPyConnection, k: _Kind, request: IngestRequest,
+                            report: ValidationReport, ingest_id: int) -> int:
     """Delete the quarantined lines of the dataset's earlier ingests of this kind whose record key
     this ingest stored (``resolved_rejects_<kind>``): the quarantine holds open problems only.
-    Their ingests keep their counts (what each found). How many were cleared."""
+    Their ingests keep their counts (what each found). How many were cleared.
+
+    A line's key is read from its text as a JSON object, whatever its file's format: a JSON Lines
+    line and a Parquet row are one already; a CSV row's key cells, read from its text (its header
+    line first, see ``readers.csv_cells``), are made one here (``quarantined_csv_keys``)."""
     if not len(report.accepted):
         return 0
     if int(queries.fetch_df(con, "open_rejects_of_kind", [request.dataset_id, request.kind, ingest_id])["n"][0]) == 0:
         return 0
-    cleared = con.execute(queries.sql(f"resolved_rejects_{request.kind}"),
-                          [request.dataset_id, ingest_id, ingest_id]).fetchall()
+    con.register("quarantined_csv_keys", _quarantined_csv_keys(con, k, request, ingest_id))
+    try:
+        cleared = con.execute(queries.sql(f"resolved_rejects_{request.kind}"),
+                              [request.dataset_id, ingest_id, ingest_id]).fetchall()
+    finally:
+        con.unregister("quarantined_csv_keys")
     return len(cleared)
+
+
+def _quarantined_csv_keys(con: duckdb.DuckDBPyConnection, k: _Kind, request: IngestRequest,
+                          ingest_id: int) -> pa.Table:
+    """The keys of the CSV rows earlier ingests of the kind quarantined (``quarantined_csv_rows``),
+    each as the JSON object of its ``key_fields`` cells: ingest_id, line_no, record (a row whose
+    text cannot be read as a header and a row has none)."""
+    ingests, lines, records = [], [], []
+    rows = con.execute(queries.sql("quarantined_csv_rows"), [request.dataset_id, request.kind, ingest_id])
+    while batch := rows.fetchmany(10_000):
+        for quarantined_by, line_no, raw in batch:
+            cells = csv_cells(raw)
+            if cells is not None:
+                ingests.append(quarantined_by)
+                lines.append(line_no)
+                records.append(json.dumps({f: cells.get(f) for f in k.key_fields}))
+    return pa.table({"ingest_id": pa.array(ingests, pa.int32()), "line_no": pa.array(lines, pa.int32()),
+                     "record": pa.array(records, pa.string())})
 
 
 def _close_ingest(con: duckdb.DuckDBPyConnection, request: IngestRequest, report: ValidationReport,

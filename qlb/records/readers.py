@@ -13,7 +13,9 @@ One set of line rules for every format, read as a stream (memory does not grow w
 
 CSV follows Python's csv module (excel dialect, not strict) but is read here, one physical line at
 a time, so that no cell size ends the file. Nested fields (maps, lists) are JSON text in a CSV cell;
-in Parquet they are Arrow maps, lists and structs, or JSON text.
+in Parquet they are Arrow maps, lists and structs, or JSON text. A record's raw text is its line
+(JSON Lines), the header's line and its row's (CSV: the cells keep their names), or its row as
+a JSON object (Parquet).
 """
 from __future__ import annotations
 
@@ -87,6 +89,21 @@ def count_lines(path: str | Path) -> int:
         return _parquet_file(path).metadata.num_rows
     with open(path, "rb") as fh:
         return sum(block.count(b"\n") for block in iter(lambda: fh.read(_BLOCK), b"")) + 1
+
+
+def whole_file_problem(path: str | Path, fmt: str | None = None) -> str | None:
+    """What makes every line of a file fail to read, when its first bytes show it: a UTF-16 or
+    UTF-32 file (its byte-order mark), or (JSON Lines) one JSON array instead of an object a line.
+    None otherwise. Its lines are still each rejected (CONTRACT.md: a line, not the file); this
+    says why, once."""
+    with open(path, "rb") as fh:
+        start = fh.read(64)
+    if start.startswith((b"\xff\xfe", b"\xfe\xff", b"\x00\x00\xfe\xff")):
+        return "the file is UTF-16 or UTF-32 (its byte-order mark says so): save it as UTF-8"
+    if (fmt or detect_format(path)) == "jsonl" and start.removeprefix(BOM).lstrip().startswith(b"["):
+        return ("the file starts with '[': it looks like one JSON array, and a JSON Lines file holds one "
+                "object a line (`jq -c '.[]' FILE > NEW.jsonl` converts it)")
+    return None
 
 
 def has_lines(path: str | Path, fmt: str | None = None) -> bool:
@@ -535,6 +552,12 @@ def _row_problem(row: _CsvRow, bad: tuple[int, UnicodeDecodeError] | None, start
 
 
 def _header_problem(names: list[str]) -> str | None:
+    if len(names) == 1:                    # a file of another separator (a spreadsheet's ';', say) reads as one column
+        separator = next((c for c in (";", "\t", "|") if c in names[0]), None)
+        if separator is not None:
+            shown = names[0] if len(names[0]) <= 60 else names[0][:60] + "..."
+            return (f"one column, {shown!r}: its names are separated by {separator!r}; a CSV file's cells are "
+                    "separated by ','")
     seen: set[str] = set()
     for i, name in enumerate(names, start=1):
         if not name:
@@ -556,33 +579,56 @@ def _json_cell(text: str) -> Any:
 
 def _read_csv(path: str | Path, json_columns: frozenset[str]) -> Iterator[Record]:
     with open(path, "rb", buffering=_BLOCK) as fh:
-        names: list[str] | None = None
-        header_error: str | None = None
-        for start, row, raw, bad in _csv_rows(fh):
-            blank = row.overflow is None and not any(c.strip() for c in row.cells)
-            if blank and bad is None and not row.open_quote:
-                continue
-            if names is None and header_error is None:       # the first row names the columns
-                problem = _row_problem(row, bad, start, None)
-                if problem is None:
-                    names = [c.strip() for c in row.cells]
-                    reason = _header_problem(names)
-                    problem = None if reason is None else (None, reason)
-                if problem is not None:
-                    header_error = f"the header (line {start}) cannot be used: {problem[1]}"
-                    yield Record(start, raw, error=f"header: {problem[1]}", field=problem[0])
-                continue
-            if header_error is not None:
-                yield Record(start, raw, error=header_error)
-                continue
-            problem = _row_problem(row, bad, start, names)
+        yield from _csv_records(fh, json_columns)
+
+
+def _csv_records(fh: IO[bytes], json_columns: frozenset[str]) -> Iterator[Record]:
+    """The Records of a CSV file's rows. A row's ``raw`` is the header's text, a newline, then the
+    row's (both as received): a row quarantined alone would have no column names, and the key of
+    its record is read from them (``csv_cells``)."""
+    names: list[str] | None = None
+    header_raw = ""
+    header_error: str | None = None
+    for start, row, raw, bad in _csv_rows(fh):
+        blank = row.overflow is None and not any(c.strip() for c in row.cells)
+        if blank and bad is None and not row.open_quote:
+            continue
+        if names is None and header_error is None:       # the first row names the columns
+            problem = _row_problem(row, bad, start, None)
+            if problem is None:
+                names = [c.strip() for c in row.cells]
+                reason = _header_problem(names)
+                problem = None if reason is None else (None, reason)
             if problem is not None:
-                yield Record(start, raw, error=problem[1], field=problem[0])
-                continue
-            if len(row.cells) != len(names):
-                yield Record(start, raw, error=f"row has {len(row.cells)} cells, header has {len(names)}")
-                continue
-            yield _csv_record(start, raw, names, row.cells, json_columns)
+                header_error = f"the header (line {start}) cannot be used: {problem[1]}"
+                yield Record(start, raw, error=f"header: {problem[1]}", field=problem[0])
+            else:
+                header_raw = raw + "\n"
+            continue
+        if header_error is not None:
+            yield Record(start, raw, error=header_error)
+            continue
+        raw = header_raw + raw
+        problem = _row_problem(row, bad, start, names)
+        if problem is not None:
+            yield Record(start, raw, error=problem[1], field=problem[0])
+            continue
+        if len(row.cells) != len(names):
+            cells = f"{len(row.cells)} cell" + ("" if len(row.cells) == 1 else "s")
+            yield Record(start, raw, error=f"row has {cells}, header has {len(names)}")
+            continue
+        yield _csv_record(start, raw, names, row.cells, json_columns)
+
+
+def csv_cells(raw: str) -> dict[str, str | None] | None:
+    """The cells, by column name, of a CSV row's ``Record.raw`` (the header's text, a newline, the
+    row's) as the reader reads them (an empty cell is None; no cell parsed as JSON); None when
+    the text is not a header and one readable row of as many cells (a row kept without its header,
+    or one cut at the line limit)."""
+    records = list(_csv_records(io.BytesIO(raw.encode("utf-8")), frozenset()))
+    if len(records) != 1 or records[0].obj is None:
+        return None
+    return records[0].obj
 
 
 def _csv_record(line_no: int, raw: str, names: list[str], cells: list[str], json_columns: frozenset[str]) -> Record:

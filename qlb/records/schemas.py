@@ -43,6 +43,16 @@ def model_name_problem(name: str) -> str | None:
     return None if 0 < len(name) <= MAX_ID_LENGTH else \
         f"a model name is 1 to {MAX_ID_LENGTH} characters (got {len(name)})"
 
+
+def dataset_name_problem(name: str) -> str | None:
+    """Why ``name`` cannot name a new dataset (1 to ``MAX_ID_LENGTH`` characters, no space at
+    either end: an empty or padded name is a slip that would make a dataset no one finds), or None."""
+    if not 0 < len(name) <= MAX_ID_LENGTH:
+        return f"a dataset name is 1 to {MAX_ID_LENGTH} characters (got {len(name)})"
+    if name != name.strip():
+        return f"a dataset name has no space at either end (got {name!r})"
+    return None
+
 _config = ConfigDict(extra="ignore", frozen=True, str_strip_whitespace=False)
 _mutable_config = ConfigDict(extra="ignore", frozen=False)
 
@@ -410,5 +420,5 @@ def describe_error(exc: ValidationError) -> tuple[str | None, str]:
         return None, "line is not a JSON object"
     elif "input" in err and err["type"] not in ("missing",) and loc:
         shown = repr(err["input"])
-        msg = f"{msg} (got {shown[:60]})"
+        msg = f"{msg} (got {shown if len(shown) <= 60 else shown[:56] + ' ...'})"    # a cut value says so
     return loc or None, msg

@@ -7,7 +7,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from qlb.records.readers import detect_format, read_records
+from qlb.records.readers import RAW_SHOWN, csv_cells, detect_format, read_records, whole_file_problem
 
 
 def test_jsonl_bom_crlf_blank_and_bad_utf8(tmp_path):
@@ -33,6 +33,45 @@ def test_csv_cells_and_json_columns(tmp_path):
     assert recs[0].obj["confidence"] == 0.9 and recs[0].obj["world_id"] == "w1"
     assert recs[1].line_no == 4 and recs[1].obj["choice"] is None and recs[1].obj["probabilities"] is None
     assert recs[2].line_no == 5 and "cells" in recs[2].error
+
+
+def test_a_csv_rows_text_starts_with_its_header_so_its_cells_keep_their_names(tmp_path):
+    """What the quarantine keeps of a CSV row: the header's line, then the row's, both as received
+    (a quoted line break too); ``csv_cells`` reads the row's cells back by name, and reads nothing
+    from a row without its header or a row cut at the line limit."""
+    p = tmp_path / "x.csv"
+    p.write_bytes(b'\xef\xbb\xbfworld_id, domain\r\nw1,"a\r\nb"\r\nw2\r\n')
+    first, short = read_records(p)
+    assert first.raw == 'world_id, domain\nw1,"a\r\nb"'
+    assert short.raw == "world_id, domain\nw2" and short.error == "row has 1 cell, header has 2"
+    assert csv_cells(first.raw) == {"world_id": "w1", "domain": "a\r\nb"}
+    assert csv_cells('world_id,domain\nw1,""') == {"world_id": "w1", "domain": None}     # empty: missing
+    assert csv_cells('w1,"a\r\nb"') is None                              # an older qlb's row, no header
+    assert csv_cells(short.raw) is None
+    cut = "world_id,text\nw1," + "x" * RAW_SHOWN + ",more ... (over the line limit)"
+    assert csv_cells(cut) is None
+
+
+def test_a_csv_header_of_another_separator_is_said_so(tmp_path):
+    p = tmp_path / "x.csv"
+    p.write_text("world_id;pair_id;domain\nw1;p1;delivery\n")
+    header, row = read_records(p)
+    assert header.error == ("header: one column, 'world_id;pair_id;domain': its names are separated by ';'; a CSV "
+                            "file's cells are separated by ','")
+    assert row.error.startswith("the header (line 1) cannot be used: one column, ")
+
+
+def test_a_file_that_fails_whole_is_said_why(tmp_path):
+    utf16 = tmp_path / "w.jsonl"
+    utf16.write_bytes('{"world_id": "w1"}\n'.encode("utf-16"))
+    assert whole_file_problem(utf16) == "the file is UTF-16 or UTF-32 (its byte-order mark says so): save it as UTF-8"
+    array = tmp_path / "w.json"
+    array.write_text('\n  [\n {"world_id": "w1"}\n]\n')
+    assert whole_file_problem(array).startswith("the file starts with '[': it looks like one JSON array")
+    assert whole_file_problem(tmp_path / "w.jsonl", "csv") is not None          # the byte-order mark, any format
+    fine = tmp_path / "ok.csv"
+    fine.write_text("[a],b\n1,2\n")
+    assert whole_file_problem(fine) is None and whole_file_problem(array, "csv") is None
 
 
 def test_parquet_maps_and_lists(tmp_path):

@@ -242,6 +242,18 @@ def test_a_world_label_outside_its_class_is_reported_under_its_field():
                                                             "ADDRESS, DAMAGE, DELAY, DELIVERY_RECORD")
 
 
+def test_a_long_value_in_a_reason_is_cut_visibly():
+    """The value a reason quotes is cut at 60 characters with " ..." (it used to lose its closing quote
+    and read as the whole value); a short one is quoted whole."""
+    from qlb.records.schemas import describe_error
+    with pytest.raises(ValidationError) as exc:
+        NativeResponse.model_validate({"model": "m" * 300, "world_id": "w1", "status": "ok"})
+    assert describe_error(exc.value) == ("model", "String should have at most 256 characters (got '" + "m" * 55 + " ...)")
+    with pytest.raises(ValidationError) as exc:
+        NativeResponse.model_validate({"model": "m", "world_id": "w1", "status": "OK"})
+    assert describe_error(exc.value) == ("status", "Input should be 'ok' or 'unavailable' (got 'OK')")
+
+
 def test_refusal_label_problems_name_their_field_once_and_no_article_before_the_domain():
     assert refusal(choice="ESCALATE").label_problem("delivery") == (
         "choice", "'ESCALATE' is not one of the delivery domain's mechanisms or WITHHOLD")

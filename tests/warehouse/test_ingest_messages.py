@@ -12,7 +12,7 @@ from qlb.simulate.tuple_sim import simulate_worlds
 from qlb.records.ontology import parse_ontology
 from tests.conftest import native, two_pairs, write_lines
 from tests.records.ontologies import as_text, three_by_three
-from warehouse.ingest import Reject, ValidationReport
+from warehouse.ingest import Reject, ValidationReport, grouped_messages
 
 
 def own_task_files(tmp_path):
@@ -33,6 +33,20 @@ def test_a_reason_on_many_lines_is_said_once_naming_every_line():
         "w.jsonl:20: split: bad split",
     ]
     assert len(report.messages()) == 10                             # the plain list keeps every line
+
+
+def test_duplicates_say_whether_they_repeat_one_key_or_many():
+    """Seven lines of one key are "the same"; seven of seven keys "each for its own key"; seven lines
+    of three keys name how many, so none of the three misstates which lines share a key."""
+    def said(keys: list[str]) -> str:
+        dup = "duplicate response for model 'm' and world '{}' (the first is kept)"
+        message, = grouped_messages("r.jsonl", [(n, None, dup.format(k)) for n, k in enumerate(keys, start=2)])
+        return message.split(" (the first is kept) ", 1)[1]
+
+    assert said(["w1"] * 7) == "(the same on 6 more lines: 3-8)"
+    assert said([f"w{i}" for i in range(7)]) == "(the same, each for its own key, on 6 more lines: 3-8)"
+    assert said(["w1", "w2", "w1", "w3", "w1", "w2", "w1"]) == "(the same, for this key and 2 others, on 6 more lines: 3-8)"
+    assert said(["w1"] * 4 + ["w2"] * 3) == "(the same, for this key and 1 other, on 6 more lines: 3-8)"
 
 
 def test_worlds_of_another_task_into_a_new_dataset_say_why_once(tmp_path, capsys):
@@ -106,3 +120,19 @@ def test_the_ontology_hint_after_some_worlds_were_stored_says_to_use_a_new_datas
     err = capsys.readouterr().err
     assert "A dataset with worlds keeps its ontology: ingest them into a new dataset" in err
     assert "attach its ontology first" not in err
+
+
+def test_a_json_array_file_gets_one_hint_after_its_lines(tmp_path, capsys):
+    """Every line of a pretty-printed JSON array is rejected (each a line of its own, CONTRACT.md);
+    one hint says why, so the user is not left with a hundred JSON errors."""
+    path = tmp_path / "worlds.json"
+    path.write_text(json.dumps(two_pairs(), indent=2))
+    assert main(["ingest", "worlds", str(path), "--dataset", "d", "--warehouse", str(tmp_path / "w.duckdb")]) == 3
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith("worlds.json:1: line is not valid JSON")
+    assert err[-1] == ("qlb ingest: hint: the file starts with '[': it looks like one JSON array, and a JSON Lines "
+                       "file holds one object a line (`jq -c '.[]' FILE > NEW.jsonl` converts it)")
+    assert sum("hint" in line for line in err) == 1
+    good = write_lines(tmp_path / "w.jsonl", [*two_pairs(), {"world_id": "w9"}])
+    assert main(["ingest", "worlds", str(good), "--dataset", "d", "--warehouse", str(tmp_path / "w.duckdb")]) == 3
+    assert "hint" not in capsys.readouterr().err                      # a file fine as a whole gets none

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import duckdb
+import pandas as pd
 import pytest
 
 from qlb.cli import main
@@ -51,6 +52,75 @@ def test_a_corrected_worlds_file_stores_the_fixed_line_skips_the_rest_and_clears
     assert rows_of(wh, "SELECT count(*) FROM worlds") == [(4,)]
     assert rows_of(wh, "SELECT ingest_id, n_lines, n_accepted, n_rejected FROM ingests ORDER BY ingest_id") == [
         (1, 4, 3, 1), (2, 4, 1, 0)]           # each ingest keeps what it found
+
+
+def table_file(path, rows: list[dict]):
+    """``rows`` as a CSV file (maps and lists as JSON text in their cells) or a Parquet file, by the
+    name's suffix."""
+    frame = pd.DataFrame(rows)
+    if path.suffix == ".csv":
+        for column in frame.columns:
+            if frame[column].map(lambda v: isinstance(v, (dict, list))).any():
+                frame[column] = frame[column].map(json.dumps)
+        frame.to_csv(path, index=False)
+    else:
+        frame.to_parquet(path)
+    return path
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_a_corrected_csv_or_parquet_file_clears_its_quarantine_as_json_lines_does(wh, worlds_file, tmp_path, fmt):
+    """The reviewer's case in a table: worlds and (with --model, no model column) responses. The
+    quarantined row's key is read from its text (a CSV row's text starts with its header line)."""
+    worlds = two_pairs()
+    bad = table_file(tmp_path / f"worlds_bad.{fmt}", worlds[:2] + [{**worlds[2], "coarse": "FOO"}] + worlds[3:])
+    first = ingest_file(wh, IngestRequest("worlds", bad, "t"))
+    assert [(r.line_no, r.field) for r in first.report.rejects] == [(4 if fmt == "csv" else 3, "coarse")]
+    raw = wh.execute("SELECT raw_text FROM rejects").fetchone()[0]
+    assert raw.startswith("world_id,pair_id,domain," if fmt == "csv" else '{"world_id": "w3"')
+    fixed = ingest_file(wh, IngestRequest("worlds", table_file(tmp_path / f"worlds_fixed.{fmt}", worlds), "t"))
+    assert (len(fixed.report.accepted), fixed.report.already_stored, fixed.report.cleared_rejects) == (1, 3, 1)
+    assert wh.execute("SELECT count(*) FROM rejects").fetchone() == (0,)
+
+    responses = [{k: v for k, v in native("m", w).items() if k != "model"} for w in ("w1", "w2", "w3", "w4")]
+    broken = [responses[0], {**responses[1], "status": "done"}, *responses[2:]]
+    first = ingest_file(wh, IngestRequest("responses", table_file(tmp_path / f"r_bad.{fmt}", broken), "t", model="m"))
+    assert [r.field for r in first.report.rejects] == ["status"]
+    fixed = ingest_file(wh, IngestRequest("responses", table_file(tmp_path / f"r_fixed.{fmt}", responses), "t",
+                                          model="m"))
+    assert (len(fixed.report.accepted), fixed.report.already_stored, fixed.report.cleared_rejects) == (1, 3, 1)
+    assert wh.execute("SELECT count(*) FROM rejects").fetchone() == (0,)
+
+
+def test_refusal_corpus_and_predictions_in_csv_clear_their_quarantine_too(wh, worlds_file, tmp_path):
+    """Each kind reads its own key cells from a quarantined CSV row (model and world, document,
+    detector and document)."""
+    ingest_file(wh, IngestRequest("worlds", worlds_file, "ds"))
+    refusal = [{"model": "m", "world_id": w, "status": "ok", "choice": "WITHHOLD",
+                "scores": {"missed_transfer": 0.4, "WITHHOLD": 0.9}} for w in ("w1", "w2")]
+    docs = [{"doc_id": f"d{i}", "split": "test", "context_id": "c", "text": TEXT, "profile": {"health": "diabetes"},
+             "policy": POLICY, "groups": [{"attribute": "health", "cues": CUES}]} for i in (1, 2)]
+    preds = [{"doc_id": f"d{i}", "detector": "lex", "groups": [{"attribute": "health", "cues": CUES}]} for i in (1, 2)]
+    for kind, rows, broken in (("refusal", refusal, {"status": "oops"}), ("corpus", docs, {"split": "nope"}),
+                               ("predictions", preds, {"groups": 3})):
+        first = ingest_file(wh, IngestRequest(kind, table_file(tmp_path / f"{kind}_1.csv", [rows[0], {**rows[1], **broken}]),
+                                              "ds"))
+        assert [r.line_no for r in first.report.rejects] == [3], kind
+        fixed = ingest_file(wh, IngestRequest(kind, table_file(tmp_path / f"{kind}_2.csv", rows), "ds"))
+        assert (len(fixed.report.accepted), fixed.report.cleared_rejects) == (1, 1), kind
+    assert wh.execute("SELECT count(*) FROM rejects").fetchone() == (0,)
+
+
+def test_a_csv_row_quarantined_without_its_header_stays(wh, tmp_path):
+    """A row an older qlb quarantined has no header line above it: no key is read from it, so it
+    stays (nothing is cleared by guesswork)."""
+    worlds = two_pairs()
+    ingest_file(wh, IngestRequest("worlds", table_file(tmp_path / "bad.csv", [*worlds[:2], {**worlds[2], "coarse": "FOO"}]),
+                                  "t"))
+    wh.execute("UPDATE rejects SET raw_text = split_part(raw_text, chr(10), 2)")    # as an older qlb kept it
+    fixed = ingest_file(wh, IngestRequest("worlds", table_file(tmp_path / "fixed.csv", worlds), "t"))
+    assert (len(fixed.report.accepted), fixed.report.cleared_rejects) == (2, 0)
+    assert wh.execute("SELECT count(*) FROM rejects").fetchone() == (1,)
 
 
 @pytest.mark.parametrize("bulk", [True, False], ids=["bulk", "per-line"])
@@ -189,6 +259,30 @@ def test_invalid_responses_are_located_on_stderr_and_in_json(tmp_path, worlds_fi
     assert report["invalid_lines"][1]["reason"] == "confidence nan is outside [0, 1]"
 
 
+def test_rejected_lines_are_located_in_json_the_first_ones_with_a_count_of_the_rest(tmp_path, worlds_file, capsys,
+                                                                                     monkeypatch):
+    wh = str(tmp_path / "w.duckdb")
+    assert ingest("worlds", str(worlds_file), "--dataset", "d", "--warehouse", wh) == 0
+    rows = [native("m", "w1"), native("m", "w404"), {"model": "m", "world_id": "w2"}, native("m", "w3"),
+            native("m", "w1"), *[native(f"x{i}", "w9") for i in range(4)]]
+    path = write_lines(tmp_path / "r.jsonl", rows)
+    capsys.readouterr()
+    monkeypatch.setattr(ingest_mod, "REJECTS_LOCATED", 100)           # the default lists these all, in line order
+    assert ingest("responses", str(path), "--dataset", "d", "--warehouse", wh, "--json", "--dry-run") == 3
+    report = json.loads(capsys.readouterr().out)
+    assert [x["line"] for x in report["rejected_lines"]] == [2, 3, 5, 6, 7, 8, 9]
+    assert report["rejected_lines_not_listed"] == 0
+    monkeypatch.setattr(ingest_mod, "REJECTS_LOCATED", 3)
+    assert ingest("responses", str(path), "--dataset", "d", "--warehouse", wh, "--json") == 3
+    report = json.loads(capsys.readouterr().out)
+    assert report["rejected"] == 7 and report["rejected_lines_not_listed"] == 4
+    assert report["rejected_lines"] == [
+        {"file": "r.jsonl", "line": 2, "field": "world_id", "reason": "unknown world_id 'w404' (ingest its worlds first)"},
+        {"file": "r.jsonl", "line": 3, "field": "status", "reason": "required field is missing"},
+        {"file": "r.jsonl", "line": 5, "field": None,
+         "reason": "duplicate response for model 'm' and world 'w1' (the first is kept)"}]
+
+
 def test_only_the_first_invalid_lines_are_said(tmp_path, worlds_file, capsys, monkeypatch):
     monkeypatch.setattr(ingest_mod, "INVALID_GROUPS_KEPT", 3)
     wh = str(tmp_path / "w.duckdb")
@@ -209,21 +303,54 @@ def test_a_file_without_lines_is_a_warning_and_records_nothing(tmp_path, worlds_
     wh = tmp_path / "w.duckdb"
     path = tmp_path / name
     path.write_bytes(content)
+    assert ingest("worlds", str(worlds_file), "--dataset", "d", "--warehouse", str(wh)) == 0
+    capsys.readouterr()
     assert ingest("worlds", str(path), "--dataset", "d", "--warehouse", str(wh)) == 0
     out, err = capsys.readouterr()
     assert out == "" and err.startswith(f"qlb ingest: warning: {path} holds no lines (")
     assert err.endswith("); nothing stored, no ingest recorded\n")
-    assert not wh.exists()                                      # not even a warehouse made for it
-    assert ingest("worlds", str(worlds_file), "--dataset", "d", "--warehouse", str(wh)) == 0
-    capsys.readouterr()
     assert ingest("worlds", str(path), "--dataset", "d", "--warehouse", str(wh), "--json") == 0
     report = json.loads(capsys.readouterr().out)
     assert (report["empty_file"], report["ingest_id"], report["lines"]) == (True, None, 0)
+    assert (report["rejected_lines"], report["rejected_lines_not_listed"]) == ([], 0)
     assert rows_of(str(wh), "SELECT count(*) FROM ingests") == [(1,)]
     with duckdb.connect(str(wh)) as con:                      # the library says so too, and records nothing
         result = ingest_file(con, IngestRequest("worlds", path, "d"))
         assert result.empty and result.report.n_lines == 0
         assert con.execute("SELECT count(*) FROM ingests").fetchone() == (1,)
+
+
+@pytest.mark.parametrize("dry_run", [[], ["--dry-run"]], ids=["ingest", "dry-run"])
+def test_a_file_without_lines_into_a_dataset_not_there_is_an_error(tmp_path, worlds_file, capsys, dry_run):
+    """Nothing would be stored and the dataset would not be created: exit 1 and one line saying both
+    (exit 0 let a script go on as if the dataset were there); responses get the missing dataset's exit 2."""
+    wh = tmp_path / "w.duckdb"
+    path = tmp_path / "empty.jsonl"
+    path.write_bytes(b"")
+    assert ingest("worlds", str(path), "--dataset", "d", "--warehouse", str(wh), "--json", *dry_run) == 1
+    out, err = capsys.readouterr()
+    would = "would be " if dry_run else ""
+    assert out == "" and err == (f"qlb ingest: error: {path} holds no lines (the file is empty): nothing {would}stored, "
+                                 f"and dataset 'd' does not exist ({wh} holds no warehouse yet); a file without "
+                                 "lines creates no dataset\n")
+    assert not wh.exists()                                      # not even a warehouse made for it
+    assert ingest("worlds", str(worlds_file), "--dataset", "d", "--warehouse", str(wh)) == 0
+    capsys.readouterr()
+    assert ingest("corpus", str(path), "--dataset", "dd", "--warehouse", str(wh), *dry_run) == 1
+    assert f"and dataset 'dd' does not exist (the warehouse {wh} has d)" in capsys.readouterr().err
+    assert ingest("responses", str(path), "--dataset", "dd", "--warehouse", str(wh), *dry_run) == 2
+    assert capsys.readouterr().err.startswith("qlb ingest: error: no dataset 'dd' in the warehouse (have: d)")
+    assert rows_of(str(wh), "SELECT dataset_id FROM datasets") == [("d",)]
+
+
+@pytest.mark.parametrize("name", ["", " my-audit", "x" * 257])
+def test_a_dataset_name_that_is_empty_padded_or_too_long_is_bad_usage(tmp_path, worlds_file, capsys, wh, name):
+    assert ingest("worlds", str(worlds_file), "--dataset", name, "--warehouse", str(tmp_path / "w.duckdb")) == 2
+    assert capsys.readouterr().err.startswith("qlb ingest: error: --dataset: a dataset name ")
+    assert not (tmp_path / "w.duckdb").exists()
+    with pytest.raises(ingest_mod.IngestError, match="a dataset name"):       # the library makes no such dataset
+        ingest_file(wh, IngestRequest("worlds", worlds_file, name))
+    assert wh.execute("SELECT count(*) FROM datasets").fetchone() == (0,)
 
 
 def test_a_directory_is_named_as_one(tmp_path, capsys):
