@@ -385,7 +385,8 @@ def _collect_parser(sub) -> None:
                      help="ask again only the worlds whose stored answer is invalid or unavailable (the earlier "
                           "answer is kept as history; worlds without a stored answer are not asked)")
     col.add_argument("--show-request", action="store_true",
-                     help="print the request body for the first world that would be asked, and ask nothing (the "
+                     help="print the request body for the first world that would be asked (every world answered: the "
+                          "one its first world was asked with), and ask nothing (the "
                           "python --target need not be importable yet, nor the --api-key-env variable set)")
     col.add_argument("--json", action="store_true",
                      help="print the summary as JSON: the COLLECT.md keys, then skipped_unanswered, left_for_later, "
@@ -1113,12 +1114,12 @@ def _cmd_collect(args: argparse.Namespace, argv: Sequence[str]) -> int:
         opts = options[0]
         try:
             with reader(path) as con:
-                body = first_request(con, opts)
+                body, asking = first_request(con, opts)
         except CollectError as exc:
             raise _UsageError(str(exc)) from None
-        if body is None:
-            print("nothing to ask: every world already has a stored answer", file=sys.stderr)
-            return EXIT_OK
+        if not asking:
+            print("nothing to ask: every world already has a stored answer; this is the request its first world "
+                  "was asked with", file=sys.stderr)
         payload = body          # typed and python send the body itself: the target need not be importable
         if opts.transport == "openai":
             try:

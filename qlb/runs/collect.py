@@ -264,14 +264,22 @@ def planned_worlds(con: duckdb.DuckDBPyConnection, opts: CollectOptions) -> Plan
                 left_for_later=len(todo) - len(rows))
 
 
-def first_request(con: duckdb.DuckDBPyConnection, opts: CollectOptions) -> dict[str, Any] | None:
-    """The request body of the first world the command would ask (``--show-request``), or None."""
+def first_request(con: duckdb.DuckDBPyConnection, opts: CollectOptions) -> tuple[dict[str, Any], bool]:
+    """The request body of the first world the command would ask (``--show-request``), and True;
+    when it would ask none (every world answered), the body its first world was asked with, and
+    False: what the model saw stays inspectable after the collection."""
     rows = planned_worlds(con, opts).rows
-    if not rows:
-        return None
-    world = rows[0]
-    return request_body(world, dataset_ontology(con, opts.dataset_id).domain(world["domain"]), opts.probe,
-                        opts.endpoint_model or opts.model)
+    if rows:
+        world, asking = rows[0], True
+    else:
+        worlds = queries.fetch_df(con, "collect_worlds", [opts.dataset_id])
+        if opts.splits:
+            worlds = worlds[worlds["split"].isin(list(opts.splits))]
+        if worlds.empty:
+            raise CollectError(f"dataset {opts.dataset_id!r} has no worlds in split {', '.join(opts.splits)}")
+        world, asking = worlds.iloc[0].to_dict(), False
+    return (request_body(world, dataset_ontology(con, opts.dataset_id).domain(world["domain"]), opts.probe,
+                         opts.endpoint_model or opts.model), asking)
 
 
 Progress = Callable[[int, int], None]       # (answers stored so far, worlds to ask)

@@ -345,6 +345,22 @@ def test_show_request_prints_the_body_and_asks_nothing(wh, capsys):
     assert stored(wh) == {}
 
 
+def test_show_request_after_every_world_is_answered_shows_the_first_worlds(wh, capsys):
+    shown = []
+    for _ in range(2):
+        assert collect(wh, "native", "--model", "m1", "--transport", "python", "--target",
+                       "tests.collect.targets:answer", "--show-request") == 0
+        out, err = capsys.readouterr()
+        shown.append((json.loads(out), err))
+        if not stored(wh):
+            assert collect(wh, "native", "--model", "m1", "--transport", "python",
+                           "--target", "tests.collect.targets:answer") == 0
+            capsys.readouterr()
+    (before, quiet), (after, said) = shown
+    assert after == before and quiet == ""              # the first world's body, before and after it was answered
+    assert "nothing to ask: every world already has a stored answer; this is the request its first world" in said
+
+
 def test_bad_usage_exits_2(wh, capsys):
     assert collect(wh, "native", "--model", "m1", "--transport", "typed") == 2        # no --base-url
     assert "--base-url" in capsys.readouterr().err
