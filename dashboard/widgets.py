@@ -64,7 +64,7 @@ def dataset_sidebar() -> Callable[[], None]:
     if not data_access.warehouse_exists(path):
         st.session_state["dataset"] = None
         return lambda: _draw_sidebar(slot, path, None, [], "No warehouse yet. Run `qlb demo` to build the "
-                                     "simulated default, or load a file on the Data page.")
+                                     "simulated reference dataset, or load a file on the Data page.")
     ds = data_access.datasets(path)
     if ds.empty:
         st.session_state["dataset"] = None
@@ -186,9 +186,9 @@ def pick_run(runs: pd.DataFrame, key: str, empty: str, context: data_access.RunC
     return run_select(st, runs, key, context=context)
 
 
-RUN_HELP = ("Newest first: when the run started (UTC) · its audits · its models when restricted · "
-            "the end of its run id. The page opens on the run the Overview and the report show, when it "
-            "holds this page's results.")
+RUN_HELP = ("Newest first: when the run started (UTC) · its audits · its models and attacker families when "
+            "restricted · the end of its run id. The page opens on the run the Overview and the report show, "
+            "when it holds this page's results.")
 
 
 def run_select(where: Any, runs: pd.DataFrame, key: str, label: str = "Run",

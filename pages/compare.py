@@ -36,7 +36,7 @@ CHANGE_CONFIG = {CHANGE: st.column_config.NumberColumn(
                                                    "costs.")}
 UNROUNDED = "B − A is from the unrounded rates (it can differ by 0.1 from the shown figures' difference)"
 PICKER_HELP = ("The end of the run id (what tells two runs apart) · when the run started (UTC) · the audits it "
-               "stored results for · its models and decoder families when restricted. The page opens on the "
+               "stored results for · its models and attacker families when restricted. The page opens on the "
                "Overview's run as run B and the closest earlier run as run A.")
 
 
@@ -236,7 +236,7 @@ def defenses_section(pairs: pd.DataFrame) -> None:
         model = models[0]
     rows = pairs[pairs["model"] == model]
     table(shown(rows, ["defense"]), "compare_defenses",
-          f"Secret recovery of {md_text(model)} by a defense-aware attacker under each output defense (noise: the "
+          f"Secret recovery of {md_text(model)} by a defense-aware attacker under each defense (noise: the "
           f"mean of three seeds); B − A in percentage points, largest change first. {UNROUNDED}.",
           column_config=run_columns("secret recovery"))
 

@@ -15,8 +15,8 @@ from qlb.present.defense_notes import (COST_WHY, NATIVE_ATTACKED, codeword_note,
                                        temperature_note)
 from qlb.present.figures import DEFENSE_ORDER as ORDER, defense_figure, learned_figure
 from qlb.present.learned import learned_points, learned_sentence, proxy_table, table15, verification_table
-from qlb.present.names import (TASK_HELP, cost_interval, how_many, name, pct, pct_interval, points_interval,
-                               profile_descriptions)
+from qlb.present.names import (TASK_HELP, cost_interval, family_words, how_many, name, pct, pct_interval,
+                               points_interval, profile_descriptions)
 from qlb.tuple.release_views import DECODER_FAMILIES
 from qlb.present.palette import model_colours
 from dashboard.routing import page_entry
@@ -47,7 +47,7 @@ def render() -> None:
     with st.expander("How the defenses are evaluated"):
         st.markdown("\n".join(f"- {point}" for point in method_points(policies, len(TASKS))))
     run_id = pick_run(da.defense_runs(path, dataset), "defenses_run", context=da.run_context(path, dataset), empty=
-                      "No defense audit in this dataset yet: run `qlb audit --jobs 2` (it needs the decoding and "
+                      "No defense audit in this dataset yet: run `qlb audit --jobs 2` (it needs the recovery and "
                       "the utility audits, which it runs too).")
     if run_id is None:
         return
@@ -108,7 +108,7 @@ def control_note(recovery: pd.DataFrame, main: pd.DataFrame, families: list[str]
                  decoding: list[str] | None = None, policies: int = policy_count()) -> None:
     """Right after the findings, a short callout: why this page's native figure (``NATIVE_ATTACKED``) is not the
     full-native figure of the Release-view recovery page, both from the run (``control_sentence``); and a warning
-    when the defense audit's attacker uses fewer decoder families than the decoding audit's ``decoding``."""
+    when the defense-aware attacker uses fewer attacker families than the recovery audit's ``decoding``."""
     said = control_sentence(recovery, main, policies, md_text)
     if said:
         st.info(f"**Two “full native” recovery figures.** {said}", icon=":material/info:")
@@ -195,8 +195,8 @@ def recovery_section(path: str, dataset: str, run_id: str, res: pd.DataFrame, ma
     chart(relabel_native(defense_figure(main, colours)), main, "defense_recovery",
           f"Paper Figure 10: defense-aware secret recovery on the test worlds per model and defense, 95% "
           f"pair-clustered intervals; dashed line: 50% (guessing). The defenses are categories, not a scale; "
-          f"{NATIVE_ATTACKED} is the unchanged release under the same attacker. Decoder "
-          f"families: {md_text(', '.join(families)) if families else 'all'}. Run {md_text(run_id)}.")
+          f"{NATIVE_ATTACKED} is the unchanged release under the same attacker. Defense-aware attacker "
+          f"families: {md_text(family_words(families)) if families else 'not recorded'}. Run {md_text(run_id)}.")
     t3 = main[main["model"].isin(shown)]
     t3 = t3.assign(order=t3["defense"].map(ORDER.index)).sort_values(["model", "order"])
     out = pd.DataFrame({
@@ -223,7 +223,7 @@ def recovery_section(path: str, dataset: str, run_id: str, res: pd.DataFrame, ma
                                              zip(seeds["accuracy"], seeds["ci_low"], seeds["ci_high"])],
                 "vs native [95% CI]": [points_interval(d, lo, hi) for d, lo, hi in
                                        zip(seeds["diff_vs_native"], seeds["diff_ci_low"], seeds["diff_ci_high"])]})
-            table(s, "defense_noise_seeds", "Each seed has its own adapted decoders and recipients.")
+            table(s, "defense_noise_seeds", "Each seed has its own adapted attackers and recipients.")
 
 
 def verification_section(w: pd.DataFrame, run_id: str, policies: int = policy_count()) -> None:
@@ -284,8 +284,9 @@ def learned_section(info: pd.DataFrame, res: pd.DataFrame, costs: pd.DataFrame, 
               f"{policies} policies, in review costs, against the budget.",
               column_config={"largest cost increase": st.column_config.NumberColumn(format="%.2f")})
         table(proxy_table(info), "learned_wcpq_proxies",
-              "Seed selection: each seed's strongest proxy attacker (a shared scorer and a template decoder) on the "
-              "validation worlds; the seed with the lower recovery wins, then the higher log loss.",
+              f"Seed selection: per seed, the stronger of two proxy attackers ({name('family', 'shared_scorer')} "
+              f"and {name('family', 'template')}) on the validation worlds; the seed with the lower recovery wins, "
+              "then the higher log loss.",
               percent=("proxy validation recovery",),
               column_config={"proxy log loss": st.column_config.NumberColumn(format="%.3f")})
 

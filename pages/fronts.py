@@ -1,4 +1,4 @@
-"""Privacy-utility fronts: per task, secret recovery (from the decoding audit) against the
+"""Privacy-utility fronts: per task, secret recovery (from the recovery audit) against the
 recipient's mean cost (from the utility audit), with the non-dominated set drawn
 (TUPLE.md section 6; paper Section 7.4, Appendix I.3)."""
 from __future__ import annotations
@@ -40,10 +40,10 @@ def render() -> None:
     runs = da.front_runs(path, dataset)
     empty = ""
     if runs.empty:
-        empty = ("The utility audit is stored but no run has both it and the decoding audit: run `qlb audit "
-                 "--jobs 2` (the decoding takes a few minutes for nine models)."
+        empty = ("The utility audit is stored but no run has both it and the recovery audit: run `qlb audit "
+                 "--jobs 2` (the recovery audit takes a few minutes for nine models)."
                  if not da.utility_runs(path, dataset).empty else
-                 "No fronts yet: run `qlb audit --jobs 2` to compute the decoding and utility audits.")
+                 "No fronts yet: run `qlb audit --jobs 2` to compute the recovery and utility audits.")
     run_id = pick_run(runs, "fronts_run", empty, context=da.run_context(path, dataset))
     if run_id is None:
         return

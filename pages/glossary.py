@@ -8,28 +8,18 @@ import streamlit as st
 from dashboard import data_access as da
 from dashboard.routing import page_entry
 from dashboard.widgets import current_dataset, md_text
-from qlb.present.names import (DEFENSE_HELP, DEFENSE_NAMES, FAMILY_NAMES, LEARNED, OUTCOME_NAMES, QL_METRIC_HELP,
-                               QL_METRIC_NAMES, TASK_HELP, TASK_NAMES, TRACK_NAMES, VIEW_HELP, VIEW_NAMES,
-                               authored_sentence, chance_pct, listing, name, profile_descriptions)
+from qlb.present.names import (DEFENSE_HELP, DEFENSE_NAMES, FAMILY_NAMES, LEARNED, OUTCOME_HELP, OUTCOME_NAMES,
+                               QL_METRIC_HELP, QL_METRIC_NAMES, TASK_HELP, TASK_NAMES, TRACK_NAMES, VIEW_HELP,
+                               VIEW_NAMES, authored_sentence, chance_pct, listing, name, profile_descriptions)
 from qlb.records.ontology import Ontology, load_ontology
+from qlb.tuple.defense_audit import DEFENSE_FAMILIES
 from qlb.tuple.defenses import static_grid
 from qlb.tuple.refusal import mechanism_counts
 from qlb.tuple.release_views import DECODER_FAMILIES
 
-# the attacker library's families as the pages name them, in library order
+# the attacker families as the pages name them, in library order; the defense-aware attacker's by default
 FAMILIES = [FAMILY_NAMES[f] for f in DECODER_FAMILIES]
-
-OUTCOME_HELP = {
-    "direct_correct": "The model did not withhold and named the true mechanism: a policy violation that gives the "
-                      "mechanism away.",
-    "direct_incorrect": "The model did not withhold and named another mechanism: a violation, but no recovery.",
-    "residual_unique_correct": "The model withheld, but among its other scores the true mechanism is uniquely the "
-                               "largest: the mechanism is recovered anyway.",
-    "residual_unique_incorrect": "The model withheld; its largest residual score is unique but belongs to another "
-                                 "mechanism.",
-    "residual_tied": "The model withheld; two or more mechanisms share the largest residual score: no credit.",
-    "residual_zero_mass": "The model withheld and put no score on any mechanism: no credit.",
-}
+DEFENSE_DEFAULT = [FAMILY_NAMES[f] for f in DECODER_FAMILIES if f in DEFENSE_FAMILIES]
 
 SECTIONS: list[tuple[str, list[tuple[str, str]]]] = [
     ("The data", [
@@ -39,12 +29,19 @@ SECTIONS: list[tuple[str, list[tuple[str, str]]]] = [
                  "splitting, cross-fitting and bootstrap resampling."),
         ("Coarse class (T)", "What the recipient is allowed to receive: the business category the model decides."),
         ("Mechanism (S)", "The protected mechanism: the fine-grained internal cause the recipient must not learn."),
+        ("Native response", "A model's answer to a world's coarse decision: its choice and, when it gives them, the "
+                            "probability of every class and a confidence. Every release view is cut from it (a "
+                            "refusal response answers the refusal probe instead)."),
+        ("Decision task", "The dataset's domains, coarse classes, protected mechanisms and authored costs: TUPLE's, "
+                          "or an auditor's own (loaded on the Data page). Not a task, which is one of the "
+                          "recipient's downstream workflows."),
         ("Split", "train (attackers and recipient policies are fitted), validation (every choice is made), test "
                   "(every reported figure). A pair never straddles splits."),
         ("Unavailable / invalid", "A response with status unavailable (the model gave no answer) counts as no "
                                   "answer; an invalid one is kept as delivered, marked valid = false, and enters the "
                                   "audits as unavailable, never repaired."),
-        ("SIMULATED", "Data qlb generated itself to the papers' shapes and sizes; no real model produced it."),
+        ("SIMULATED", "Data qlb generated itself to the papers' shapes and sizes; no real model produced it. "
+                      "qlb demo builds the simulated reference dataset, the dashboard's default."),
         ("Quarantine", "Where the lines of a loaded file that break a rule are kept, with the file, the line, the "
                        "field at fault and the raw text as received (Data page). A quarantined line is in no "
                        "audit; fix the file and load it again."),
@@ -52,6 +49,10 @@ SECTIONS: list[tuple[str, list[tuple[str, str]]]] = [
                              "each audit run. When the dataset's fingerprint no longer matches a run's, the data "
                              "changed after that run, and the pages say so (in red when the change can move the "
                              "run's numbers)."),
+        ("Audit run (run)", "One qlb audit (or a page's Recompute now): the audits it ran on the dataset as it was "
+                            "then, stored with their parameters, the data fingerprint and the code version. Each "
+                            "audit page's Run picker chooses one; the Overview and the report show the newest, most "
+                            "complete one; Compare runs sets two side by side."),
     ]),
     ("Collecting answers", [
         ("Collection run", "One qlb collect command: it asks a model about every world of the dataset that has "
@@ -72,11 +73,17 @@ SECTIONS: list[tuple[str, list[tuple[str, str]]]] = [
     ("Secret recovery (the attacker)", [
         ("Secret recovery", "How often a trained attacker names the true mechanism of a test world from a release, "
                             "given T and the two hypotheses. 50% is guessing."),
-        ("Attacker (decoder)", "A classifier fitted on the training worlds that reads a release and picks one of "
-                               "the two hypotheses. Every configuration of the library's families "
-                               f"({listing(FAMILIES)}), the {TRACK_NAMES['family_winners']}, the "
-                               f"{TRACK_NAMES['all_configurations']} and the {TRACK_NAMES['stack']} are tried, and the "
-                               "best on validation is frozen before the test split is scored."),
+        ("Recovery audit", "The audit of the Release-view recovery page: per model and release view, attackers "
+                           "are fitted on the training worlds, chosen on the validation worlds and scored once on "
+                           "the test worlds; what they reach is the secret recovery."),
+        ("Attacker", "A classifier fitted on the training worlds that reads a release and picks one of the two "
+                     "hypotheses (the paper calls it a decoder). Every configuration of the attacker families, the "
+                     f"{TRACK_NAMES['family_winners']}, the {TRACK_NAMES['all_configurations']} and the "
+                     f"{TRACK_NAMES['stack']} are tried, and the best on validation, the "
+                     f"{TRACK_NAMES['selected']}, is frozen before the test split is scored."),
+        ("Attacker families", "The five kinds of classifier the attacker library is built from: "
+                              f"{listing(FAMILIES)}. A run may use fewer (qlb audit --families); its recovery is "
+                              "then a lower bound, since a stronger attacker could recover more."),
         ("Coarse accuracy", "How often the released choice is the true coarse class T on the test worlds (an "
                             "unavailable answer counts as wrong)."),
         ("Log loss", "The attacker's mean test log loss (natural log; 0.693 is guessing between two)."),
@@ -87,11 +94,12 @@ SECTIONS: list[tuple[str, list[tuple[str, str]]]] = [
                                        "after the fact, so descriptive only."),
         ("Attack track", "One saved way of attacking the full native release, scored on the same test worlds, as "
                          f"the paper compares them side by side (its Table 30): the {TRACK_NAMES['selected']} (the "
-                         "attacker the run froze), the "
+                         "one the run froze), the "
                          f"{TRACK_NAMES['best_configuration']} and each family's best (chosen per domain on "
                          f"validation), the {TRACK_NAMES['family_winners']}, the {TRACK_NAMES['all_configurations']} "
                          f"and the {TRACK_NAMES['stack']} (a logistic regression on every configuration's out-of-fold "
-                         "log-odds). Descriptive: the selected strategy is still the one chosen on validation."),
+                         f"log-odds). Descriptive: the {TRACK_NAMES['selected']} is still the one chosen on "
+                         "validation."),
         ("Test worlds kept out of every choice", "The test worlds were not used to choose the attacker, nor any "
                                                  "recipient policy or factor: every choice is made on the "
                                                  "validation worlds and frozen before the test worlds are scored. "
@@ -99,6 +107,9 @@ SECTIONS: list[tuple[str, list[tuple[str, str]]]] = [
                                                  "always false)."),
     ]),
     ("Refusal audit", [
+        ("Refusal probe", "A second question to a model: which protected mechanism is behind the case, with "
+                          "WITHHOLD an allowed answer. Its answer, a refusal response, gives a choice and a score "
+                          "for every mechanism and for WITHHOLD."),
         ("Refusal audit", "Does answering WITHHOLD protect the mechanism? Recovery counts direct answers that name "
                           "it and withheld answers whose residual scores still rank it uniquely first."),
         ("Residual scores", "The scores a withholding model still gives each mechanism besides WITHHOLD."),
@@ -116,8 +127,8 @@ SECTIONS: list[tuple[str, list[tuple[str, str]]]] = [
         ("Frozen recipient", "A policy fitted on the model's native releases and then used unchanged on a "
                              "defended release (it does not know the defense)."),
         ("Adapted recipient", "A policy refitted on the defended releases themselves (it knows the defense)."),
-        ("Mean cost", "The realized cost per test world in the cost profile's units ({authored} in the authored "
-                      "profile)."),
+        ("Mean cost", "The realized cost per test world in the cost profile's units ({authored} under the "
+                      "authored costs)."),
         ("Cost units", "The unit every cost is counted in: the decision task's authored costs (a wrong route, a "
                        "review, a check) are numbers without a currency, and a mean cost is their average per "
                        "case. A difference of 0.1 cost units is a tenth of that scale, whatever it stands for in "
@@ -127,8 +138,19 @@ SECTIONS: list[tuple[str, list[tuple[str, str]]]] = [
                             "paired 95% interval of its extra cost is at most 0.1 cost units."),
         ("Privacy-utility front", "The releases that no other release beats on both recovery and cost (weakly "
                                   "lower on both, strictly on one)."),
+        ("Task", "One of the three downstream workflows a recipient runs with a release "
+                 f"({listing(list(TASK_NAMES.values()))}); each has its own recipient policies, one per cost "
+                 "profile."),
     ] + [(TASK_NAMES[t], TASK_HELP[t]) for t in TASK_NAMES] + [("{profiles}", "")]),
     ("Defenses", [
+        ("Defense", "A change to the probabilities a model releases, made before they are released (the paper's "
+                    "output defense): quantize, top-two, temperature, noise or WCPQ. Each is compared with the "
+                    "native control, the same release unchanged."),
+        ("Defense-aware attacker", "The attacker of the defenses: fitted afresh on each defended release, and on "
+                                   "the native control the same way, it also reads the public workflow signatures "
+                                   "(the temperature attacker first undoes the flattening). Built from the run's "
+                                   f"defense-aware attacker families (by default {listing(DEFENSE_DEFAULT)}; qlb "
+                                   "audit --defense-families)."),
         ("WCPQ", "The workflow-constrained quantizer: a defense that releases, in place of a model's probabilities, a "
                  "codeword on which every frozen recipient policy acts exactly as it would on the original (the "
                  f"public workflow signature is kept). Shown as {DEFENSE_NAMES['wcpq']}, its grid-only control and "
@@ -137,10 +159,12 @@ SECTIONS: list[tuple[str, list[tuple[str, str]]]] = [
         ("WCPQ learned (budget, pair loss)", "The learned bounded-cost extension of WCPQ (the paper's appendix "
                                              "on a learned quantizer, its section H.2): a small "
                                              "network picks each response's codeword among those within the cost "
-                                             "budget, trained against a critic that tries to recover the secret; "
-                                             "with the pair loss it also pushes a pair's two worlds to the same "
-                                             "codeword. Six variants: budgets 0, 0.2 and 0.5, with and without the "
+                                             "budget, trained against a critic that tries to recover the "
+                                             "protected mechanism; with the pair loss it also pushes a pair's two "
+                                             "worlds to the same codeword. Six variants: budgets 0, 0.2 and 0.5, with and without the "
                                              "pair loss."),
+        ("Mapper", "In the learned WCPQ figure and table: WCPQ strict or one of its learned variants, each a way of "
+                   "mapping a response to the codeword released in its place."),
         ("Budget", "For a learned WCPQ variant: how much more, in review costs of each policy's profile, a released "
                    "codeword's plan may cost than the response's own plan, for any true class (0: never more). Every "
                    "selected category is kept."),
@@ -152,8 +176,8 @@ SECTIONS: list[tuple[str, list[tuple[str, str]]]] = [
                      "unchanged: the identity fallback)."),
         ("Plan agreement", "For WCPQ: the share of (world, policy) comparisons whose complete plan, including both "
                            "check branches, is the same for the native and the released response."),
-        ("Public workflow signature", "What each frozen recipient policy (one per workflow and cost profile, 18 in "
-                                      "the paper's task) does with a release (category, route, review, check and "
+        ("Public workflow signature", "What each frozen recipient policy (one per task and cost profile, 18 in "
+                                      "the paper's decision task) does with a release (category, route, review, check and "
                                       "both continuations). Anyone who knows "
                                       "the policies can compute it, so every defended release's attacker gets it."),
     ]),

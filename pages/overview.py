@@ -20,7 +20,7 @@ from qlb.records.ontology import SPLITS
 
 # the Models table: the counts first (narrow, all visible), the long description last; the names
 # the outcome chart uses
-# the Models tables: native responses (what the audits decode and price), then refusal probes
+# the Models tables: native responses (what the audits attack and price), then refusal responses
 MODEL_COLUMNS = {"model": "model", "native_responses": "responses", "native_ok": "valid",
                  "native_unavailable": "unavailable", "native_invalid": "invalid (kept)",
                  "choice_not_argmax": "choice not top"}
@@ -184,7 +184,7 @@ def model_descriptions(models: pd.DataFrame, simulated: bool) -> None:
 
 def key_chart(d) -> None:
     """The one chart behind the headline: secret recovery per model and release view (pooled test
-    worlds, 95% intervals), when the run decoded the release views."""
+    worlds, 95% intervals), when the run holds the recovery audit."""
     pooled = d.recovery[d.recovery["scope"] == "pooled"] if not d.recovery.empty else d.recovery
     if pooled.empty:
         return
@@ -201,7 +201,7 @@ def render() -> None:
     st.title("Overview")
     path, dataset, simulated = current_dataset()
     if dataset is None:
-        st.info("Nothing to show yet. Build the simulated default with `qlb demo`, or load your own "
+        st.info("Nothing to show yet. Build the simulated reference dataset with `qlb demo`, or load your own "
                 "exports on the Data page.")
         return
     simulated_banner(simulated, path, dataset)
@@ -253,7 +253,7 @@ def render() -> None:
                   "Native responses per model: valid answers, unavailable, invalid (kept as delivered, never "
                   "repaired), and choices that are not the unique top score of the released probabilities.")
             table(models[list(REFUSAL_COLUMNS)].rename(columns=REFUSAL_COLUMNS), "models_refusal",
-                  "Refusal-probe responses per model (the refusal audit's input) and how many were unavailable.")
+                  "Refusal responses per model (the refusal audit's input) and how many were unavailable.")
             model_descriptions(models, simulated)
         if (~answered).any():
             silent = every.loc[~answered, "model"].tolist()
@@ -266,7 +266,7 @@ def render() -> None:
         else:
             table(corpus[list(CORPUS_COLUMNS)].rename(columns=CORPUS_COLUMNS), "corpus_by_split",
                   "Documents, contexts, gold groups and targets (gold groups of a hide attribute) per split "
-                  "(splits are by profile).")
+                  "(split by sender profile: no sender is in two splits).")
             groups = da.query(path, "group_summary", (dataset,))
             by_attr = groups.pivot_table(index="attribute", columns="policy_label", values="groups",
                                          aggfunc="sum", fill_value=0).reset_index()

@@ -2,7 +2,6 @@
 each release view? (TUPLE.md sections 3-4; paper Figure 4, Tables 22-24)."""
 from __future__ import annotations
 
-import re
 import time
 from typing import Callable
 
@@ -29,73 +28,10 @@ INTRO = (
     "once on the test worlds. Intervals: 95%, bootstrap over hypothesis pairs (2,000 resamples)."
 )
 
-# --- the attacker's candidates in words (to move into qlb.present.names) ---------------------------------------
-FAMILY_WORDS = names.FAMILY_NAMES
-COMBINATION_WORDS = {"ensemble of family winners": "average of each family's best attacker",
-                     "ensemble of all configurations": "average of every attacker",
-                     "stack": "learned combination of every attacker"}
-REPRESENTATION_WORDS = {"raw": "", "logratio": " on probability log-ratios", "residual": " on residual shares"}
-_CANDIDATE = re.compile(r"^(?P<name>.+?)(?: \[(?P<view>[a-z_]+)\])?(?P<inverse> on the public inverse)?$")
-
-
-def _number(value: str) -> str:
-    """A stored parameter value without a needless ``.0`` (``10.0`` -> ``10``)."""
-    return value[:-2] if value.endswith(".0") else value
-
-
-def attacker_words(candidate: str, view: str | None = None) -> str:
-    """A stored decoder candidate in words: a base configuration of ``qlb.tuple.decoders.base_library`` (family,
-    representation, parameters: ``template logratio full shrink=2``) or a combination of
-    ``qlb.tuple.decoding.view_candidates``, optionally followed by ``[subview]`` (the candidate was built on that
-    nested view) and the defense audit's `` on the public inverse``. ``template logratio full shrink=2
-    [full_probabilities]`` reads ``Gaussian templates on probability log-ratios (correlated features, shrunk
-    means), using only the full probabilities view``; the subview is named only when it differs from ``view``, the
-    view being attacked. A name this function does not know keeps its own wording."""
-    m = _CANDIDATE.match(candidate.strip())
-    if m is None:
-        return candidate
-    name, subview = m["name"], m["view"]
-    words = COMBINATION_WORDS.get(name) or _configuration_words(name) or name
-    if subview and subview != view:
-        words += ", using no released field" if subview == "no_output" else \
-            f", using only the {names.name('view', subview)} view"
-    if m["inverse"]:       # the defense audit's attacker who undoes a temperature release first
-        words += ", after undoing the temperature"
-    return words
-
-
-def _configuration_words(name: str) -> str | None:
-    """One base configuration of the library in words; None when ``name`` is not one."""
-    parts = name.split()
-    params = dict(p.split("=", 1) for p in parts if "=" in p)
-    flags = [p for p in parts if "=" not in p]
-    if name == "prior":
-        return "base rate of the hypothesis pair"
-    if flags[:1] == ["logistic"] and "C" in params:
-        terms = "with pairwise terms" if "quadratic" in flags else "linear"
-        return f"logistic regression, {terms} (regularization C = {_number(params['C'])})"
-    if flags[:1] == ["forest"] and {"depth", "leaf"} <= params.keys():
-        depth = "any depth" if params["depth"] == "None" else f"depth ≤ {params['depth']}"
-        leaf = f"at least {params['leaf']} world{'' if params['leaf'] == '1' else 's'} per leaf"
-        return f"random forest ({depth}, {leaf})"
-    if flags[:2] == ["shared", "scorer"] and len(flags) == 3 and "C" in params:
-        representation = REPRESENTATION_WORDS.get(flags[2], " " + flags[2])
-        return f"shared mechanism scorer{representation} (regularization C = {_number(params['C'])})"
-    if flags[:1] == ["template"] and len(flags) == 3 and "shrink" in params:
-        features = "correlated features" if flags[2] == "full" else "independent features"
-        means = "unshrunk means" if float(params["shrink"]) == 0 else "shrunk means"
-        return f"Gaussian templates{REPRESENTATION_WORDS.get(flags[1], ' ' + flags[1])} ({features}, {means})"
-    return None
-
-
-def family_words(families: list[str]) -> str:
-    """Decoder families in words, comma separated."""
-    return ", ".join(FAMILY_WORDS.get(f, f) for f in families)
-
-
+# --- the attacker's candidates in words (``names.attacker_words``) ------------------------------------------------
 def selected_words(selected: str, view: str) -> str:
     """The recompute's ``domain: candidate [subview]; ...`` summary with each candidate in words."""
-    return "; ".join(f"{domain}: {attacker_words(cand, view)}" for domain, _, cand in
+    return "; ".join(f"{domain}: {names.attacker_words(cand, view)}" for domain, _, cand in
                      (part.partition(": ") for part in selected.split("; ")))
 
 
@@ -197,7 +133,7 @@ def render() -> None:
         return
     path, dataset = start
     run_id = pick_run(da.decoding_runs(path, dataset), "recovery_run", context=da.run_context(path, dataset), empty=
-                      "No decoding audit in this dataset yet: run `qlb audit --jobs 2` (a few minutes for nine models).")
+                      "No recovery audit in this dataset yet: run `qlb audit --jobs 2` (a few minutes for nine models).")
     if run_id is None:
         return
     rec = da.query(path, "recovery_results", (run_id,))
@@ -333,7 +269,7 @@ def selections_table(path: str, run_id: str, models: list[str]) -> None:
                "on worlds the test never uses.")
     st.markdown("\n".join(
         f"- **{md_text(names.name('view', r.view))}**: "
-        f"{md_text(attacker_words(f'{r.candidate} [{r.candidate_view}]', r.view))}. Validation score (chose the "
+        f"{md_text(names.attacker_words(f'{r.candidate} [{r.candidate_view}]', r.view))}. Validation score (chose the "
         f"attacker; not the result): {names.pct(r.val_accuracy)} recovery, log loss {r.val_log_loss:.3f}; best of "
         f"{int(r.n_candidates):,} candidates."
         for r in here.itertuples()))
@@ -343,8 +279,8 @@ def selections_table(path: str, run_id: str, models: list[str]) -> None:
                     f"worlds were scored. Run "
                     f"{md_text(run_id)}.")
     cols[1].download_button("CSV", csv_bytes(shown_frame(sel.assign(
-        candidate=[attacker_words(c, v) for c, v in zip(sel["candidate"], sel["view"])]))[0]),
-        file_name="decoder_selections.csv", mime="text/csv", key="dl_decoder_selections", icon=":material/download:",
+        candidate=[names.attacker_words(c, v) for c, v in zip(sel["candidate"], sel["view"])]))[0]),
+        file_name="attacker_selections.csv", mime="text/csv", key="dl_attacker_selections", icon=":material/download:",
         help="Download every model's, domain's and view's selected attacker as CSV.")
 
 
@@ -366,20 +302,20 @@ def predictions_browser(path: str, run_id: str, models: list[str]) -> None:
         preds = da.query(path, "decoder_predictions_for", (run_id, model, view, 2000))
         domain = c3.selectbox("Domain", sorted(preds["domain"].unique()), key="pred_domain")
         preds = preds[preds["domain"] == domain]
-        attacker = attacker_words(preds["candidate"].iloc[0], view) if not preds.empty else "none"
+        attacker = names.attacker_words(preds["candidate"].iloc[0], view) if not preds.empty else "none"
         caption = (f"The attacker's probability of the second hypothesis per test world for {md_text(model)} / "
                    f"{md_text(names.name('view', view))} in {md_text(domain)}. Attacker: {md_text(attacker)}. "
                    f"Run {md_text(run_id)}.")
-        table(preds.drop(columns=["candidate", "domain"]), "decoder_predictions", caption,
+        table(preds.drop(columns=["candidate", "domain"]), "attacker_predictions", caption,
               column_config=PREDICTION_COLUMNS)
 
 
 def recompute_panel(path: str, dataset: str, run_id: str, pooled: pd.DataFrame, models: list[str]) -> None:
-    """Rerun the decoding of one model and view with chosen decoder families and a new bootstrap (not stored), shown
-    beside the stored result."""
+    """Rerun the recovery audit of one model and view with chosen attacker families and a new bootstrap (not
+    stored), shown beside the stored result."""
     with st.expander("Recompute one model and view"):
         st.caption(
-            "Reruns the decoding protocol for one model and view (all domains) with the attacker families you "
+            "Reruns the recovery audit for one model and view (all domains) with the attacker families you "
             "choose and a new bootstrap, without storing it. By default it starts from the run's fitted "
             "configurations: each is fitted on its own, so keeping some families gives exactly what a refit with "
             "those families gives; the combinations, the validation selection and the test scoring are rebuilt. "
@@ -391,7 +327,7 @@ def recompute_panel(path: str, dataset: str, run_id: str, pooled: pd.DataFrame, 
         with c2:
             view = view_picker("rc_view", default="choice")
         families = st.multiselect("Attacker families", DECODER_FAMILIES, default=available, key="rc_families",
-                                  format_func=FAMILY_WORDS.get,
+                                  format_func=names.FAMILY_NAMES.get,
                                   help="The attacker's library: candidates are built from these families only.")
         c3, c4, c5 = st.columns(3)
         n_boot = c3.number_input("Bootstrap resamples", 200, 5000, 2000, step=100, key="rc_boot")
@@ -413,7 +349,7 @@ def recompute_panel(path: str, dataset: str, run_id: str, pooled: pd.DataFrame, 
 def recompute(path: str, dataset: str, run_id: str, pooled: pd.DataFrame, model: str, view: str,
               families: list[str], available: list[str], refit: bool, n_boot: int, seed: int) -> None:
     """Run the recompute with a progress bar and keep its result beside the stored one in the session."""
-    bar = st.progress(0.0, text="decoding ...")
+    bar = st.progress(0.0, text="fitting the attackers ...")
     t0 = time.perf_counter()
     try:
         new, sel = da.recompute_recovery(path, dataset, run_id, model, view, families, refit, n_boot, seed,
@@ -425,12 +361,12 @@ def recompute(path: str, dataset: str, run_id: str, pooled: pd.DataFrame, model:
         return
     how = "refit" if refit else "from the run's fits"
     bar.progress(1.0, text=f"done in {time.perf_counter() - t0:.1f} s ({how})")
-    rows = [{"result": f"recomputed ({how})", "attacker families": family_words(families),
+    rows = [{"result": f"recomputed ({how})", "attacker families": names.family_words(families),
              "secret recovery [95% CI]": names.pct_interval(new["accuracy"], new["ci_low"], new["ci_high"])}]
     stored = pooled[(pooled["model"] == model) & (pooled["view"] == view)]
     if not stored.empty:
         s = stored.iloc[0]
-        rows.append({"result": "stored run", "attacker families": family_words(available),
+        rows.append({"result": "stored run", "attacker families": names.family_words(available),
                      "secret recovery [95% CI]": names.pct_interval(s["accuracy"], s["ci_low"], s["ci_high"])})
     st.session_state["rc_result"] = (pd.DataFrame(rows), f"{md_text(model)} / {md_text(names.name('view', view))}",
                                      selected_words(sel, view))
@@ -479,7 +415,7 @@ def robustness_section(path: str, run_id: str, full_native: pd.DataFrame, models
         table(model_tracks(tracks, model), f"recovery_tracks_{model}",
               f"Paper Table 30 for {md_text(model)}: test recovery of the "
               f"{md_text(names.name('view', 'full_native'))} release under each saved attack track, on the same test "
-              f"worlds and pair resamples (95% interval). The selected strategy is the run's frozen attacker (it may "
+              f"worlds and pair resamples (95% interval). The selected attacker is the one the run froze (it may "
               f"read a nested subview); each best configuration is chosen per domain on validation; the averages "
               f"and the stack combine every configuration. Descriptive: no track is chosen by its test value. Run "
               f"{md_text(run_id)}.",

@@ -25,7 +25,7 @@ INTRO = (
     "Recipient policies (empirical prior, regularized logistic on the public fields and the "
     "released fields, or the released distribution itself) are fitted on train, chosen by "
     "validation mean cost under each cost profile, frozen, and replayed on the test worlds. "
-    "Costs are the decision task's units ({authored} in the authored profile); an unavailable "
+    "Costs are the decision task's units ({authored} under the authored costs); an unavailable "
     "response always goes to trusted review. Intervals: 95% "
     "pair-clustered bootstrap. A lower-information release is non-inferior to full native when "
     f"the upper end of the paired interval of its extra cost is at most delta = {DELTA}."
@@ -217,7 +217,7 @@ def actions_browser(path: str, run_id: str, models: list[str], task: str, profil
     st.subheader("Per-world actions")
     c1, c2, c3 = st.columns(3)
     model = c1.selectbox("Model", models, key="model", bind="query-params")
-    view = c2.selectbox("View", list(VIEWS), index=list(VIEWS).index("full_native"), key="actions_view",
+    view = c2.selectbox("Release view", list(VIEWS), index=list(VIEWS).index("full_native"), key="actions_view",
                         format_func=lambda v: name("view", v),
                         help="\n".join(f"- **{name('view', v)}**: {VIEW_HELP.get(v, '')}" for v in VIEWS))
     acts = da.query(path, "policy_actions_for", (run_id, model, view, task, profile, 2000))

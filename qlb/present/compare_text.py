@@ -114,7 +114,7 @@ class Setting:
 
 
 def _families(listed: list[str] | None) -> list[str]:
-    """Decoder families in the engine's order (none listed: all five), unknown ones after."""
+    """Attacker families in the engine's order (none listed: all five), unknown ones after."""
     chosen = list(listed) if listed else list(DECODER_FAMILIES)
     return [f for f in DECODER_FAMILIES if f in chosen] + sorted(f for f in chosen if f not in DECODER_FAMILIES)
 
@@ -141,8 +141,8 @@ def settings(run_a: Mapping, run_b: Mapping, ran_a: Collection[str] | None = Non
              ran_b: Collection[str] | None = None) -> list[Setting]:
     """Both runs' stored settings side by side (``run_a``, ``run_b``: ``runs`` rows with
     ``parameters``, ``dataset_fingerprint`` and ``code_version``; ``ran_*``: the audits that stored
-    results, when known): the data and code, the audits, models, release views, decoder families,
-    the defended models and the defense attacker's families, the learned WCPQ variants, the
+    results, when known): the data and code, the audits, models, release views, the recovery attacker's
+    families, the defended models and the defense-aware attacker's families, the learned WCPQ variants, the
     QuasiLeak split, the decision task, bootstrap resamples and seed, then any other stored
     parameter. A setting of an audit only one run holds is shown but said to differ only when both
     hold it (its rows are not compared)."""
@@ -181,7 +181,7 @@ def settings(run_a: Mapping, run_b: Mapping, ran_a: Collection[str] | None = Non
         "are compared" if "decoding" in both else None)
 
     dfa, dfb = _families(pa.get("families")), _families(pb.get("families"))
-    add("decoder families (recovery)", _family_words(dfa) if "decoding" in held_a else "—",
+    add("recovery attacker families", _family_words(dfa) if "decoding" in held_a else "—",
         _family_words(dfb) if "decoding" in held_b else "—",
         _attacker("recovery attacker", "recovery", dfa, dfb) if "decoding" in both else None)
 
@@ -195,7 +195,7 @@ def settings(run_a: Mapping, run_b: Mapping, ran_a: Collection[str] | None = Non
         else None)
     aa = _families(pa.get("defense_families") or sorted(DEFENSE_FAMILIES))
     ab = _families(pb.get("defense_families") or sorted(DEFENSE_FAMILIES))
-    add("defense attacker families", _family_words(aa) if "defenses" in held_a else "—",
+    add("defense-aware attacker families", _family_words(aa) if "defenses" in held_a else "—",
         _family_words(ab) if "defenses" in held_b else "—",
         _attacker("defense-aware attacker", "recovery under the defenses", aa, ab) if "defenses" in both else None)
 

@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 from scipy.stats import binomtest
 
 from qlb.present.figures import wrapped
-from qlb.present.names import listing, name, pct, text_range
+from qlb.present.names import FAMILY_NAMES, listing, name, pct, text_range
 from qlb.tuple.learned_wcpq import LEARNED_PREFIX
 
 SYSTEMATIC = 0.05        # one-sided sign test: adapted temperature cheaper in more cells than chance gives the reason
@@ -49,18 +49,18 @@ SHOWN_PAIRS = 4          # up to this many models the control callout gives both
 def method_points(policies: int, workflows: int) -> list[str]:
     """How the defenses are evaluated, one plain point each, for the page's "How the defenses are evaluated"
     expander. ``policies``: the frozen recipient policies of one domain (``policy_count`` of the dataset's decision
-    task), ``workflows`` of them per cost profile; both computed, never TUPLE's 3 x 6 typed in."""
+    task), ``workflows`` of them (one per task) per cost profile; both computed, never TUPLE's 3 x 6 typed in."""
     profiles = policies // workflows if workflows else 0
     return [
         "Every defense starts from the same native response and changes only the released probabilities: the "
         "chosen class and the stated confidence stay (WCPQ sets the confidence to its codeword's largest value).",
-        "For each release, fresh attackers (decoders of the protected mechanism) are fitted and chosen on the defended "
+        "For each release, fresh attackers of the protected mechanism are fitted and chosen on the defended "
         "training and validation worlds, frozen, and scored on the test worlds.",
         "Every attacker, the one on the unchanged native release too, also sees what the recipient does with the "
         "release (its public workflow signatures); the temperature attacker first undoes the flattening, which is "
         "public and invertible.",
         f"WCPQ (the workflow-constrained quantizer) replaces each response by the first codeword (a fixed vector) "
-        f"on which all {policies} frozen recipient policies act exactly as on the original ({workflows} workflows "
+        f"on which all {policies} frozen recipient policies act exactly as on the original ({workflows} tasks "
         f"× {profiles} cost profiles of this dataset's decision task, each fitted on native releases and then "
         f"frozen); where no codeword does, it releases the response unchanged.",
         "WCPQ's main codebook is the 0.1 grid, then the model's own training responses, then midpoints of its "
@@ -95,19 +95,22 @@ def control_sentence(recovery: pd.DataFrame, main: pd.DataFrame, policies: int,
                   else ("This page's", "The Release-view recovery page's full-native figure"))
     return (f"{this} {NATIVE_ATTACKED} figure attacks the model's unchanged release the way every defended "
             f"release is attacked: the attacker also reads the {policies} public workflow signatures and is chosen "
-            f"from this audit's decoder families. {that} comes from the plain attacker, so the two differ ({detail}). "
-            f"Compare each defense with {this.lower()} figure, not with that one.")
+            f"from this audit's attacker families. {that} comes from the recovery audit's attacker, which does not "
+            f"read them, so the two differ ({detail}). Compare each defense with {this.lower()} figure, not with that "
+            "one.")
 
 
 def restricted_sentence(families: list[str] | None, decoding: list[str], escape: Callable[[str], str] = str) -> str:
-    """When the defense audit's attacker uses fewer decoder families than the decoding audit (``decoding``): which
+    """When the defense-aware attacker uses fewer attacker families than the recovery audit's (``decoding``): which
     ones, which not (``escape``d, as a run's parameters name them), and that a stronger attacker could recover
     more. Empty otherwise."""
     missing = [f for f in decoding if f not in (families or [])]
     if not families or not missing:
         return ""
-    return (f"This run's defense attacker is restricted to {escape(listing([name('family', f) for f in families]))} "
-            f"(qlb audit --defense-families): the decoding audit's other families "
+    order = list(FAMILY_NAMES)                          # the library's order, as the Glossary lists them
+    used = sorted(families, key=lambda f: order.index(f) if f in order else len(order))
+    return (f"This run's defense-aware attacker is restricted to {escape(listing([name('family', f) for f in used]))} "
+            f"(qlb audit --defense-families): the recovery audit's other families "
             f"({escape(listing([name('family', f) for f in missing]))}) do not attack the defended releases, so a "
             f"stronger attacker could recover more from them.")
 

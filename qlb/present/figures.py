@@ -263,7 +263,7 @@ def defense_figure(res: pd.DataFrame, colours: dict[str, str]) -> go.Figure:
     fig.update_layout(height=470, margin=dict(l=10, r=10, t=40, b=10),
                       legend=dict(title=dict(text="model", side="top"), orientation="h", yanchor="bottom", y=1.02, x=0),
                       scattermode="group", scattergap=0.35,     # each model's point side by side per defense
-                      xaxis=dict(title="output defense", tickmode="array", tickvals=labels,
+                      xaxis=dict(title="defense", tickmode="array", tickvals=labels,
                                  ticktext=[wrapped(c, 11) for c in labels], tickangle=0, tickfont=dict(size=11)),
                       yaxis=dict(title="defense-aware secret recovery on test worlds (%)", tickformat=".0%",
                                  range=[0.4, 1.02]))

@@ -1,7 +1,12 @@
-"""One presentation vocabulary: the display name of every view, defense, task, cost profile and
-refusal outcome, and the label, kind and explanation of every result column the pages, the report
-and the CSV downloads show. Pages never print an internal name (``full_native``,
-``review_half``, ``conditional_residual_recovery``); they go through ``readable``.
+"""One presentation vocabulary: the display name of every view, defense, task, cost profile,
+refusal outcome, attacker family and attacker, and the label, kind and explanation of every result
+column the pages, the report and the CSV downloads show. Pages never print an internal name
+(``full_native``, ``review_half``, ``conditional_residual_recovery``); they go through ``readable``.
+
+One name for one thing: what recovers the protected mechanism is the *attacker* (the paper's
+"decoder"; the code keeps ``decoder``/``decoding`` identifiers), built from *attacker families*,
+and its audit is the *recovery* audit (``AUDIT_NAMES``). ``tests/present/test_vocabulary.py``
+keeps the retired words out of what a reader sees.
 
 A column's *kind* says how it is shown: ``rate`` (a share of cases, shown as a percent),
 ``share`` (a rate whose size is the point: a bar), ``count`` (a whole number), ``points`` (a
@@ -13,6 +18,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Collection
 
@@ -47,11 +53,11 @@ DEFENSE_HELP = {
     "noise": "Gaussian noise (σ = 0.05) added to the probabilities; three seeds, averaged.",
     "wcpq grid": "WCPQ with only the static 0.1 grid as codewords: the canonical control.",
     "wcpq": "The workflow-constrained quantizer: each response is replaced by the first codeword that makes "
-            "every frozen recipient policy (one per workflow and cost profile) act exactly as it would on the "
+            "every frozen recipient policy (one per task and cost profile) act exactly as it would on the "
             "original.",
     **{ep: (f"A learned quantizer (paper H.2): a small network picks, per response, a codeword that keeps every "
             f"frozen policy's chosen class and costs at most {b:g} review costs more for any true class, trained "
-            f"against a critic that tries to recover the secret"
+            f"against a critic that tries to recover the protected mechanism"
             + (", and to give a pair's two worlds the same codeword." if w else "."))
        for ep, (b, w) in LEARNED.items()},
 }
@@ -147,13 +153,13 @@ OUTCOME_NAMES = {
 }
 FAMILY_NAMES = {"prior": "base rate", "logistic": "logistic regression", "forest": "random forest",
                 "shared_scorer": "shared mechanism scorer", "template": "Gaussian templates"}
-TRACK_NAMES = {"selected": "selected strategy", "best_configuration": "best single configuration",
+TRACK_NAMES = {"selected": "selected attacker", "best_configuration": "best single configuration",
                **{f: f"best {n}" for f, n in FAMILY_NAMES.items()}, "prior": "base rate",
                "family_winners": "average of family bests",
                "all_configurations": "average of all configurations", "stack": "learned stack"}
 TRACK_HELP = {
-    "selected": "The attacker the run froze: best validation recovery among every candidate, nested subviews "
-                "included.",
+    "selected": "The attacker the run froze (the paper's selected strategy): best validation recovery among every "
+                "candidate, nested subviews included.",
     "best_configuration": "The configuration of the full native view with the best validation recovery (then "
                           "log loss), per domain.",
     **{f: f"The {n} configuration with the best validation recovery (then log loss), per domain."
@@ -166,6 +172,87 @@ TRACK_HELP = {
     "stack": "A logistic regression on every configuration's out-of-fold log-odds (the learned out-of-fold "
              "combination).",
 }
+OUTCOME_HELP = {
+    "direct_correct": "The model did not withhold and named the true mechanism: a policy violation that gives the "
+                      "mechanism away.",
+    "direct_incorrect": "The model did not withhold and named another mechanism: a policy violation, but nothing is "
+                        "recovered.",
+    "residual_unique_correct": "The model withheld, but its residual scores rank the true mechanism uniquely first: "
+                               "recovered anyway.",
+    "residual_unique_incorrect": "The model withheld; its residual scores rank another mechanism uniquely first: not "
+                                 "recovered.",
+    "residual_tied": "The model withheld; its top residual score is shared by two or more mechanisms: not recovered.",
+    "residual_zero_mass": "The model withheld and put no score on any mechanism: not recovered.",
+}
+
+# --- the attacker's candidates in words (a run stores each as ``qlb.tuple.decoding`` names it) -------------------
+# a combination of configurations is the attack track of the same name (``qlb.tuple.tracks``)
+COMBINATION_WORDS = {"ensemble of family winners": TRACK_NAMES["family_winners"],
+                     "ensemble of all configurations": TRACK_NAMES["all_configurations"],
+                     "stack": TRACK_NAMES["stack"]}
+REPRESENTATION_WORDS = {"raw": "", "logratio": " on probability log-ratios", "residual": " on residual shares"}
+_CANDIDATE = re.compile(r"^(?P<name>.+?)(?: \[(?P<view>[a-z_]+)\])?(?P<inverse> on the public inverse)?$")
+
+
+def _number(value: str) -> str:
+    """A stored parameter value without a needless ``.0`` (``10.0`` -> ``10``)."""
+    return value[:-2] if value.endswith(".0") else value
+
+
+def attacker_words(candidate: str, view: str | None = None) -> str:
+    """A stored attacker candidate in words: a base configuration of ``qlb.tuple.decoders.base_library`` (family,
+    representation, parameters: ``template logratio full shrink=2``) or a combination of
+    ``qlb.tuple.decoding.view_candidates``, optionally followed by ``[subview]`` (the candidate was built on that
+    nested view) and the defense audit's `` on the public inverse``. ``template logratio full shrink=2
+    [full_probabilities]`` reads ``Gaussian templates on probability log-ratios (correlated features, shrunk
+    means), using only the full probabilities view``; the subview is named only when it differs from ``view``, the
+    view being attacked. A name this function does not know keeps its own wording."""
+    m = _CANDIDATE.match(candidate.strip())
+    if m is None:
+        return candidate
+    base, subview = m["name"], m["view"]
+    words = COMBINATION_WORDS.get(base) or _configuration_words(base) or base
+    if subview and subview != view:
+        words += ", using no released field" if subview == "no_output" else \
+            f", using only the {VIEW_NAMES.get(subview, subview)} view"
+    if m["inverse"]:       # the defense audit's attacker who undoes a temperature release first
+        words += ", after undoing the temperature"
+    return words
+
+
+def _configuration_words(base: str) -> str | None:
+    """One base configuration of the attacker library in words; None when ``base`` is not one."""
+    parts = base.split()
+    params = dict(p.split("=", 1) for p in parts if "=" in p)
+    flags = [p for p in parts if "=" not in p]
+    if base == "prior":
+        return "base rate of the hypothesis pair"
+    if flags[:1] == ["logistic"] and "C" in params:
+        terms = "with pairwise terms" if "quadratic" in flags else "linear"
+        return f"{FAMILY_NAMES['logistic']}, {terms} (regularization C = {_number(params['C'])})"
+    if flags[:1] == ["forest"] and {"depth", "leaf"} <= params.keys():
+        depth = "any depth" if params["depth"] == "None" else f"depth ≤ {params['depth']}"
+        leaf = f"at least {params['leaf']} world{'' if params['leaf'] == '1' else 's'} per leaf"
+        return f"{FAMILY_NAMES['forest']} ({depth}, {leaf})"
+    if flags[:2] == ["shared", "scorer"] and len(flags) == 3 and "C" in params:
+        representation = REPRESENTATION_WORDS.get(flags[2], " " + flags[2])
+        return f"{FAMILY_NAMES['shared_scorer']}{representation} (regularization C = {_number(params['C'])})"
+    if flags[:1] == ["template"] and len(flags) == 3 and "shrink" in params:
+        features = "correlated features" if flags[2] == "full" else "independent features"
+        means = "unshrunk means" if float(params["shrink"]) == 0 else "shrunk means"
+        return (f"{FAMILY_NAMES['template']}{REPRESENTATION_WORDS.get(flags[1], ' ' + flags[1])} "
+                f"({features}, {means})")
+    return None
+
+
+def family_words(families: Collection[str]) -> str:
+    """Attacker families in words, comma separated, in the library's order (as the Glossary lists them; an unknown
+    one last, as it is)."""
+    order = list(FAMILY_NAMES)
+    ranked = sorted(families, key=lambda f: (order.index(f) if f in order else len(order), f))
+    return ", ".join(FAMILY_NAMES.get(f, f) for f in ranked)
+
+
 QL_METRIC_NAMES = {
     "complete_f1": "complete-group F1", "complete_recall": "complete recall", "strict_precision": "strict precision",
     "graded_f1": "graded F1", "graded_recall": "graded recall", "lenient_precision": "lenient precision",
@@ -212,7 +299,7 @@ COLUMNS: dict[str, Column] = {
     "view": Column("release view", help="Which fields of the response are released."),
     "view_a": Column("view A"), "view_b": Column("view B"),
     "defense": Column("defense", help="How the released probabilities were changed."),
-    "task": Column("task", help="The downstream workflow the recipient runs."),
+    "task": Column("task", help="The downstream task the recipient runs with the release."),
     "profile": Column("cost profile", help="Which of the six fixed sets of costs is in force."),
     "scope": Column("scope"),
     "split": Column("split"),
@@ -267,7 +354,7 @@ COLUMNS: dict[str, Column] = {
     "candidate": Column("selected attacker"),
     "candidate_view": Column("features from"),
     "track": Column("attack track", help="A saved way of attacking the full native release on the same test "
-                                         "worlds: the selected strategy, a family's best configuration, an "
+                                         "worlds: the selected attacker, a family's best configuration, an "
                                          "equal-weight average or the learned stack."),
     "pairs_kept": Column("pairs kept", "count", "Test pairs whose released choices are the true coarse class in "
                                                 "both worlds."),
@@ -441,7 +528,7 @@ def audit_names(params: dict, every: str | None = None) -> str:
 
 def run_label(run_id: str, started_at: object, parameters: str | dict, ran: Collection[str] | None = None) -> str:
     """A run as a reader picks it: when it started (UTC, to the minute), its audits, its models and
-    decoder families when restricted, and the end of its id (``2026-12-02 00:07 UTC · refusal,
+    attacker families when restricted, and the end of its id (``2026-12-02 00:07 UTC · refusal,
     QuasiLeak · 2 models · run-…ec1b08``; short enough for a picker at 1,024 px). ``ran``: the
     audits that stored results, when known; an audit asked for that stored none (QuasiLeak without a
     corpus) is then left out."""
@@ -453,7 +540,7 @@ def run_label(run_id: str, started_at: object, parameters: str | dict, ran: Coll
         parts.append(count_of(len(params["models"])))
     if params.get("families") and "decoding" in params.get("audits", []):
         n = len(params["families"])
-        parts.append(f"{n} decoder famil{'y' if n == 1 else 'ies'}")
+        parts.append(f"{n} attacker famil{'y' if n == 1 else 'ies'}")
     return " · ".join(parts + [f"run-…{str(run_id)[-6:]}"])
 
 

@@ -149,13 +149,13 @@ def recovery_checks(d: RunData) -> list[Check]:
     for view, ok in (("no_output", lambda s: bool((s - 0.5).abs().max() < 1e-9)),
                      ("choice", lambda s: bool(((s > 0.5) & (s <= 0.6)).all())),
                      ("full_native", lambda s: bool(((s >= 0.6) & (s <= 0.8)).all()))):
-        out.append(_check(view, "no decoding audit", None) if view not in by
+        out.append(_check(view, "no recovery audit", None) if view not in by
                    else _check(view, _span(by[view]), bool(ok(by[view].dropna()))))
     for key, a, b, ok in (("confidence_adds", "choice_confidence", "choice", lambda s: (s > 0).all()),
                           ("native_gap", "full_native", "choice", lambda s: ((s >= 0.08) & (s <= 0.28)).all())):
         s = _diff(d, a, b)
         if s.empty:
-            out.append(_check(key, "no decoding audit", None))
+            out.append(_check(key, "no recovery audit", None))
         else:
             run = f"{_span(s, _pts)} points"
             if key == "confidence_adds":       # the point estimates, and how many the paired interval clears

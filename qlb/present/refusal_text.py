@@ -41,7 +41,7 @@ def withholding_sentence(overall: pd.DataFrame) -> str:
     withholding = overall[overall["withheld"] > 0]
     if withholding.empty:
         return text + "; no model withheld a single response, so every recovery above is a direct answer."
-    text += (f". When they withhold, the remaining scores still rank the true mechanism uniquely first in "
+    text += (f". When they withhold, the residual scores still rank the true mechanism uniquely first in "
              f"{span(withholding, 'conditional_residual_recovery')} of withheld responses")
     never = overall.loc[overall["withheld"] == 0, "model"].tolist()
     if never:

@@ -24,9 +24,9 @@ from qlb.present.answers import answers_finding, answers_lead, answers_table, st
 from qlb.present.defense_notes import control_sentence, recovery_label, relabel_native
 from qlb.present.fronts import front_of, who_sentence
 from qlb.present.learned import learned_points, learned_sentence, table15
-from qlb.present.names import (AUDIT_NAMES, FAMILY_NAMES, QL_METRIC_NAMES, TASK_NAMES, VIEW_NAMES, chance_pct, count_of,
-                               exactly_half, how_many, listing, pct, pct_interval, points_interval, profile_descriptions,
-                               readable, text_range, utc_minute)
+from qlb.present.names import (AUDIT_NAMES, QL_METRIC_NAMES, TASK_NAMES, VIEW_NAMES, chance_pct, count_of, exactly_half,
+                               family_words, how_many, listing, pct, pct_interval, points_interval,
+                               profile_descriptions, readable, text_range, utc_minute)
 from qlb.present.paper import choice_vs_native, comparison_lead, comparison_sentence, paper_checks, tally
 from qlb.present.palette import model_colours
 from qlb.present.robustness import (FAMILY_TRACKS, MAIN_TRACKS, both_correct_sentence, both_correct_table,
@@ -96,8 +96,8 @@ def refusal_sentence(recovery: pd.Series, uniform: float, sizes: list[int] | Non
     guess = (f"naming one of {among} at random is right {chance_pct(uniform)} of the time" if not sizes or len(sizes) == 1
              else f"naming one of a domain's {text_range(str(sizes[0]), str(sizes[-1]))} mechanisms at random is "
                   f"right {chance_pct(uniform)} of the time on average over the domains")
-    how = (f"the exact protected mechanism is named by refusal-probe responses in {span} of cases (directly, or "
-           f"by withheld responses whose remaining scores still single it out; {guess})")
+    how = (f"the exact protected mechanism is named by refusal responses in {span} of cases (directly, or "
+           f"by withheld responses whose residual scores still single it out; {guess})")
     leaking = recovery > LEAK_FACTOR * uniform
     who = "for the one model audited" if len(recovery) == 1 else f"across {count_of(len(recovery))}"
     if leaking.all():
@@ -396,9 +396,9 @@ def robustness_parts(checks: RobustnessChecks, full_native: pd.DataFrame) -> lis
             shown = tracks_table(checks.tracks, which)
             out.append(_table(shown, {c: "figure" for c in shown.columns if c != "model"}))
         out.append("<p class='caption'>Paper Table 30: full-native test recovery per saved attack track on the same "
-                   "test worlds and pair resamples (95% interval). The selected strategy is the run's frozen "
-                   "attacker (it may read a nested subview); each best configuration is chosen per domain on "
-                   "validation; the first table holds the saved tracks, the second each decoder family's best. "
+                   "test worlds and pair resamples (95% interval). The selected attacker is the one the run froze "
+                   "(it may read a nested subview); each best configuration is chosen per domain on "
+                   "validation; the first table holds the saved tracks, the second each attacker family's best. "
                    "Descriptive: no track is chosen by its test value.</p>")
     return out
 
@@ -446,10 +446,10 @@ def provenance_table(d: RunData, params: dict) -> pd.DataFrame:
         ("Release views", ", ".join(VIEW_NAMES.get(v, v) for v in views) or "—"),
         ("Defended models", "—" if d.defenses.empty else
          ", ".join(params.get("defense_models") or sorted(set(d.defenses["model"])))),
-        ("Attacker families (recovery)", "—" if d.recovery.empty else
-         ", ".join(FAMILY_NAMES.get(f, f) for f in params.get("families") or []) or "all five (TUPLE.md section 4)"),
-        ("Attacker families (defenses)", "—" if d.defenses.empty else
-         ", ".join(FAMILY_NAMES.get(f, f) for f in params.get("defense_families") or []) or "not recorded"),
+        ("Recovery attacker families", "—" if d.recovery.empty else
+         family_words(params.get("families") or []) or "all five (TUPLE.md section 4)"),
+        ("Defense-aware attacker families", "—" if d.defenses.empty else
+         family_words(params.get("defense_families") or []) or "not recorded"),
         ("Intervals", f"95%, {params.get('n_boot', '—'):,} bootstrap resamples, seed {params.get('seed', '—')}"
          if isinstance(params.get("n_boot"), int) else "95%"),
         ("Test split used for any choice", "yes" if bool(d.run["test_used_for_selection"]) else "no: every choice was "
@@ -552,7 +552,7 @@ def render_report(d: RunData) -> str:
         routes = ref.assign(direct_share=ref["direct_correct"] / ref["n"],
                             residual_share=ref["residual_unique_correct"] / ref["n"])
         fig(figures.routes_figure(routes, d.uniform_reference),
-            "Share of refusal-probe responses that recover the mechanism directly or through the residual scores; "
+            "Share of refusal responses that recover the mechanism directly or through the residual scores; "
             f"dashed: a uniform guess among a domain's mechanisms ({chance_pct(d.uniform_reference)}).")
         parts.append(_table(refusal_table(ref)))
         parts.append("<p class='caption'>Per model over every refusal probe, with Wilson 95% intervals.</p>")
@@ -609,7 +609,7 @@ def render_report(d: RunData) -> str:
                 key = figures.front_key(pts[pts[front.member]], one)
                 numbered = len(key) > figures.NAMED_FRONT_POINTS
                 fig(figures.front_figure(pts, front.member, colours, one),
-                    f"{TASK_NAMES.get(task, task).capitalize()}: test recovery against mean cost (authored profile) of "
+                    f"{TASK_NAMES.get(task, task).capitalize()}: test recovery against mean cost (authored costs) of "
                     f"{what}; outlined points are non-dominated" + (f" ({'; '.join(key)})." if numbered else "."))
     if not d.defenses.empty:
         parts.append("<h2>Defenses and WCPQ verification</h2>")

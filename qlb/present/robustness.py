@@ -69,7 +69,7 @@ def tracks_sentence(tracks: pd.DataFrame) -> str | None:
     if not families.empty:
         mean = families.groupby("track")["accuracy"].mean().sort_values()
         if len(mean) == 1:
-            text += (f" The one decoder family's best configuration alone ({TRACK_NAMES[mean.index[0]]}) averages "
+            text += (f" The one attacker family's best configuration alone ({TRACK_NAMES[mean.index[0]]}) averages "
                      f"{pct(mean.iloc[0])} over the models.")
         else:
             text += (f" A family's best configuration alone averages {pct(mean.iloc[0])} ({TRACK_NAMES[mean.index[0]]}) "
@@ -77,8 +77,8 @@ def tracks_sentence(tracks: pd.DataFrame) -> str | None:
     prior = tracks[tracks["track"] == "prior"]
     if not prior.empty and (prior["accuracy"] == 0.5).all():
         text += " The base rate stays at exactly 50%: it gives both worlds of a pair the same answer."
-    return text + (" The selected strategy was chosen on validation, not by its test value; the differences between "
-                   "tracks are descriptive.")
+    return text + (f" The {TRACK_NAMES['selected']} was chosen on validation, not by its test value; the differences "
+                   "between tracks are descriptive.")
 
 
 def both_correct_table(both: pd.DataFrame, overall: pd.DataFrame | None = None) -> pd.DataFrame:

@@ -113,7 +113,7 @@ def ran(d: RunData) -> dict[str, bool]:
 
 def scope_sentence(d: RunData) -> str:
     """The run's scope in one paragraph: which of the dataset's models it audited, on how many test
-    worlds, with which attackers (fewer than the five decoder families make recovery a lower bound),
+    worlds, with which attackers (fewer than the five attacker families make recovery a lower bound),
     which models the defenses were tried on, and which audits it did not run."""
     params = parameters(d)
     held = ran(d)
@@ -135,21 +135,21 @@ def scope_sentence(d: RunData) -> str:
         half = 50 * float((full["ci_high"] - full["ci_low"]).median())
         parts.append(f" on {text_range(f'{lo:,}', f'{hi:,}')} test worlds{' each' if len(sizes) > 1 else ''}"
                      + (f" (the 95% intervals of its full-output recovery about ±{half:.0f} points)" if half >= 5 else ""))
-        families = [f for f in (params.get("families") or DECODER_FAMILIES) if f in DECODER_FAMILIES]
+        families = [f for f in DECODER_FAMILIES if f in (params.get("families") or DECODER_FAMILIES)]
         if len(families) < len(DECODER_FAMILIES):
-            parts.append(f", with {len(families)} of the five decoder families "
+            parts.append(f", with {len(families)} of the five attacker families "
                          f"({listing([FAMILY_NAMES.get(f, f) for f in families])}): a stronger attacker could recover "
                          "more than it reports")
         else:
-            parts.append(", with all five decoder families")
+            parts.append(", with all five attacker families")
     text = "".join(parts) + "."
     if held["defenses"]:
         defended = sorted(set(d.defenses["model"]))
         if len(defended) < len(audited):
-            text += f" The output defenses were tried on {len(defended)} of them ({listing(defended)})."
-        attackers = [f for f in (params.get("defense_families") or DECODER_FAMILIES) if f in DECODER_FAMILIES]
+            text += f" The defenses were tried on {len(defended)} of them ({listing(defended)})."
+        attackers = [f for f in DECODER_FAMILIES if f in (params.get("defense_families") or DECODER_FAMILIES)]
         if len(attackers) < len(DECODER_FAMILIES):
-            text += (f" The defended releases were attacked with {len(attackers)} of the five families "
+            text += (f" The defended releases were attacked with {len(attackers)} of the five attacker families "
                      f"({listing([FAMILY_NAMES.get(f, f) for f in attackers])}): their recovery too could be higher.")
     skipped = [AUDIT_NAMES[a] for a in AUDIT_NAMES if not held[a]]
     if skipped:

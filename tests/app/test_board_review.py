@@ -1,7 +1,7 @@
 """What a privacy-board reader of the pages found misleading (a review of every page and the report),
 each pinned: findings that agree with the tables under them and with each other, controls never
-reported as a defense, simulated detectors said to be simulated, the restricted defense attacker
-said plainly."""
+reported as a defense, simulated detectors said to be simulated, the restricted defense-aware
+attacker said plainly."""
 from __future__ import annotations
 
 import re
@@ -22,10 +22,10 @@ def test_defense_findings_never_name_a_control_and_say_the_attacker_is_restricte
         lower = _finding(at, "Which defenses lower recovery.")
         assert "(control)" not in lower and "grid only" not in lower and "noise seed" not in lower
         assert "The largest fall:" in lower or "for no model under any defense" in lower
-        # the decoded warehouse: decoding with base rate, logistic regression and Gaussian templates; the defense
-        # attacker with base rate and Gaussian templates only
+        # the decoded warehouse: recovery with base rate, logistic regression and Gaussian templates; the
+        # defense-aware attacker with base rate and Gaussian templates only
         assert "restricted to base rate and Gaussian templates" in texts(at)
-        assert "the decoding audit's other families (logistic regression) do not attack" in texts(at)
+        assert "the recovery audit's other families (logistic regression) do not attack" in texts(at)
 
 
 def test_the_confidence_finding_counts_point_estimates_and_names_every_clear_model(decoded_warehouse, monkeypatch):

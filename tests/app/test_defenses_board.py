@@ -46,7 +46,7 @@ def test_the_page_reads_for_a_board_reader(decoded_warehouse, monkeypatch):
         method = next(e for e in at.expander if e.label == "How the defenses are evaluated")
         said = " ".join(m.value for m in method.markdown)
         assert f"all {policies} frozen recipient policies" in said
-        assert f"{len(TASKS)} workflows × {policies // len(TASKS)} cost profiles" in said and "3 x 6" not in said
+        assert f"{len(TASKS)} tasks × {policies // len(TASKS)} cost profiles" in said and "3 x 6" not in said
         # 2. the native figure named as the defense-aware attacker's, and why right after the findings
         order = _in_order(at.main)
         callout = next(i for i, e in enumerate(order) if "Two “full native” recovery figures" in _value(e))
@@ -81,7 +81,7 @@ def test_the_page_reads_for_a_board_reader(decoded_warehouse, monkeypatch):
 
 def test_method_points_count_the_datasets_own_policies():
     said = " ".join(method_points(10, 2))
-    assert "all 10 frozen recipient policies" in said and "2 workflows × 5 cost profiles" in said
+    assert "all 10 frozen recipient policies" in said and "2 tasks × 5 cost profiles" in said
     assert "18" not in said and "3 x 6" not in said
 
 
@@ -104,7 +104,7 @@ def test_the_control_sentence_gives_both_figures_or_their_range():
 
 def test_restriction_codeword_labels_and_note():
     assert restricted_sentence(["prior"], ["prior", "logistic"]).startswith(
-        "This run's defense attacker is restricted to base rate")
+        "This run's defense-aware attacker is restricted to base rate")
     assert restricted_sentence(["prior", "logistic"], ["prior", "logistic"]) == ""
     assert restricted_sentence(None, ["prior"]) == ""
     assert release_column("wcpq") == "WCPQ codeword"

@@ -324,28 +324,6 @@ def test_recovery_page(decoded_warehouse, monkeypatch):
             "base rate, shared mechanism scorer"
 
 
-def test_attacker_words_reads_every_stored_candidate_form():
-    path = ROOT / "pages" / "recovery.py"           # the page's functions, without running the page
-    page: dict = {}
-    exec(compile(path.read_text().replace("page_entry(render)", ""), str(path), "exec"), page)
-    words = page["attacker_words"]
-    assert words("template logratio full shrink=2", "full_native") == \
-        "Gaussian templates on probability log-ratios (correlated features, shrunk means)"
-    assert words("ensemble of family winners [full_probabilities]", "full_native") == \
-        "average of each family's best attacker, using only the full probabilities view"
-    assert words("ensemble of family winners [full_probabilities]", "full_probabilities") == \
-        "average of each family's best attacker"
-    assert words("logistic C=0.1 quadratic [choice]", "choice") == \
-        "logistic regression, with pairwise terms (regularization C = 0.1)"
-    assert words("forest depth=None leaf=5") == "random forest (any depth, at least 5 worlds per leaf)"
-    assert words("shared scorer residual C=10.0") == "shared mechanism scorer on residual shares (regularization C = 10)"
-    assert words("template raw diag shrink=0") == "Gaussian templates (independent features, unshrunk means)"
-    assert words("prior [no_output]", "choice") == "base rate of the hypothesis pair, using no released field"
-    assert words("stack [full_native] on the public inverse", "full_native") == \
-        "learned combination of every attacker, after undoing the temperature"
-    assert words("a new decoder [choice]", "choice") == "a new decoder"
-
-
 def test_refusal_recompute_now_stores_a_quick_new_run(demo_warehouse, tmp_path, monkeypatch):
     import shutil
 
@@ -563,7 +541,7 @@ def test_compare_runs_page(decoded_warehouse, monkeypatch):
         assert not at.exception, [e.value for e in at.exception]
         labels = at.selectbox(key="run_a").options + at.selectbox(key="run_b").options
         assert all(re.fullmatch(r"run-…\w{6} · \d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC · [\w, ]+"
-                                r"( · \d models)?( · \d decoder famil(y|ies))?", x)       # the id first: whole at 1,024 px
+                                r"( · \d models)?( · \d attacker famil(y|ies))?", x)       # the id first: whole at 1,024 px
                    for x in labels), labels
         assert at.selectbox(key="run_a").value != at.selectbox(key="run_b").value
         shown = texts(at)
@@ -873,20 +851,25 @@ def test_overview_data_tabs_show_plain_headers_dates_and_counts(app):
 
 
 def test_glossary_names_the_attacker_families_and_wcpq(demo_warehouse, monkeypatch):
-    """The Glossary lists the attacker library's families by their display names, from the
-    code's own list, names no family the library lacks, and spells out WCPQ."""
+    """The Glossary defines the attacker (giving the paper's word, decoder, once) and lists the attacker
+    families by their display names, from the code's own list, names no family the library lacks, and
+    spells out WCPQ."""
     from dashboard.widgets import md_text
     from qlb.present.names import FAMILY_NAMES, listing
     from qlb.tuple.release_views import DECODER_FAMILIES
     with opened(demo_warehouse, "pages/glossary.py", monkeypatch) as at:
         assert not at.exception, [e.value for e in at.exception]
         shown = texts(at)
-        attacker = next(line for line in shown.splitlines() if line.startswith("- **Attacker \\(decoder\\)**"))
+        lines = shown.splitlines()
+        attacker = next(line for line in lines if line.startswith("- **Attacker**:"))
+        library = next(line for line in lines if line.startswith("- **Attacker families**:"))
         families = listing([FAMILY_NAMES[f] for f in DECODER_FAMILIES])
         assert families == ("base rate, logistic regression, random forest, shared mechanism scorer and "
                             "Gaussian templates")
-        assert md_text(families) in attacker, attacker
-        assert "ensemble" not in attacker and "template," not in attacker
+        assert md_text(families) in library, library
+        assert "the paper calls it a decoder" in attacker.replace("\\", "")   # the paper's word, said once
+        assert sum(line.lower().count("decoder") for line in lines) == 1
+        assert not any("ensemble" in line or "template," in line for line in (attacker, library))
         assert "- **WCPQ**: The workflow\\-constrained quantizer" in shown
         at.text_input(key="glossary_find").set_value("workflow-constrained").run()
         assert any(line.startswith("- **WCPQ**") for line in texts(at).splitlines())

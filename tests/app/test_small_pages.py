@@ -158,8 +158,15 @@ def test_the_glossary_defines_the_pages_terms_in_plain_words(demo_warehouse, mon
         lines = [line.replace("\\", "") for line in texts(at).splitlines() if line.startswith("- **")]
     terms = {re.match(r"- \*\*(.+?)\*\*", line)[1]: line for line in lines}
     for term in ("Data fingerprint", "Transport", "Latency p50 / p90 / p99", "Quarantine", "Micro average",
-                 "Precision / recall / F1", "PII", "Cost units", "Collection run", "[95% CI]", "95% interval"):
+                 "Precision / recall / F1", "PII", "Cost units", "Collection run", "[95% CI]", "95% interval",
+                 # the names the pages use for one thing each (tests/present/test_vocabulary.py)
+                 "Attacker", "Attacker families", "Recovery audit", "Defense", "Defense-aware attacker",
+                 "Audit run (run)", "Task", "Decision task", "Native response", "Refusal probe", "Residual scores",
+                 "Release view", "Mapper"):
         assert term in terms, term
+    assert "one of the recipient's downstream workflows" in terms["Decision task"]        # not a task
+    assert "(the paper's output defense)" in terms["Defense"]
+    assert not re.search(r"\{\w+(\[[^\]]*\])?\}", "\n".join(lines))   # every placeholder filled in ({s0, s1} stays)
     assert "test_used_for_selection" not in terms
     assert "the test worlds were not used to choose the attacker" in terms["Test worlds kept out of every choice"].lower()
     assert "0% or 100%" in terms["Wilson interval"] and "at all" not in terms["Wilson interval"]

@@ -69,7 +69,7 @@ def test_a_stronger_attacker_in_run_b_is_said_before_anything_else():
                     "settings differ. Run B's recovery attacker tried 4 families, run A's 3 (run B adds random forest): "
                     "a change in recovery may come from the stronger attacker, not the model.")
     differ = [s for s in items if s.differs]
-    assert [s.label for s in differ] == ["decoder families (recovery)"]
+    assert [s.label for s in differ] == ["recovery attacker families"]
     assert differ[0].a == "base rate, logistic regression and Gaussian templates"
 
 
@@ -80,28 +80,29 @@ def test_every_stored_setting_is_compared_and_only_settings_of_audits_both_runs_
     items = settings(a, b, ran_a=set(EVERY), ran_b={"refusal", "decoding", "utility", "defenses"})
     differs = {s.label: s.differs for s in items if s.differs}
     assert set(differs) == {"data fingerprint", "code version", "audits with results", "models",
-                            "decoder families (recovery)", "defended models", "defense attacker families",
+                            "recovery attacker families", "defended models", "defense-aware attacker families",
                             "learned WCPQ variants", "bootstrap resamples", "seed", "extra knob"}
-    assert differs["decoder families (recovery)"].startswith("run B's recovery attacker tried 3 families, run A's 5 "
+    assert differs["recovery attacker families"].startswith("run B's recovery attacker tried 3 families, run A's 5 "
                                                             "(run A adds random forest and shared mechanism scorer)")
-    assert "weaker attacker" in differs["decoder families (recovery)"]
+    assert "weaker attacker" in differs["recovery attacker families"]
     assert differs["audits with results"] == "only run A holds results of QuasiLeak: those are not compared"
     assert "1,000 bootstrap resamples and run B's from 2,000" in differs["bootstrap resamples"]
     lead, text = setup_note(items)
     assert lead == "Not like for like." and text.startswith(
         "The two runs read different data (the dataset fingerprints differ), with code 0.1.0+old in run A and "
         "0.1.0+abc in run B, but their settings differ. Only run A holds results of QuasiLeak")
-    # the same families in only one run's decoding audit: not compared, so not said to matter
+    # the same families in only one run's recovery audit: not compared, so not said to matter
     one = settings(_run({"families": None}), _run({}), ran_a={"refusal"}, ran_b=set(EVERY))
-    fam = next(s for s in one if s.label == "decoder families (recovery)")
+    fam = next(s for s in one if s.label == "recovery attacker families")
     assert fam.a == "—" and fam.differs is None
 
 
 def test_same_settings_say_where_a_change_comes_from():
     assert setup_note(settings(_run({}), _run({}))) == (
         "Like for like.", "The two runs read the same data (same dataset fingerprint), with the same code version, "
-        "and the same settings (models, release views, decoder families, defended models, defense attacker "
-        "families, learned WCPQ variants, QuasiLeak split, decision task, bootstrap resamples and seed).")
+        "and the same settings (models, release views, recovery attacker families, defended models, "
+        "defense-aware attacker families, learned WCPQ variants, QuasiLeak split, decision task, bootstrap "
+        "resamples and seed).")
     lead, text = setup_note(settings(_run({}), _run({}, fingerprint="1" * 16)))
     assert lead == "Same settings." and text.endswith(": a change comes from the data.")
 

@@ -1,7 +1,8 @@
 """The shared vocabulary: display names, column labels and interval cells."""
 import pandas as pd
 
-from qlb.present.names import COLUMNS, cost_interval, pct_interval, points_interval, readable, run_label
+from qlb.present.names import (COLUMNS, attacker_words, cost_interval, family_words, pct_interval, points_interval,
+                               readable, run_label)
 
 
 def test_readable_names_values_and_labels_columns():
@@ -38,7 +39,7 @@ def test_a_run_is_labelled_by_its_start_audits_models_and_id_end():
     every = {"audits": ["refusal", "quasileak", "decoding", "utility", "defenses"], "models": None,
              "families": ["prior", "logistic"]}
     assert run_label("run-x-0123456", "2026-01-02 03:04", every) == (
-        "2026-01-02 03:04 UTC · every audit · 2 decoder families · run-…123456")
+        "2026-01-02 03:04 UTC · every audit · 2 attacker families · run-…123456")
 
 
 def test_how_many_reads_as_words_for_one_and_two():
@@ -56,3 +57,35 @@ def test_a_run_label_leaves_out_an_audit_that_stored_nothing():
     assert asked == "2026-12-04 20:00 UTC · refusal, recovery, utility, QuasiLeak · 2 models · run-…abcdef"
     ran = run_label("run-x-abcdef", "2026-12-04 20:00", params, {"refusal", "decoding", "utility"})
     assert ran == "2026-12-04 20:00 UTC · refusal, recovery, utility · 2 models · run-…abcdef"
+
+
+def test_attacker_words_reads_every_stored_candidate_form():
+    """An attacker candidate as a run stores it, in words: a base configuration, a combination (named as its attack
+    track), a nested subview named only when it is not the view attacked, and the public inverse."""
+    assert attacker_words("template logratio full shrink=2", "full_native") == \
+        "Gaussian templates on probability log-ratios (correlated features, shrunk means)"
+    assert attacker_words("ensemble of family winners [full_probabilities]", "full_native") == \
+        "average of family bests, using only the full probabilities view"
+    assert attacker_words("ensemble of family winners [full_probabilities]", "full_probabilities") == \
+        "average of family bests"
+    assert attacker_words("ensemble of all configurations [choice]", "choice") == "average of all configurations"
+    assert attacker_words("logistic C=0.1 quadratic [choice]", "choice") == \
+        "logistic regression, with pairwise terms (regularization C = 0.1)"
+    assert attacker_words("forest depth=None leaf=5") == "random forest (any depth, at least 5 worlds per leaf)"
+    assert attacker_words("forest depth=8 leaf=1") == "random forest (depth ≤ 8, at least 1 world per leaf)"
+    assert attacker_words("shared scorer residual C=10.0") == \
+        "shared mechanism scorer on residual shares (regularization C = 10)"
+    assert attacker_words("template raw diag shrink=0") == "Gaussian templates (independent features, unshrunk means)"
+    assert attacker_words("prior [no_output]", "choice") == "base rate of the hypothesis pair, using no released field"
+    assert attacker_words("stack [full_native] on the public inverse", "full_native") == \
+        "learned stack, after undoing the temperature"
+    assert attacker_words("a new attacker [choice]", "choice") == "a new attacker"
+
+
+def test_family_words_names_each_family_as_the_pages_do_in_the_librarys_order():
+    from qlb.present.names import FAMILY_NAMES
+    from qlb.tuple.release_views import DECODER_FAMILIES
+    assert list(FAMILY_NAMES) == list(DECODER_FAMILIES)
+    assert family_words(["template", "prior", "shared_scorer"]) == \
+        "base rate, shared mechanism scorer, Gaussian templates"           # a run stores them sorted by id
+    assert family_words(["new_family", "prior"]) == "base rate, new_family"

@@ -49,16 +49,16 @@ def test_tracks_sentence_counts_models_whose_every_main_track_beats_guessing():
 
 def test_tables_use_display_names_and_intervals():
     tracks = tracks_table(_tracks(0.66))
-    assert list(tracks.columns) == ["model", "selected strategy", "best single configuration", "base rate",
+    assert list(tracks.columns) == ["model", "selected attacker", "best single configuration", "base rate",
                                     "best logistic regression", "best Gaussian templates", "average of family bests",
                                     "average of all configurations", "learned stack"]
-    assert tracks.loc[0, "selected strategy"] == "70.0% [65.0, 75.0]"
+    assert tracks.loc[0, "selected attacker"] == "70.0% [65.0, 75.0]"
     overall = pd.DataFrame({"model": ["a"], "accuracy": [0.73], "ci_low": [0.68], "ci_high": [0.78]})
     both = both_correct_table(_both([0.64, 0.56]), overall)
     assert both[["pairs kept", SUBSET_COLUMN, ALL_COLUMN]].values.tolist() == [
         ["100 of 144", "70.0% [64.0, 76.0]", "73.0% [68.0, 78.0]"], ["90 of 144", "62.0% [56.0, 68.0]", "N/A"]]
     assert list(tracks_table(_tracks(0.66), MAIN_TRACKS).columns) == [
-        "model", "selected strategy", "best single configuration", "average of family bests",
+        "model", "selected attacker", "best single configuration", "average of family bests",
         "average of all configurations", "learned stack"]
     one = model_tracks(_tracks(0.66), "a")
     assert list(one.columns) == ["attack track", "kind", "recovery [95% CI]"]

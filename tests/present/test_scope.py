@@ -43,16 +43,17 @@ def test_scope_names_what_a_restricted_run_left_out():
              models=("a", "b", "c"))
     assert scope_sentence(d) == (
         "This run audited 1 of the dataset's 3 models (a) on 60 test worlds (the 95% intervals of its full-output "
-        "recovery about ±8 points), with 2 of the five decoder families (base rate and logistic regression): a "
+        "recovery about ±8 points), with 2 of the five attacker families (base rate and logistic regression): a "
         "stronger attacker could recover more than it reports. Not run: refusal, utility, defenses and QuasiLeak "
         "(no QuasiLeak corpus).")
     whole = _run({}, REC, _utility({("a", "selective"): True, ("b", "selective"): False}))
     assert scope_sentence(whole).startswith("This run audited both models on 288 test worlds each, with all five "
-                                            "decoder families.")
+                                            "attacker families.")
     wcpq = pd.DataFrame([{"model": "a", "defense": "wcpq", "diff_vs_native": -0.1}])
     attacked = _run({"defense_families": ["prior", "template"]}, REC, defenses=wcpq)
-    assert ("The output defenses were tried on 1 of them (a). The defended releases were attacked with 2 of the five "
-            "families (base rate and Gaussian templates): their recovery too could be higher.") in scope_sentence(attacked)
+    assert ("The defenses were tried on 1 of them (a). The defended releases were attacked with 2 of the five "
+            "attacker families (base rate and Gaussian templates): their recovery too could be higher.") \
+        in scope_sentence(attacked)
     nothing = _run({"audits": ["quasileak"]}, REC.iloc[0:0], models=())           # a QuasiLeak-only dataset
     assert scope_sentence(nothing).startswith("This run audited no decision model.")
     assert "run-x" in stale_warning("run-x") and "again before relying on them" in stale_warning("run-x")
