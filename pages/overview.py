@@ -15,6 +15,7 @@ from qlb.present.names import utc_minute
 from qlb.present.figures import plot_texts, recovery_figure
 from qlb.present.paper import checks_frame, comparison_lead, comparison_sentence, paper_checks, tally
 from qlb.present.report import headline
+from qlb.present.left_out import findings_run
 from qlb.present.scope import options, options_note, scope_sentence, stale_matters, stale_warning
 from qlb.records.ontology import SPLITS
 
@@ -111,12 +112,13 @@ def headline_findings(path: str, dataset: str) -> None:
         shout = st.error if stale_matters(d.changes, d.audited) else st.warning
         shout(md_text(stale_warning(str(d.run["run_id"]), d.changes, d.audited)), icon=":material/history:")
     finding(scope_sentence(d), lead="Scope.")
-    for topic, sentence in headline(d):
+    spoken = findings_run(d)              # a model with too few valid answers would speak for the rest
+    for topic, sentence in headline(spoken):
         left, right = st.columns([4, 1], vertical_alignment="center")     # "Details" whole at 1,024 px
         left.markdown(f"- {md_text(sentence)}")
         right.page_link(FINDING_PAGES[topic], label="Details", icon=":material/arrow_forward:",
                         query_params={"run": str(d.run["run_id"])} if topic in RUN_PAGES else None)
-    supported = options(d)
+    supported = options(spoken)
     if supported:
         st.subheader("What the numbers support")
         st.caption(md_text(options_note(d)))

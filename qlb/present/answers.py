@@ -85,6 +85,13 @@ def _totals(answers: pd.DataFrame, probe: str) -> pd.DataFrame:
     return per.assign(worlds=worlds.astype(int), no_answer=(worlds - per["answers"]).clip(lower=0).astype(int))
 
 
+def native_totals(answers: pd.DataFrame) -> pd.DataFrame:
+    """Per model, its native answers summed over their sources (valid, invalid, unavailable, no
+    answer) and the dataset's worlds; empty without native answers."""
+    native = answers[answers["probe"] == "native"] if not answers.empty else answers
+    return _totals(native, "native") if not native.empty else pd.DataFrame(columns=["valid", "worlds"])
+
+
 def answers_table(answers: pd.DataFrame) -> pd.DataFrame:
     """One row per model and question: answers stored, valid answers, invalid (kept), unavailable, the
     dataset's worlds it has no answer for, and where the answers came from (``answer_source``)."""

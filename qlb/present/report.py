@@ -24,7 +24,9 @@ from qlb.present.answers import answers_finding, answers_lead, answers_table, st
 from qlb.present.defense_notes import control_sentence, recovery_label, relabel_native
 from qlb.present.fronts import front_of, who_sentence
 from qlb.present.learned import learned_points, learned_sentence, table15
-from qlb.present.names import (AUDIT_NAMES, QL_METRIC_NAMES, TASK_NAMES, VIEW_NAMES, chance_pct, count_of, exactly_half,
+from qlb.present.left_out import findings_run, left_out_sentence
+from qlb.present.names import (AUDIT_NAMES, QL_METRIC_NAMES, TASK_NAMES, VIEW_NAMES, chance_pct, cost_interval, count_of,
+                               exactly_half,
                                family_words, how_many, listing, pct, pct_interval, points_interval,
                                profile_descriptions, readable, text_range, utc_minute)
 from qlb.present.paper import choice_vs_native, comparison_lead, comparison_sentence, paper_checks, tally
@@ -163,7 +165,8 @@ def headline(d: RunData) -> list[tuple[str, str]]:
     answered = answers_finding(d.answers, d.data_changed and stale_matters(d.changes, d.audited))
     if answered is not None:          # collected answers: the Collection page says more about them than the Data page
         collected = "transport" in d.answers and d.answers["transport"].notna().any()
-        answers_item = ("collection" if collected else "answers", answered)
+        left_out = left_out_sentence(d.left_out)
+        answers_item = ("collection" if collected else "answers", f"{answered} {left_out}" if left_out else answered)
         lead = answers_lead(d.answers)
         if lead:                      # missing answers or fields change what every finding below means
             out.append(answers_item)
@@ -264,7 +267,7 @@ def headline(d: RunData) -> list[tuple[str, str]]:
             change = recovery_change(100 * q["diff_vs_native"], say_lowers=False,
                                      interval=_one_interval(q, "diff_ci_low", "diff_ci_high"))
             each = "" if len(q) == 1 else ", model by model"
-            out.append(("defenses", f"Gaussian noise (three seeds) {change}{each}."))
+            out.append(("defenses", f"Gaussian noise (three seeds) {change}{each}{noise_cost(d.defense_costs)}."))
     if not d.ql.empty:
         allm = d.ql[(d.ql["slice_kind"] == "all") & (d.ql["metric"] == "complete_f1")]
         if not allm.empty:
@@ -272,6 +275,30 @@ def headline(d: RunData) -> list[tuple[str, str]]:
     if answered is not None and not lead:                        # housekeeping: after the findings on the leak
         out.append(answers_item)
     return out
+
+
+def noise_cost(costs: pd.DataFrame) -> str:
+    """What the noise release costs the legitimate recipient, said beside what it does to recovery (a
+    drop in recovery bought with the recipient's decisions is no free option): in the first task, under
+    the authored costs, the recipient refitted to the noisy release against the frozen one on the native
+    output, each with its 95% interval (one model) or as a range over the models; empty without costs."""
+    if costs.empty:
+        return ""
+    authored = costs[costs["profile"] == "authored"]
+    task = next((t for t in TASKS if (authored["task"] == t).any()), None)
+    cell = authored[authored["task"] == task]
+    noise = cell[(cell["defense"] == "noise") & (cell["recipient"] == "adapted")]
+    native = cell[(cell["defense"] == "native") & (cell["recipient"] == "frozen")]
+    if noise.empty or native.empty:
+        return ""
+
+    def said(rows: pd.DataFrame) -> str:
+        if len(rows) == 1:
+            return cost_interval(*rows.iloc[0][["mean_cost", "ci_low", "ci_high"]])
+        return text_range(f"{rows['mean_cost'].min():.3f}", f"{rows['mean_cost'].max():.3f}")
+
+    return (f", while a recipient refitted to it pays {said(noise)} cost units a case in {TASK_NAMES.get(task, task)} "
+            f"against {said(native)} on the native output (authored costs)")
 
 
 def quasileak_sentence(allm: pd.DataFrame) -> str:
@@ -518,8 +545,8 @@ def render_report(d: RunData) -> str:
         parts.append(f"<p class='{kind}'>{esc(stale_warning(run_id, d.changes, d.audited))}</p>")
     parts.append(f"<p><b>Scope.</b> {esc(scope_sentence(d))}</p>")
     parts.append("<h2>Headline findings</h2><ul class='findings'>"
-                 + "".join(f"<li>{esc(s)}</li>" for s in findings(d)) + "</ul>")
-    supported = options(d)
+                 + "".join(f"<li>{esc(s)}</li>" for s in findings(findings_run(d))) + "</ul>")
+    supported = options(findings_run(d))
     if supported:
         parts.append("<h2>What the numbers support</h2><p class='caption'>" + esc(options_note(d)) + "</p>"
                      "<ul class='findings'>" + "".join(f"<li>{esc(s)}</li>" for s in supported) + "</ul>")

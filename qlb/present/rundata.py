@@ -36,3 +36,4 @@ class RunData:
     data_changed: bool = False                                    # the dataset changed after the run (its fingerprint)
     changes: pd.DataFrame = field(default_factory=pd.DataFrame)   # loaded or collected after the run started
     audited: frozenset[str] | None = None                         # the models the run audited (``audited_models``)
+    left_out: pd.DataFrame = field(default_factory=pd.DataFrame)  # models the findings leave out (``left_out``)

@@ -12,10 +12,11 @@ import json
 
 import pandas as pd
 
-from qlb.present.names import (AUDIT_NAMES, FAMILY_NAMES, KIND_NOUNS, TASK_NAMES, authored_sentence, count_of,
-                               exactly_half, how_many, listing, pct, pct_interval, text_range, utc_minute)
+from qlb.present.names import (AUDIT_NAMES, FAMILY_NAMES, KIND_NOUNS, TASK_NAMES, authored_sentence, cost_interval,
+                               count_of, exactly_half, how_many, listing, pct, pct_interval, text_range, utc_minute)
 from qlb.present.rundata import RunData
 from qlb.tuple.release_views import DECODER_FAMILIES
+from qlb.tuple.utility import DELTA
 from qlb.tuple.workflows import TASKS
 
 OPTIONS_NOTE = ("Release options the measurements support, under the authored costs, for the board to weigh: they "
@@ -174,12 +175,15 @@ def options(d: RunData) -> list[str]:
     pairs = ud[(ud["view_a"] == "choice") & (ud["view_b"] == "full_native") & (ud["profile"] == "authored")] \
         if not ud.empty else ud
     if not pairs.empty and {"choice", "full_native"} <= set(by_view):
-        groups: dict[tuple[tuple[str, ...], int], list[str]] = {}          # the same models in several tasks: one sentence
+        # the same models in several tasks: one sentence (where none is non-inferior, the same models also
+        # clearly above the margin, so that each model is said one way for all the sentence's tasks)
+        groups: dict[tuple[tuple[str, ...], tuple[str, ...], int], list[str]] = {}
         for task in [t for t in TASKS if (pairs["task"] == t).any()] + sorted(set(pairs["task"]) - set(TASKS)):
             cell = pairs[pairs["task"] == task]
             ok = tuple(sorted(cell.loc[cell["noninferior"].astype(bool), "model"]))
-            groups.setdefault((ok, len(cell)), []).append(task)
-        for (ok, n), tasks in groups.items():
+            above = () if ok else tuple(sorted(cell.loc[cell["ci_low"] > DELTA, "model"]))
+            groups.setdefault((ok, above, len(cell)), []).append(task)
+        for (ok, _, n), tasks in groups.items():
             where = listing([TASK_NAMES.get(t, t) for t in tasks])
             rows = pairs[pairs["task"].isin(tasks)]
             if ok:
@@ -191,11 +195,7 @@ def options(d: RunData) -> list[str]:
                            f"more than the full output (the margin; measured: {extra} a case) for {whom}"
                            + _recovery_effect(d, by_view, list(ok)) + ".")
             else:
-                whom = how_many(n, n) if n > 1 else str(pairs["model"].iloc[0])
-                out.append(f"In {where}, withholding the probabilities and the confidence costs the recipient "
-                           f"{_cost_range(rows)} a case more for {whom} (more than the 0.1 margin, or not shown to be "
-                           "less): there the full output is what the recipient uses, and a defense that keeps its "
-                           "decisions is the option.")
+                out.append(_costs_more(where, rows, n))
     wcpq = d.defenses[d.defenses["defense"] == "wcpq"] if not d.defenses.empty else d.defenses
     if not wcpq.empty:
         kept = bool(((wcpq["plan_agreement"] == wcpq["plan_comparisons"]) & (wcpq["max_abs_cost_diff"] == 0)).all())
@@ -240,6 +240,33 @@ def _wcpq_effect(wcpq: pd.DataFrame, n_all: int) -> str:
         text += (f"{';' if text else ', but'} recovery shows no clear change for {_models(unclear, n_all)} (the "
                  "paired 95% interval includes no change)")
     return text
+
+
+def _costs_more(where: str, rows: pd.DataFrame, n: int) -> str:
+    """The option where the choice alone is non-inferior for no model (``rows``: choice minus full native,
+    paired): where the whole 95% interval of the extra cost lies above the 0.1 margin, the full output is
+    what the recipient uses; where it includes the margin, the run cannot tell (too few test worlds), and
+    the sentence says so rather than advise on it."""
+    above = rows.groupby("model")["ci_low"].min() > DELTA
+    clear, unclear = sorted(above.index[above]), sorted(above.index[~above])
+
+    def whom(models: list[str]) -> str:
+        return how_many(n, n) if len(models) == n and n > 1 else _models(models, n)
+
+    parts = []
+    if clear:
+        part = rows[rows["model"].isin(clear)]
+        parts.append(f"withholding the probabilities and the confidence costs the recipient {_cost_range(part)} a "
+                     f"case more for {whom(clear)} (the paired 95% interval above the 0.1 margin): there the full "
+                     "output is what the recipient uses, and a defense that keeps its decisions is the option")
+    if unclear:
+        part = rows[rows["model"].isin(unclear)]
+        measured = (cost_interval(*part.iloc[0][["difference", "ci_low", "ci_high"]], signed=True) + " a case"
+                    if len(part) == 1 else f"{_cost_range(part)} a case; not every paired 95% interval clears the margin")
+        parts.append(f"{'for ' + whom(unclear) + ', ' if clear else ''}the run cannot tell whether the choice alone "
+                     f"costs more than the 0.1 margin{'' if clear else ' for ' + whom(unclear)} (measured "
+                     f"{measured}): more test worlds would decide it")
+    return f"In {where}, " + "; ".join(parts) + "."
 
 
 def _cost_range(rows: pd.DataFrame) -> str:

@@ -17,9 +17,15 @@ def _recovery(rows: dict[tuple[str, str], tuple[float, float, float]], n: int = 
                          for (m, v), (a, lo, hi) in rows.items()])
 
 
-def _utility(noninferior: dict[tuple[str, str], bool]) -> pd.DataFrame:
-    return pd.DataFrame([{"model": m, "view_a": "choice", "view_b": "full_native", "task": t, "profile": "authored",
-                          "difference": 0.05 if ok else 0.4, "noninferior": ok} for (m, t), ok in noninferior.items()])
+def _utility(noninferior: dict[tuple[str, str], bool], unclear: tuple[tuple[str, str], ...] = ()) -> pd.DataFrame:
+    """Choice minus full native per (model, task): non-inferior (+0.05 [-0.02, +0.09]), clearly above the margin
+    (+0.4 [+0.25, +0.55]) or, for ``unclear``, not shown either way (+0.2 [-0.1, +0.5])."""
+    rows = []
+    for (m, t), ok in noninferior.items():
+        d, lo, hi = (0.05, -0.02, 0.09) if ok else (0.2, -0.1, 0.5) if (m, t) in unclear else (0.4, 0.25, 0.55)
+        rows.append({"model": m, "view_a": "choice", "view_b": "full_native", "task": t, "profile": "authored",
+                     "difference": d, "ci_low": lo, "ci_high": hi, "noninferior": ok})
+    return pd.DataFrame(rows)
 
 
 def _run(params: dict, recovery: pd.DataFrame, utility: pd.DataFrame = EMPTY, defenses: pd.DataFrame = EMPTY,
@@ -86,8 +92,10 @@ def test_options_follow_noninferiority_and_name_the_models_left_out():
                        "recipient at most 0.1 cost units a case more than the full output (the margin; measured: +0.050 "
                        "a case) for a (not for b), and it lowers what an attacker recovers (full output: 80.0% [75.0, 85.0] "
                        "of test worlds; choice alone: 50.0% [47.0, 53.0]).")
-    assert said[1].startswith("In asymmetric-cost routing, withholding the probabilities and the confidence costs the "
-                              "recipient +0.400 a case more for both models (more than the 0.1 margin")
+    assert said[1] == ("In asymmetric-cost routing, withholding the probabilities and the confidence costs the "
+                       "recipient +0.400 a case more for both models (the paired 95% interval above the 0.1 margin): "
+                       "there the full output is what the recipient uses, and a defense that keeps its decisions is "
+                       "the option.")
     # recovery lowered only where the paired interval of full output minus choice clears 0
     diff = pd.DataFrame([{"model": "a", "view_a": "full_native", "view_b": "choice", "difference": 0.3,
                           "ci_low": -0.02, "ci_high": 0.6}])
@@ -97,6 +105,21 @@ def test_options_follow_noninferiority_and_name_the_models_left_out():
     # b's choice alone is above chance (its interval clears 50%): said; a's is not
     assert said[2] == ("Even the choice alone lets an attacker recover the protected mechanism above chance for b "
                        "(58.0% [54.0, 62.0]): any release of its decisions leaks somewhat.")
+
+
+def test_an_extra_cost_whose_interval_includes_the_margin_is_no_advice():
+    """A walk-through read "there the full output is what the recipient uses" beside +0.052 [-0.271, +0.417]."""
+    ni = {("a", "selective"): False, ("b", "selective"): False, ("a", "asymmetric"): False,
+          ("b", "asymmetric"): False}
+    said = options(_run({}, REC, _utility(ni, unclear=(("a", "selective"), ("b", "selective"), ("b", "asymmetric")))))
+    assert said[0] == ("In selective routing, the run cannot tell whether the choice alone costs more than the 0.1 "
+                       "margin for both models (measured +0.200 a case; not every paired 95% interval clears the "
+                       "margin): more test worlds would decide it.")
+    assert said[1] == ("In asymmetric-cost routing, withholding the probabilities and the confidence costs the "
+                       "recipient +0.400 a case more for a (the paired 95% interval above the 0.1 margin): there the "
+                       "full output is what the recipient uses, and a defense that keeps its decisions is the option; "
+                       "for b, the run cannot tell whether the choice alone costs more than the 0.1 margin (measured "
+                       "+0.200 [-0.100, +0.500] a case): more test worlds would decide it.")
 
 
 def test_options_on_wcpq_and_a_leak_through_failures():

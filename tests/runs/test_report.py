@@ -102,7 +102,7 @@ def test_findings_of_a_one_model_run_read_as_one_model():
     ]
     assert refusal_sentence(pd.Series([0.97]), 1 / 16).startswith(
         "Refusal does not stop the leak: for the one model audited, the exact protected mechanism is named by "
-        "refusal-probe responses in 97.0% of cases")
+        "refusal responses in 97.0% of cases")
 
 
 def test_report_run_selection_and_errors(decoded_warehouse, tmp_path, capsys):
