@@ -33,6 +33,7 @@ def both_correct_sentence(both: pd.DataFrame, overall: pd.DataFrame | None = Non
     low_kept, high_kept = int(both["pairs_kept"].min()), int(both["pairs_kept"].max())
     kept = f"{low_kept:,} to {high_kept:,}" if low_kept != high_kept else f"{low_kept:,}"
     span = (f"{_cell(lo)} ({lo['model']})" if len(rows) == 1
+            else f"{_cell(lo)} ({listing(list(rows['model']))})" if rows.apply(_cell, axis=1).nunique() == 1
             else f"{_cell(lo)} ({lo['model']}) to {_cell(hi)} ({hi['model']})")
     above = int((rows["ci_low"] > 0.5).sum())
     text = (f"Within the test pairs whose coarse answers are correct in both worlds ({kept} of "

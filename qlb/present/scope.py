@@ -286,8 +286,10 @@ def _recovery_effect(d: RunData, by_view: dict[str, pd.DataFrame], models: list[
         text = (f", and it lowers what an attacker recovers{' for ' + listing(clear) if unclear else ''} (full "
                 f"output: {_range(by_view['full_native'], clear)} of test worlds; choice alone: "
                 f"{_range(by_view['choice'], clear)})")
-    if unclear:
-        text += f"{';' if clear else ','} recovery shows no clear change for {listing(unclear)}"
+    if unclear and clear:
+        text += f"; recovery shows no clear change for {listing(unclear)}"
+    elif unclear:
+        text += ", with no clear change in what an attacker recovers (the paired 95% interval includes none)"
     return text
 
 

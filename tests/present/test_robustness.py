@@ -23,6 +23,8 @@ def test_both_correct_sentence_claims_only_what_the_intervals_show():
     unclear = both_correct_sentence(_both([0.64, 0.48]))
     assert unclear.endswith("the 95% interval lies above 50% for 1 of 2 models.") and "coarse errors" not in unclear
     assert both_correct_sentence(_both([0.6, 0.5]).assign(accuracy=float("nan"))) is None
+    same = both_correct_sentence(_both([0.6, 0.6]).assign(accuracy=0.66, ci_high=0.72))   # read "X (a) to X (b)"
+    assert "recovers the protected mechanism in 66.0% [60.0, 72.0] (a and b); " in same
 
 
 def _tracks(stack_b: float) -> pd.DataFrame:

@@ -101,7 +101,8 @@ def test_options_follow_noninferiority_and_name_the_models_left_out():
                           "ci_low": -0.02, "ci_high": 0.6}])
     run = _run({}, REC, _utility(ni))
     run.recovery_diff = diff
-    assert options(run)[0].endswith("for a (not for b), recovery shows no clear change for a.")
+    assert options(run)[0].endswith("for a (not for b), with no clear change in what an attacker recovers (the paired "
+                                    "95% interval includes none).")
     # b's choice alone is above chance (its interval clears 50%): said; a's is not
     assert said[2] == ("Even the choice alone lets an attacker recover the protected mechanism above chance for b "
                        "(58.0% [54.0, 62.0]): any release of its decisions leaks somewhat.")
