@@ -73,19 +73,22 @@ def build_parser() -> argparse.ArgumentParser:
                           description="Generate the SIMULATED reference datasets (TUPLE worlds with nine "
                                       "simulated models; a QuasiLeak corpus), write them as JSON Lines "
                                       "next to the warehouse and ingest them, then run every audit into the "
-                                      "warehouse (refusal, QuasiLeak scores, decoding, utility and fronts, defenses: "
-                                      "about 8 minutes with --jobs 2; --no-decoding skips the decoding, fronts and "
-                                      "defenses; --background leaves the audits to a background process). "
+                                      "warehouse (refusal, QuasiLeak scores, recovery, utility and fronts, defenses: "
+                                      "about 5 minutes with --jobs 2 on 2 cores; --no-decoding skips the recovery audit, the "
+                                      "fronts and the defenses; --background leaves the audits to a background "
+                                      "process). "
                                       "Rerunning with the same seed changes nothing.")
     _warehouse_arg(demo)
     demo.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"simulation seed (default {DEFAULT_SEED})")
     demo.add_argument("--json", action="store_true", help="print a JSON summary on stdout")
-    demo.add_argument("--jobs", type=_positive_int, default=2, help="parallel decoding jobs (at least 1; default 2)")
-    demo.add_argument("--no-decoding", action="store_true", help="skip the decoding audit (minutes of work)")
+    demo.add_argument("--jobs", type=_positive_int, default=2,
+                      help="parallel processes for the audits' (model, domain) tasks (at least 1; default 2)")
+    demo.add_argument("--no-decoding", action="store_true",
+                      help="skip the recovery audit (minutes of work), and so the fronts and defenses")
     demo.add_argument("--ontology", metavar="FILE", type=Path, default=None,
                       help="your own decision task (an ontology file, OWN_TASK.md): generate a SIMULATED "
                            "dataset for it instead (worlds, the nine simulated models' native and refusal "
-                           "answers; no QuasiLeak corpus), store it with that ontology and run every audit, "
+                           "responses; no QuasiLeak corpus), store it with that ontology and run every audit, "
                            "so the dashboard can be tried on your task before collecting")
     demo.add_argument("--dataset", metavar="NAME", default=None,
                       help="dataset name (default simulated-reference; with --ontology "
@@ -133,8 +136,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     aud = sub.add_parser("audit", help="run the audits the dataset's data allows and store them as a run",
                          description="Run every audit the dataset's data allows (refusal, QuasiLeak scores, "
-                                     "secret inference decoding, downstream utility, privacy-utility fronts, and "
-                                     "the output-defense audit, the longest stage, on by default: --no-defenses "
+                                     "secret recovery, downstream utility, privacy-utility fronts, and "
+                                     "the defense audit, the longest stage, on by default: --no-defenses "
                                      "skips it, --defense-models narrows it) "
                                      "and store the results as one run in the warehouse. Says what it "
                                      "skipped. An earlier run over the same data and parameters is "
@@ -143,29 +146,29 @@ def build_parser() -> argparse.ArgumentParser:
     aud.add_argument("--models", nargs="+", metavar="MODEL", help="only these models")
     aud.add_argument("--force", action="store_true", help="always compute a new run")
     aud.add_argument("--views", nargs="+", metavar="VIEW", choices=list(VIEWS),
-                     help=f"release views to decode, of {', '.join(VIEWS)} (default: all five)")
+                     help=f"release views the recovery audit attacks, of {', '.join(VIEWS)} (default: all five)")
     aud.add_argument("--jobs", type=_positive_int, default=None,
                      help="local parallel processes for the (model, domain) tasks (joblib; at least 1; default 1)")
     aud.add_argument("--scheduler", metavar="ADDRESS", default=None,
-                     help="run the (model, domain) tasks of the decoding, utility and defense audits on a Dask "
+                     help="run the (model, domain) tasks of the recovery, utility and defense audits on a Dask "
                           "scheduler: its address (HOST:PORT or tcp://HOST:PORT, port 8786 by default; tls://HOST:PORT "
                           "with Dask's TLS settings) or local:N for N worker processes on this machine; connected "
                           "only when there are tasks to run (never for a reused run); only this process reads and "
                           "writes the warehouse; the numbers are those of a local run, and every task checks that "
                           "its worker runs the same qlb (default: $QLB_SCHEDULER unless --jobs is given)")
     aud.add_argument("--families", nargs="+", metavar="FAMILY", choices=list(DECODER_FAMILIES),
-                     help="decoder families of the decoding audit's attacker library (default: all five, "
+                     help="the recovery audit's attacker families (default: all five, "
                           "TUPLE.md section 4; fewer is quicker and recovers less, and the run records which)")
-    aud.add_argument("--no-decoding", action="store_true", help="skip the decoding audit (and the fronts)")
+    aud.add_argument("--no-decoding", action="store_true", help="skip the recovery audit (and the fronts and defenses)")
     aud.add_argument("--no-utility", action="store_true",
                      help="skip the downstream utility audit (and the fronts and defenses)")
-    aud.add_argument("--no-defenses", action="store_true", help="skip the output-defense audit")
+    aud.add_argument("--no-defenses", action="store_true", help="skip the defense audit")
     aud.add_argument("--defense-models", nargs="+", metavar="MODEL",
                      help="evaluate the defenses on these models only (default: every audited model); each must "
                           "have responses and, with --models, be one of them (else exit 2)")
     aud.add_argument("--defense-families", nargs="+", metavar="FAMILY",
                      choices=list(DECODER_FAMILIES),
-                     help="decoder families of the defense-aware attacker (default: prior logistic template; "
+                     help="the defense-aware attacker's families (default: prior logistic template; "
                           "all five take several times longer)")
     aud.add_argument("--learned-wcpq", nargs="*", metavar="VARIANT", choices=list(LEARNED_VARIANTS),
                      help="learned bounded-cost WCPQ variants to train and attack (paper H.2): budget 0, 0.2 or 0.5 "
@@ -173,7 +176,7 @@ def build_parser() -> argparse.ArgumentParser:
                           "0.5-no-pair 0.5-paired "
                           "(default: all six, several minutes on the demo; give the flag alone for none)")
     aud.add_argument("--in-stages", action="store_true",
-                     help="store each audit as it finishes (refusal and QuasiLeak; decoding; utility and fronts; "
+                     help="store each audit as it finishes (refusal and QuasiLeak; recovery; utility and fronts; "
                           "defenses), opening the warehouse only to read and to store, so the dashboard can read "
                           "meanwhile; its progress goes to <warehouse>.build.json, which pages show (same numbers)")
     aud.add_argument("--json", action="store_true", help="print the run summary as JSON on stdout")
@@ -194,13 +197,13 @@ def build_parser() -> argparse.ArgumentParser:
                      help="the decision task's ontology (OWN_TASK.md; default: the TUPLE ontology)")
     ref.add_argument("--json", action="store_true", help="print the CONTRACT.md JSON on stdout (else a table)")
 
-    dfd = sub.add_parser("defend", help="rewrite a native-response file under an output defense",
+    dfd = sub.add_parser("defend", help="rewrite a native-response file under a defense",
                          description="Rewrite a native-response file (JSON Lines, CSV or Parquet) under one "
-                                     "output defense (TUPLE.md section 7): quantize (0.1, largest remainder), "
+                                     "defense (TUPLE.md section 7): quantize (0.1, largest remainder), "
                                      "top2 (the two highest scores; the others absent, never 0), temperature "
                                      "(tau = 2), noise (Gaussian, sigma 0.05, --seed), or wcpq (the strict "
                                      "workflow-constrained quantizer against the frozen full-native policies of a "
-                                     "stored run, one per workflow and cost profile (18 for TUPLE): needs --worlds, "
+                                     "stored run, one per task and cost profile (18 for TUPLE): needs --worlds, "
                                      "and reads the run from the warehouse: --run, default the newest run with "
                                      "utility results). Choice and "
                                      "confidence are kept (WCPQ sets confidence to the codeword's maximum). "
@@ -208,7 +211,7 @@ def build_parser() -> argparse.ArgumentParser:
                                      "Lines. Rejected lines on stderr as FILE:LINE: field: reason (a reason shared by "
                                      "more than five lines once, with how many more and which; exit 3).")
     dfd.add_argument("--method", required=True, choices=["quantize", "top2", "temperature", "noise", "wcpq"],
-                     help="the output defense: quantize, top2, temperature, noise or wcpq (see above)")
+                     help="the defense: quantize, top2, temperature, noise or wcpq (see above)")
     dfd.add_argument("--in", dest="in_file", required=True, type=Path, metavar="FILE",
                      help="native responses to defend (JSON Lines, CSV or Parquet)")
     dfd.add_argument("--out", dest="out_file", required=True, type=Path, metavar="FILE",
@@ -1518,7 +1521,7 @@ def _say_connected(workers: Any) -> None:
                    f"({', '.join(workers.slow[:2])}{' ...' if k > 2 else ''})", file=sys.stderr)
 
 
-AUDIT_STAGE_WORDS = {"refusal": "refusal and QuasiLeak", "decoding": "decoding", "utility": "utility and fronts",
+AUDIT_STAGE_WORDS = {"refusal": "refusal and QuasiLeak", "decoding": "recovery", "utility": "utility and fronts",
                      "defenses": "defenses"}
 
 

@@ -388,7 +388,7 @@ def test_an_unknown_view_is_bad_usage_like_an_unknown_family(capsys):
     with pytest.raises(SystemExit):
         main(["audit", "--help"])
     shown = " ".join(capsys.readouterr().out.split())             # help text wraps
-    assert "release views to decode, of " + ", ".join(VIEWS) in shown
+    assert "release views the recovery audit attacks, of " + ", ".join(VIEWS) in shown
 
 
 @pytest.mark.parametrize("argv", [["-v", "migrate"], ["migrate", "-v"], ["migrate", "--verbose"],

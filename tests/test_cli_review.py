@@ -315,7 +315,7 @@ def test_help_tells_what_the_commands_do(capsys):
             main([*path, "--help"])
         return " ".join(capsys.readouterr().out.split())
     assert "then run every audit" in shown("demo")
-    assert "output-defense audit, the longest stage, on by default" in shown("audit")
+    assert "the defense audit, the longest stage, on by default" in shown("audit")
     ingest = shown("ingest")
     assert "created if new)" not in ingest and "need it to exist already (else exit 2)" in ingest
     defend = shown("defend")

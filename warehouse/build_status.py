@@ -17,7 +17,7 @@ from pathlib import Path
 
 # the stages of an audit in stages, in order, and the pages' words for them
 STAGES = ("refusal", "decoding", "utility", "defenses")
-STAGE_NAMES = {"refusal": "refusal and QuasiLeak", "decoding": "secret recovery (decoding)",
+STAGE_NAMES = {"refusal": "refusal and QuasiLeak", "decoding": "secret recovery",
                "utility": "downstream utility and fronts", "defenses": "defenses and WCPQ"}
 
 

@@ -42,6 +42,8 @@ def test_a_running_background_audit_shows_on_every_page(warehouse):
     assert not at.exception
     bar = at.get("progress")
     assert bar and "running in the background" in bar[0].proto.text and "about 3 min left" in bar[0].proto.text
+    # the stage in the audit's own words (the recovery audit's, not the code's "decoding")
+    assert "in the background: secret recovery" in bar[0].proto.text and "decod" not in bar[0].proto.text
     at.switch_page("pages/recovery.py").run()
     assert not at.exception
     assert any("has not been stored yet" in i.value for i in at.info)

@@ -551,7 +551,7 @@ def test_a_scheduler_lost_mid_run_is_one_line(in_stages, bare_cluster, small, tm
             run_id = con.execute("SELECT run_id FROM runs WHERE dataset_id = ? AND finished_at IS NULL",
                                  [DATASET]).fetchone()[0]
         assert err[-1] == (f"qlb audit: error: the Dask scheduler at {bare_cluster.address} was lost during the "
-                           f"utility stage; stored so far: refusal and QuasiLeak, decoding (unfinished run {run_id}); "
+                           f"utility stage; stored so far: refusal and QuasiLeak, recovery (unfinished run {run_id}); "
                            "rerun the same command once the scheduler is back: it keeps the stages stored and "
                            "computes the rest")
     else:

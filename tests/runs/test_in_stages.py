@@ -182,7 +182,7 @@ def test_qlb_audit_in_stages_resumes_on_the_command_line(small, tmp_path, capsys
     assert main(["audit", "--in-stages", "--dataset", DATASET, "--warehouse", str(path), "--models",
                  OPTIONS.models[0], "--families", *sorted(OPTIONS.families), "--no-defenses"]) == 0
     out, err = capsys.readouterr()
-    assert "stored, resuming an audit that stopped midway (kept: refusal and QuasiLeak, decoding)" in out
+    assert "stored, resuming an audit that stopped midway (kept: refusal and QuasiLeak, recovery)" in out
     assert "qlb audit: decoding" not in err and "qlb audit: utility" in err
     assert build_status.read_status(path).stored == ["refusal", "decoding", "utility", "defenses"]
 
@@ -195,7 +195,7 @@ def test_a_second_audit_in_stages_on_the_same_warehouse_stops_before_reading(sma
                  OPTIONS.models[0], "--families", "prior", "--no-defenses"]) == 1
     err = capsys.readouterr().err
     assert (f"another audit in stages is running on this warehouse (dataset 'small', process {os.getppid()}, "
-            "secret recovery (decoding)); wait for it") in err
+            "secret recovery); wait for it") in err
     assert build_status.read_status(path).pid == os.getppid()          # its status file is left alone
     with reader(path) as con:
         assert con.execute("SELECT count(*) FROM runs").fetchone()[0] == 0
