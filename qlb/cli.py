@@ -409,6 +409,16 @@ def _in_flag_words(why: str) -> str:
     return why
 
 
+# the audit stages and skips in the words the pages use (the code's identifiers stay "decoding")
+STAGE_WORDS = {"decoding": "recovery"}
+
+
+def _stage_words(label: str) -> str:
+    """A progress label or skipped audit (``decoding``, ``decoding: detail``) in the pages' words."""
+    stage, colon, rest = label.partition(":")
+    return STAGE_WORDS.get(stage, stage) + colon + rest
+
+
 class _BuildBar:
     """`qlb demo`'s progress on stderr: one bar for the whole build (labels "<stage>[: detail]",
     positions that only grow, an ETA from the mean rate since the start), or, when stderr is not
@@ -421,6 +431,7 @@ class _BuildBar:
         self.stage = ""
 
     def __call__(self, label: str, done: int, total: int) -> None:
+        label = _stage_words(label)
         stage = label.partition(":")[0]
         if self.bar.disable:
             if stage != self.stage:
@@ -493,7 +504,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
             state = "reused" if result.run.reused else "stored"
             print(f"audit run {result.run.run_id} {state}")
             for name, why in result.run.skipped.items():
-                print(f"skipped {name}: {_in_flag_words(why)}")
+                print(f"skipped {_stage_words(name)}: {_in_flag_words(why)}")
         if worlds_file is not None:
             print("\n".join(_own_worlds_next_steps(worlds_file, args.ontology, str(path))))
     return EXIT_OK
@@ -1316,6 +1327,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         said: dict[str, int] = {}          # stage -> the quarter last written for it
 
         def progress(label: str, done: int, total: int) -> None:
+            label = _stage_words(label)
             if bar.disable:     # no bar (stderr is a log, or TQDM_DISABLE): a line per stage and quarter, as qlb demo
                 quarter = 4 * done // max(total, 1)
                 if said.get(label) != quarter:
@@ -1378,7 +1390,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         print("\nDefense-aware secret recovery on the test split (with 95% intervals):")
         print(_text_table(d, "defense", lambda r: pct_interval(r.accuracy, r.ci_low, r.ci_high)))
     for name, why in run.skipped.items():
-        print(f"skipped {name}: {_in_flag_words(why)}")
+        print(f"skipped {_stage_words(name)}: {_in_flag_words(why)}")
     return EXIT_OK
 
 

@@ -279,14 +279,14 @@ def test_demo_progress_off_a_terminal_and_its_summary(tmp_path, monkeypatch, cap
     assert main(["demo", "--warehouse", str(tmp_path / "w.duckdb")]) == 0
     out, err = capsys.readouterr()
     assert "\r" not in err                                              # stderr is not a terminal here
-    assert [line.split()[2] for line in err.splitlines()] == ["generation", "ingest", "refusal", "decoding",
+    assert [line.split()[2] for line in err.splitlines()] == ["generation", "ingest", "refusal", "recovery",
                                                               "utility", "defenses", "storing", "done"]
     assert err.splitlines()[-1] == "qlb demo: done (100%)"
     assert "audit run run-1 stored" in out and "skipped" not in out
     monkeypatch.setattr(qlb.demo, "build_demo", _fake_build({"decoding": "not requested (decode=False)"}))
     assert main(["demo", "--warehouse", str(tmp_path / "w.duckdb")]) == 0
     # the engine's parameter name is put as the flag the user knows
-    assert capsys.readouterr().out.splitlines()[-1] == "skipped decoding: not requested (--no-decoding)"
+    assert capsys.readouterr().out.splitlines()[-1] == "skipped recovery: not requested (--no-decoding)"
 
 
 def test_demo_with_an_ontology_says_where_the_worlds_are_and_how_to_load_them(tmp_path, monkeypatch, capsys):
@@ -374,7 +374,7 @@ def test_audit_says_skips_in_the_flags_words(tmp_path, worlds_file, capsys):
     capsys.readouterr()
     assert main(["audit", "--dataset", "tiny", "--warehouse", wh, "--no-decoding", "--no-utility"]) == 0
     out = capsys.readouterr().out
-    assert "skipped decoding: not requested (--no-decoding)" in out
+    assert "skipped recovery: not requested (--no-decoding)" in out
     assert "skipped utility: not requested (--no-utility)" in out and "=False" not in out
 
 

@@ -45,8 +45,8 @@ from warehouse.results import dataset_fingerprint, now, store_run
 log = logging.getLogger(__name__)
 
 # why a run holds no fronts or defenses (a fresh run and a reused one say the same)
-NO_FRONTS = "needs both the decoding audit and the utility audit in the same run"
-NO_DEFENSES = "needs both the decoding audit and the utility audit (and defenses=True)"
+NO_FRONTS = "needs both the recovery audit and the utility audit in the same run"
+NO_DEFENSES = "needs both the recovery audit and the utility audit (and defenses=True)"
 NO_POLICIES = "no utility results to take the frozen full-native policies from"
 
 Progress = Callable[[str, int, int], None]   # (stage, done, total)

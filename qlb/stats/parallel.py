@@ -56,7 +56,7 @@ ENGINE_PACKAGES = ("qlb.records", "qlb.stats", "qlb.tuple")
 # name -> module
 NUMERIC_PACKAGES = {"numpy": "numpy", "pandas": "pandas", "scipy": "scipy", "scikit-learn": "sklearn"}
 # the stage a task function's module belongs to, in the words of `qlb audit`'s progress (task keys, errors)
-TASK_STAGES = {"qlb.tuple.recovery": "decoding", "qlb.tuple.utility": "utility", "qlb.tuple.defense_audit": "defenses"}
+TASK_STAGES = {"qlb.tuple.recovery": "recovery", "qlb.tuple.utility": "utility", "qlb.tuple.defense_audit": "defenses"}
 # the Dask settings of a qlb worker (why: in the file), which `local:N` starts its workers with and
 # README's cluster section asks a real cluster's workers to start with (DASK_CONFIG=...)
 WORKER_CONFIG = "dask-worker.yaml"

@@ -308,7 +308,7 @@ def test_a_worker_killed_mid_audit_is_replaced_and_the_numbers_stay_the_same(clu
 
     victim = wait_for("a worker to start a task", busy_worker)
     # a task's key says its stage, model and domain (the dashboard and a KilledWorker name it so)
-    assert busy_keys[0].startswith("decoding-") and busy_keys[0].split(" ", 1)[1] in (f"{MODEL}/support",
+    assert busy_keys[0].startswith("recovery-") and busy_keys[0].split(" ", 1)[1] in (f"{MODEL}/support",
                                                                                         f"{MODEL}/claims")
     cluster.kill(victim)
     runner.join(timeout=4 * WAIT)
@@ -538,7 +538,7 @@ def test_a_worker_that_joins_later_with_other_code_fails_the_run(bare_cluster, s
 def test_a_scheduler_lost_mid_run_is_one_line(in_stages, bare_cluster, small, tmp_path, capsys, distributed_errors):
     bare_cluster.ensure_workers(1)
     path = copy_of(small, tmp_path)
-    stage = "utility" if in_stages else "decoding"      # in stages: lost after the decoding was stored
+    stage = "utility" if in_stages else "recovery"      # in stages: lost after the recovery was stored
     audit = AuditInThread(["audit", "--warehouse", str(path), "--models", MODEL, "--families", "prior",
                            "--scheduler", bare_cluster.address] + (["--in-stages"] if in_stages else []), capsys)
     wait_for(f"a {stage} task to run", lambda: any(
@@ -556,9 +556,9 @@ def test_a_scheduler_lost_mid_run_is_one_line(in_stages, bare_cluster, small, tm
                            "computes the rest")
     else:
         assert err[-1] == (f"qlb audit: error: the Dask scheduler at {bare_cluster.address} was lost during the "
-                           "decoding stage; nothing was stored; rerun the same command once the scheduler is back")
+                           "recovery stage; nothing was stored; rerun the same command once the scheduler is back")
         assert audit_runs(path) == 0
     # the lines before are the scheduler's and the progress's; distributed's client said nothing
-    assert all(line.startswith(("qlb audit: Dask scheduler", "qlb audit: decoding", "qlb audit: utility"))
+    assert all(line.startswith(("qlb audit: Dask scheduler", "qlb audit: recovery", "qlb audit: utility"))
                for line in err[:-1]), err
     assert [r.getMessage() for r in distributed_errors] == []

@@ -160,7 +160,7 @@ def test_qlb_audit_in_stages_on_the_command_line(small, tmp_path, capsys):
     assert main(args) == 0
     out, err = capsys.readouterr()
     assert "stored" in out
-    lines = [line for line in err.splitlines() if line.startswith("qlb audit: decoding ")]
+    lines = [line for line in err.splitlines() if line.startswith("qlb audit: recovery ")]
     assert lines and lines[-1].endswith(" tasks") and len(lines) <= 5     # a log line per quarter, not per task
     done, total = lines[-1].split()[-2].split("/")
     assert done == total
@@ -183,7 +183,7 @@ def test_qlb_audit_in_stages_resumes_on_the_command_line(small, tmp_path, capsys
                  OPTIONS.models[0], "--families", *sorted(OPTIONS.families), "--no-defenses"]) == 0
     out, err = capsys.readouterr()
     assert "stored, resuming an audit that stopped midway (kept: refusal and QuasiLeak, recovery)" in out
-    assert "qlb audit: decoding" not in err and "qlb audit: utility" in err
+    assert "qlb audit: recovery" not in err and "qlb audit: utility" in err
     assert build_status.read_status(path).stored == ["refusal", "decoding", "utility", "defenses"]
 
 

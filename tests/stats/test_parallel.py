@@ -79,8 +79,8 @@ def test_a_task_key_names_its_stage_model_and_domain():
     decoding = [("sim-alder", "it", None, ("choice",)), ("sim-birch", "health", None, ("choice",))]
     keys = task_keys(task_stage(recovery._decode_task), decoding)
     batch = keys[0].split(" ")[0].split("-")[1]
-    assert keys == [f"decoding-{batch}-0 sim-alder/it", f"decoding-{batch}-1 sim-birch/health"]
-    assert [key_split(k) for k in keys] == ["decoding", "decoding"]     # the dashboard groups them by stage
+    assert keys == [f"recovery-{batch}-0 sim-alder/it", f"recovery-{batch}-1 sim-birch/health"]
+    assert [key_split(k) for k in keys] == ["recovery", "recovery"]     # the dashboard groups them by stage
     assert set(task_keys("decoding", decoding)).isdisjoint(keys)         # another batch, other keys
     assert task_stage(partial(utility.utility_domain, ontology=None)) == "utility"
     endpoint = task_keys(task_stage(defense_audit.defend_endpoint), [("sim-alder", "it", None, [], "top2")])
