@@ -134,9 +134,12 @@ def profile_descriptions(ontology: "Ontology | None" = None) -> dict[str, str]:
                          f"are multiplied by {x['asymmetric_class0_column_x']:g}")
         if PROFILE_COLUMN_CLASS in spec and x.get(PROFILE_COLUMN_X, 1.0) != 1.0:
             cls = str(spec[PROFILE_COLUMN_CLASS])
+            without = [d.title for d in onto.domains.values() if cls not in d.classes]
             parts.append(f"in the asymmetric-cost matrix, the costs when the true class is {humanise(cls)} are "
                          f"multiplied by {x[PROFILE_COLUMN_X]:g}"
-                         + ("" if cls in classes else " (no domain has that class, so nothing changes)"))
+                         + (" (no domain has that class, so nothing changes)" if cls not in classes else
+                            f" (nothing changes in {listing(without)}, which {'has' if len(without) == 1 else 'have'} "
+                            "no such class)" if without else ""))
         text = "; ".join(parts)
         out[profile] = (text[:1].upper() + text[1:] + "." if parts
                         else f"The costs as written: {authored_sentence(onto)}.")

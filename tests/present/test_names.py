@@ -89,3 +89,19 @@ def test_family_words_names_each_family_as_the_pages_do_in_the_librarys_order():
     assert family_words(["template", "prior", "shared_scorer"]) == \
         "base rate, shared mechanism scorer, Gaussian templates"           # a run stores them sorted by id
     assert family_words(["new_family", "prior"]) == "base rate, new_family"
+
+
+def test_a_cost_profile_of_a_class_some_domains_lack_says_where_nothing_changes():
+    """A walk-through's profile named REJECT, which its claims domain has not: the help said only the change."""
+    from qlb.present.names import profile_descriptions
+    from qlb.records.ontology import parse_ontology
+    from tests.records.ontologies import as_text, make_ontology
+
+    onto = make_ontology({"tenancy": {"ACCEPT": ["a1", "a2"], "REJECT": ["r1", "r2"]},
+                          "claims": {"PAY": ["p1", "p2"], "DENY": ["d1", "d2"]}},
+                         cost_profiles={"authored": {},
+                                        "reject_x3": {"asymmetric_column_class": "REJECT", "asymmetric_column_x": 3},
+                                        "nowhere_x3": {"asymmetric_column_class": "GONE", "asymmetric_column_x": 3}})
+    said = profile_descriptions(parse_ontology(as_text(onto), "own.json"))
+    assert said["reject_x3"].endswith("multiplied by 3 (nothing changes in Claims, which has no such class).")
+    assert said["nowhere_x3"].endswith("(no domain has that class, so nothing changes).")
