@@ -399,7 +399,7 @@ def _collect_parser(sub) -> None:
 
 # the audit engine names its parameters; the command line speaks of the flags that set them
 FLAG_WORDS = {"(decode=False)": "(--no-decoding)", "(utility=False)": "(--no-utility)",
-              "(and defenses=True)": "(and no --no-defenses)"}
+              "(defenses=False)": "(--no-defenses)"}
 
 
 def _in_flag_words(why: str) -> str:

@@ -46,7 +46,8 @@ log = logging.getLogger(__name__)
 
 # why a run holds no fronts or defenses (a fresh run and a reused one say the same)
 NO_FRONTS = "needs both the recovery audit and the utility audit in the same run"
-NO_DEFENSES = "needs both the recovery audit and the utility audit (and defenses=True)"
+NO_DEFENSES = "needs both the recovery audit and the utility audit"
+NOT_DEFENDED = "not requested (defenses=False)"
 NO_POLICIES = "no utility results to take the frozen full-native policies from"
 
 Progress = Callable[[str, int, int], None]   # (stage, done, total)
@@ -368,7 +369,9 @@ def _stored_run(con: duckdb.DuckDBPyConnection, dataset_id: str, fingerprint: st
     if run.fronts is None:
         run.skipped["fronts"] = NO_FRONTS
     if run.defenses is None:
-        run.skipped["defenses"] = (NO_DEFENSES if "defenses" not in audits else NO_POLICIES if run.utility is None
+        asked = {"decoding", "utility"} <= set(audits)
+        run.skipped["defenses"] = (NOT_DEFENDED if asked and "defenses" not in audits else
+                                   NO_DEFENSES if "defenses" not in audits else NO_POLICIES if run.utility is None
                                    else "no defended model stored results in this run")
     return run
 
@@ -465,7 +468,7 @@ def _defense_audit(frames: dict[str, pd.DataFrame], selected: list[DomainUtility
     """Output defenses and WCPQ against the utility audit's frozen full-native policies
     (TUPLE.md section 7)."""
     if not opts.run_defenses:
-        run.skipped["defenses"] = NO_DEFENSES
+        run.skipped["defenses"] = NOT_DEFENDED if not opts.defenses else NO_DEFENSES
         return {}
     if run.utility is None:
         run.skipped["defenses"] = NO_POLICIES

@@ -160,6 +160,7 @@ def test_qlb_audit_in_stages_on_the_command_line(small, tmp_path, capsys):
     assert main(args) == 0
     out, err = capsys.readouterr()
     assert "stored" in out
+    assert out.splitlines()[-1] == "skipped defenses: not requested (--no-defenses)"      # a fresh run says it so
     lines = [line for line in err.splitlines() if line.startswith("qlb audit: recovery ")]
     assert lines and lines[-1].endswith(" tasks") and len(lines) <= 5     # a log line per quarter, not per task
     done, total = lines[-1].split()[-2].split("/")
@@ -167,7 +168,8 @@ def test_qlb_audit_in_stages_on_the_command_line(small, tmp_path, capsys):
     status = build_status.read_status(path)
     assert status.state == "done" and status.stored == ["refusal", "decoding", "utility", "defenses"]
     assert main(args) == 0
-    assert "reused" in capsys.readouterr().out
+    again = capsys.readouterr().out
+    assert "reused" in again and again.splitlines()[-1] == "skipped defenses: not requested (--no-defenses)"
     with reader(path) as con:      # the run records the decoder families it was asked for
         runs = queries.fetch_df(con, "all_runs", [])
     assert json.loads(runs["parameters"].iloc[-1])["families"] == sorted(OPTIONS.families)
