@@ -718,6 +718,7 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
     from warehouse.db import default_path, open_reader, writer
     from qlb.records.readers import count_lines, detect_format, has_lines, whole_file_problem
     from warehouse.ingest import IngestRequest, ingest_file, validate_file
+    from warehouse import queries
 
     path = args.warehouse or default_path()
     if args.file.is_dir():
@@ -746,11 +747,12 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
         finally:
             if con is not None:
                 con.close()
-        ingest_id, duplicate = None, False
+        ingest_id, duplicate, unpaired = None, False, None
     else:
         with writer(path) as con:
             datasets, worlds_before, own_ontology = _datasets_before(con, args.dataset)
             result = ingest_file(con, IngestRequest(args.kind, args.file, args.dataset, model=args.model), progress=progress)
+            unpaired = (queries.fetch_df(con, "unpaired_worlds", [args.dataset]) if args.kind == "worlds" else None)
         report, ingest_id, duplicate = result.report, result.ingest_id, result.duplicate
     bar.close()
     for msg in report.messages(group_repeats=True) + report.invalid_messages():
@@ -758,6 +760,8 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
     cause = whole_file_problem(args.file, file_format) if report.rejects else None
     if cause:
         print(f"qlb ingest: hint: {cause}", file=sys.stderr)
+    if unpaired is not None and not unpaired.empty:
+        print(_unpaired_warning(args.dataset, unpaired), file=sys.stderr)
     if args.kind == "worlds" and report.foreign_domains and not own_ontology:
         worlds_now = worlds_before + (0 if args.dry_run or duplicate else len(report.accepted))   # some may be in
         print(_foreign_domains_hint(args.dataset, report.foreign_domains, datasets, worlds_now), file=sys.stderr)
@@ -769,6 +773,8 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
            "already_stored": report.already_stored, "empty_file": False,
            "quarantine_cleared": report.cleared_rejects, "invalid_lines": report.invalid_located()}
     out["rejected_lines"], out["rejected_lines_not_listed"] = report.rejects_located()
+    if unpaired is not None:
+        out["unpaired_worlds"] = len(unpaired)
     if args.json:
         print(json.dumps(out, indent=2))
     elif duplicate:
@@ -794,6 +800,17 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
                       f"{_warehouse_words(path, new_warehouse)}")
         print(f"{args.file}: {_plural(report.n_lines, 'line')}; {stored}; {rejected}{where}")
     return EXIT_REJECTED if report.rejects else EXIT_OK
+
+
+def _unpaired_warning(dataset: str, unpaired) -> str:
+    """The warning after a worlds ingest that leaves worlds without their twin (``unpaired_worlds``
+    rows): how many, the first few, and what to do."""
+    n = len(unpaired)
+    shown = ", ".join(f"{w} (pair {p})" for w, p in zip(unpaired["world_id"][:3], unpaired["pair_id"][:3]))
+    return (f"qlb ingest: warning: {_plural(n, 'world')} of dataset {dataset!r} "
+            f"{'has' if n == 1 else 'have'} no twin: {shown}{', ...' if n > 3 else ''}. A pair is two worlds that "
+            "share every public field and differ in the protected mechanism; ingest the missing twins (a file "
+            "of them, or this one corrected). Until then the audits count each as a pair of one world.")
 
 
 def _cmd_refusal(args: argparse.Namespace) -> int:

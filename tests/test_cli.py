@@ -433,3 +433,17 @@ def test_a_rejected_world_line_names_its_field(tmp_path, capsys):
     err = capsys.readouterr().err.splitlines()
     assert err[0].startswith("worlds.jsonl:2: mechanism: 'author_is_minor' is not a mechanism of delivery/DELAY "
                              "(expected one of ")
+
+
+def test_a_world_without_its_twin_is_stored_with_a_warning(tmp_path, capsys):
+    from tests.conftest import two_pairs
+    wh = str(tmp_path / "w.duckdb")
+    half = write_lines(tmp_path / "half.jsonl", two_pairs()[:3])          # w4, the twin of w3, is missing
+    assert main(["ingest", "worlds", str(half), "--dataset", "d", "--warehouse", wh]) == 0
+    err = capsys.readouterr().err
+    assert ("qlb ingest: warning: 1 world of dataset 'd' has no twin: w3 (pair p2). A pair is two worlds that share "
+            "every public field and differ in the protected mechanism;") in err
+    rest = write_lines(tmp_path / "rest.jsonl", two_pairs()[3:])
+    assert main(["ingest", "worlds", str(rest), "--dataset", "d", "--warehouse", wh, "--json"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["unpaired_worlds"] == 0 and "no twin" not in err

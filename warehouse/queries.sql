@@ -187,6 +187,11 @@ SELECT run_id FROM runs WHERE dataset_id = ? AND kind = ? AND dataset_fingerprin
   AND finished_at IS NULL
 ORDER BY started_at DESC LIMIT 1;
 
+-- name: unpaired_worlds
+-- A dataset's worlds whose pair holds only them (their twin not ingested, or rejected).
+SELECT pair_id, min(world_id) AS world_id FROM worlds WHERE dataset_id = ?
+GROUP BY pair_id HAVING count(*) = 1 ORDER BY pair_id;
+
 -- name: finish_run
 UPDATE runs SET finished_at = ? WHERE run_id = ?;
 
@@ -539,6 +544,17 @@ FROM collection_calls WHERE collection_id = ? GROUP BY world_id ORDER BY world_i
 SELECT world_id, domain, split, recipient_role, candidate_order, request, intake_channel, operating_window,
        case_context, diagnostic_note
 FROM worlds WHERE dataset_id = ? AND world_id = ?;
+
+-- name: collection_no_logprobs
+-- Per letters-mode run (openai, --answer letters) of a dataset: its valid answers, and those whose chat
+-- completion carried no top_logprobs for the first token (the CLI's "no logprobs" warning; not stored as a count).
+SELECT c.collection_id, count(*) AS answers,
+       count(*) FILTER (WHERE coalesce(json_array_length(json_extract(k.raw_answer,
+                              '$.choices[0].logprobs.content[0].top_logprobs')), 0) = 0) AS no_logprobs
+FROM collections c JOIN collection_calls k ON k.collection_id = c.collection_id
+WHERE c.dataset_id = ? AND c.transport = 'openai' AND json_extract_string(c.settings, '$.answer') = 'letters'
+  AND k.outcome = 'valid' AND json_valid(k.raw_answer)
+GROUP BY c.collection_id ORDER BY c.collection_id;
 
 -- name: collection_totals
 SELECT probe, model, count(*) AS runs, sum(asked) AS asked, sum(stored) AS stored, sum(valid) AS valid,
