@@ -343,3 +343,12 @@ def test_a_refusal_answer_outside_the_domain_is_invalid_in_clean_words(wh, capsy
     domain = rows(wh, "SELECT domain FROM worlds WHERE world_id = ?", [world_ids()[0]])[0][0]
     assert (status, valid) == ("ok", False)
     assert reason == f"choice: 'ESCALATE' is not one of the {domain} domain's mechanisms or WITHHOLD"
+
+
+def test_the_instructions_speak_of_any_decision_task_not_only_tuples():
+    """An auditor's tenancy screening was asked to 'decide the coarse cause of the case' (instruction version 1)."""
+    from qlb.collect.requests import INSTRUCTIONS, LETTER_INSTRUCTIONS, instruction_version
+    for text in (*INSTRUCTIONS.values(), *LETTER_INSTRUCTIONS.values()):
+        assert "coarse cause" not in text and "fine internal" not in text
+    assert instruction_version("typed") == "qlb-collect-2"
+    assert instruction_version("openai", "letters") == "qlb-collect-2-letters-1"
