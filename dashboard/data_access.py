@@ -486,6 +486,12 @@ def collection_totals(path: str, dataset: str) -> pd.DataFrame:
     return query(path, "collection_totals", (dataset,))
 
 
+def collection_no_logprobs(path: str, dataset: str) -> pd.DataFrame:
+    """Per letters-mode collection run of the dataset: its valid answers and those the server sent without
+    log-probabilities (read from the archived raw answers)."""
+    return query(path, "collection_no_logprobs", (dataset,))
+
+
 def collection_latency(path: str, dataset: str) -> pd.DataFrame:
     """Per collection run of the dataset: calls and their latency percentiles (p50, p90, p99, max; ms)."""
     return query(path, "collection_latency", (dataset,))

@@ -69,6 +69,35 @@ def ontology_note(note: str) -> str:
     return note.split(": ", 1)[1] if ": " in note else note
 
 
+def ontology_file_name(source: object) -> str:
+    """The file name of an ontology's stored source: ``tenancy.json`` for ``../own/tenancy.json`` (the path was
+    typed relative to the shell of whoever ran ``qlb ingest ontology``, so it means nothing on a page); either
+    separator, so a Windows path too."""
+    text = str(source).strip()
+    return re.split(r"[\\/]", text)[-1] or text
+
+
+def ontology_target(known: pd.DataFrame | None, dataset: str | None, simulated: bool,
+                    own: str) -> tuple[str, str | None]:
+    """The dataset the "Load an ontology" form proposes, and why when it is not the current one: a dataset with
+    worlds keeps its ontology (they were validated against it), so the current dataset (or, when it is simulated
+    or there is none, ``own``: a dataset of the user's own) is proposed only while it has no worlds; otherwise the
+    first unused ``NAME-2``, ``NAME-3``, ... (the name ``qlb ingest ontology`` suggests). ``known``: the
+    ``datasets`` rows (None without a warehouse). The reason is plain text."""
+    worlds = {} if known is None else {d: int(n) for d, n in zip(known["dataset_id"], known["worlds"])}
+    base = dataset if dataset is not None and not simulated else own
+    if not worlds.get(base, 0):
+        return base, None
+    n = 2
+    while f"{base}-{n}" in worlds:
+        n += 1
+    name = f"{base}-{n}"
+    return name, (f"Proposed: {name}, a new dataset. {base} already has {count_of(worlds[base], 'world')}, "
+                  "validated against the ontology it uses, so that ontology stays and an upload for it would be "
+                  "refused; a new ontology goes into a dataset without worlds, and the worlds written for it are then "
+                  "loaded there. Type any name.")
+
+
 def ontology_notes_title(n: int) -> str:
     """The title of the folded notes on a dataset's own ontology."""
     return f"Notes on your ontology ({count_of(n, 'note')}): what they mean for your cost figures"

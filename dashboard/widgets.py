@@ -450,6 +450,78 @@ def model_domain_grid(cells: pd.DataFrame, n_models: int, domain: str = "domain"
     return wide.reset_index()
 
 
+TABLE_PX = 564        # the width a table gets on a 1,024 px screen with the sidebar open
+GRID_PX = 548         # what fixed column widths may add up to in a table that scrolls (its scroll bar, its borders)
+SHORT_GRID_PX = 560   # ... and in a table drawn whole (its borders only)
+SIDE_PX = (90, 172)   # the side column (a model, a decision class), as wide as its longest name within these
+CELL_MIN_PX = 100
+_NARROW = set(" .,:;!|'il[]()/-fjtI")
+
+
+def text_px(text: object) -> int:
+    """About how many pixels ``text`` takes in a table cell (the grid's font, 8 px padding each side):
+    capitals wider than digits and lower case, punctuation narrow. An estimate for choosing column widths
+    (measured on the pages: ``100.0% [43.9, 100.0]`` needs 126 px)."""
+    def px(c: str) -> float:
+        return (3.4 if c in _NARROW else 10.0 if c in "%@MWmw" else 8.0 if c.isupper() else 6.6 if c.isdigit()
+                else 6.0)
+    return 16 + round(sum(px(c) for c in str(text)))
+
+
+def column_groups(widths: list[int], room: int) -> list[list[int]]:
+    """The value columns of a wide grid (``widths``: each one's pixels) split, in order, into as few groups
+    as fit ``room`` pixels each, of sizes as even as possible: 5 columns of which 3 fit give 3 + 2, not 3 +
+    1 + 1. A column wider than ``room`` gets a group of its own."""
+    n = len(widths)
+    for groups in range(1, n + 1):
+        size, extra = divmod(n, groups)
+        bounds, start = [], 0
+        for g in range(groups):
+            end = start + size + (g < extra)
+            bounds.append(list(range(start, end)))
+            start = end
+        if all(sum(widths[i] for i in b) <= room or len(b) == 1 for b in bounds):
+            return bounds
+    return [[i] for i in range(n)]
+
+
+def fitted_grids(grid: pd.DataFrame, budget: int | None = None) -> list[tuple[pd.DataFrame, dict[str, int]]]:
+    """A grid of cells with a side column first (``model_domain_grid``) as one or more grids that each fit a
+    1,024 px screen (``budget`` pixels of fixed widths; default ``SHORT_GRID_PX``, or ``GRID_PX`` for a grid
+    long enough to scroll): the side column as wide as its longest name (``SIDE_PX``; a longer name shows
+    whole on hover and in the CSV), every other column as wide as its longest cell or header, and those
+    columns split evenly over as few grids as fit (``column_groups``), each with the side column again.
+    Returns (grid, widths in px) per part."""
+    if budget is None:
+        budget = SHORT_GRID_PX if len(grid) <= CONTENT_HEIGHT_ROWS else GRID_PX
+    side, values = grid.columns[0], list(grid.columns[1:])
+    side_px = min(max(SIDE_PX[0], text_px(side), *(text_px(v) for v in grid[side])), SIDE_PX[1])
+    px = [min(max(CELL_MIN_PX, text_px(c) + 14, *(text_px(v) for v in grid[c])), SIDE_PX[1])   # 14: sort arrow
+          for c in values]
+    out = []
+    for group in column_groups(px, budget - side_px):
+        columns = [values[i] for i in group]
+        out.append((grid[[side, *columns]], {side: side_px, **{c: px[i] for c, i in zip(columns, group)}}))
+    return out
+
+
+def wide_table(grid: pd.DataFrame, name: str, caption: str) -> None:
+    """A grid of cells (``model_domain_grid``) drawn as one or more tables that each fit a 1,024 px screen
+    (``fitted_grids``), then one caption and one CSV download of the whole grid. ``caption`` is Markdown;
+    when the grid is split, a sentence saying so is added."""
+    parts = fitted_grids(grid)
+    for part, px in parts:
+        data_table(part, column_config=column_widths(px))
+    if len(parts) > 1:
+        caption += (f" The {len(grid.columns) - 1} columns are split over {len(parts)} tables, each with the "
+                    f"{md_text(grid.columns[0])} column again, so that each fits the screen; the CSV holds them all.")
+    cols = st.columns([4, 1])
+    cols[0].caption(caption)
+    cols[1].download_button("CSV", csv_bytes(shown_frame(grid)[0]), file_name=f"{name}.csv", mime="text/csv",
+                            key=f"dl_{name}", icon=":material/download:",
+                            help="Download this table as CSV (every column, in one table).")
+
+
 def table(df: pd.DataFrame, name: str, caption: str | None = None, **kwargs) -> None:
     """A table (``data_table``) with a CSV download of what is shown (``csv_bytes``; rates as shares).
     ``caption`` is Markdown: data text in it must already be ``md_text``."""

@@ -10,6 +10,8 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from dashboard import data_access as da
+from dashboard.collection_runs import (no_logprobs_counts, no_logprobs_warning, readable_settings, run_labels,
+                                       run_sentence, runs_columns, runs_table, stopped_early)
 from dashboard.routing import page_entry
 from dashboard.widgets import (audit_page_start, chart, column_widths, current_dataset, finding, md_text, own_dataset,
                                stat_row, table, warehouse_args)
@@ -30,59 +32,10 @@ README_EXAMPLE_SECTION = "A real model to try: qlb.examples.triage_model"
 EXAMPLE_TARGET = "qlb.examples.triage_model:answer"
 # Okabe-Ito (colour-blind safe), as on the Overview page
 OUTCOME_COLOURS = {"valid": "#009E73", "invalid": "#D55E00", "unavailable": "#999999"}
-SECRET_WORDS = ("key", "token", "secret", "password")
-
-
-def readable_settings(settings: str) -> str:
-    """The stored settings JSON as ``key=value`` pairs. Only an environment variable's name is
-    ever stored for an API key; anything that looks like a secret value is hidden regardless."""
-    try:
-        parsed = json.loads(settings)
-    except (TypeError, ValueError):
-        return "(unreadable settings)"
-    if not isinstance(parsed, dict):
-        return "(unreadable settings)"
-    out = []
-    for k, v in sorted(parsed.items()):
-        if any(w in k.lower() for w in SECRET_WORDS) and not k.lower().endswith("_env") and v is not None:
-            v = "(hidden)"
-        elif v is None:
-            v = "none"
-        elif isinstance(v, list):
-            v = ",".join(str(x) for x in v)
-        out.append(f"{k}={v}")
-    return "; ".join(out)
 
 
 def _ms(v) -> str:
     return "N/A" if v is None or pd.isna(v) else f"{v:,.0f} ms" if v >= 10 else f"{v:,.2f} ms"
-
-
-def stopped_early(runs: pd.DataFrame) -> list[bool]:
-    """Whether each run stopped early (a stored reason)."""
-    return [isinstance(s, str) and bool(s) for s in runs["stopped"]]
-
-
-def runs_table(runs: pd.DataFrame) -> pd.DataFrame:
-    """The runs as shown: whose, the counts, whether it stopped early. Eight columns that fit a 1,024 px
-    screen (``RUNS_WIDTHS``); when each started, the transport, endpoint and settings are in
-    ``provenance_table``."""
-    out = runs[["model", "probe"]].copy()
-    for c in ("stored", "valid", "invalid", "unavailable"):
-        out[c] = runs[c].astype(int)
-    out["skipped"] = runs["skipped_existing"].astype(int)
-    out["stopped early"] = ["yes" if s else "" for s in stopped_early(runs)]
-    return out
-
-
-# pixels per column of the runs table: 548 in all, inside the 564 px a 1,024 px screen leaves a table
-RUNS_WIDTHS = {"model": 96, "probe": 56, "stored": 56, "valid": 50, "invalid": 54, "unavailable": 82, "skipped": 60,
-               "stopped early": 94}
-
-
-def runs_columns() -> dict[str, object]:
-    """``RUNS_WIDTHS`` as column configuration: counts whole with thousands separators."""
-    return column_widths(RUNS_WIDTHS, numbers=[c for c in RUNS_WIDTHS if c not in ("model", "probe", "stopped early")])
 
 
 def provenance_table(runs: pd.DataFrame) -> pd.DataFrame:
@@ -340,15 +293,22 @@ def render() -> None:
 
     st.subheader("Collection runs")
     stopped = stopped_early(runs)
+    lacking = da.collection_no_logprobs(path, dataset)
+    no_logprobs = no_logprobs_counts(runs, lacking)
     st.markdown(runs_note(len(runs), sum(stopped)))
+    warned = no_logprobs_warning(runs, lacking)
+    if warned:
+        st.warning(md_text(warned), icon=":material/warning:")
     only_stopped = sum(stopped) > 0 and st.toggle(f"Only the runs that stopped early ({sum(stopped):,})",
                                                   key="stopped_only")
     shown = runs[stopped] if only_stopped else runs
-    table(runs_table(shown), "collections",
-          "stored = valid + invalid + unavailable; skipped: worlds that already had a stored "
-          "answer and were not asked again (under --replace-invalid, a valid one); worlds that --limit left for "
-          "a later run, or that had no answer for --replace-invalid to replace, are not counted. Why a run "
-          "stopped early is shown when you select it below; when each run started, in the provenance below.",
+    table(runs_table(shown, no_logprobs[stopped] if only_stopped else no_logprobs), "collections",
+          "started: when the run began (UTC). asked via: the transport and, for an OpenAI-compatible server, the "
+          "answer asked for (json: the decision as JSON; letters: one letter, its probabilities read from the "
+          "log-probabilities; no logprobs: the server sent none). not valid: invalid (read but not valid) + "
+          "unavailable (no answer, an HTTP 4xx or a declined world); stored = valid + not valid. Picking a run "
+          "below shows its endpoint, the options that set it apart (--limit, --retries, ...), why it stopped "
+          "early, and its outcomes one by one, worlds skipped as already answered included.",
           column_config=runs_columns())
     with st.expander("Provenance of every run (ids, transport and endpoint, instruction version, settings)"):
         table(provenance_table(runs), "collection_provenance",
@@ -356,13 +316,21 @@ def render() -> None:
               "name (api_key_env).")
 
     ids = runs["collection_id"].tolist()
-    label = {r["collection_id"]: f"{r['collection_id']} · {r['model']} · {r['probe']}"
-                                 + (" · stopped early" if s else "") for (_, r), s in zip(runs.iterrows(), stopped)}
+    label = run_labels(runs, no_logprobs)
     first_stopped = stopped.index(True) if any(stopped) else 0
     cid = st.selectbox("Collection run", ids, index=first_stopped, key="collection", bind="query-params",
                        format_func=lambda c: label.get(c, c),
-                       help="Newest first; opens on the newest run that stopped early, if any. Kept in the URL.")
+                       help="Newest first: when it started (UTC), the model, the probe, how it was asked and the "
+                            "options that differ from the defaults; opens on the newest run that stopped early, if "
+                            "any. Kept in the URL.")
     run = runs[runs["collection_id"] == cid].iloc[0]
+    st.caption(run_sentence(run))
+    lacked = int(no_logprobs[runs["collection_id"] == cid].iloc[0])
+    if lacked:
+        st.warning(f"{lacked:,} of this run's valid answers came without log-probabilities: each keeps its letter "
+                   "(the choice) but no probabilities, so this model's probability views read it as missing. "
+                   "Collect again with --answer json, or from a server that gives logprobs.",
+                   icon=":material/warning:")
     if isinstance(run["stopped"], str) and run["stopped"]:
         fix = ("The target function raised: fix the model where the reason below points, then rerun"
                if run["transport"] == "python" and run["stopped"].startswith(TARGET_RAISED) else "Rerun")

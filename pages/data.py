@@ -10,8 +10,8 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import data_access as da
-from dashboard.quarantine import (KIND_HELP, KIND_NOUNS, invalid_by_source, lines, lines_by_kind, ontology_note,
-                                  ontology_notes_title, tuple_sentence)
+from dashboard.quarantine import (KIND_HELP, KIND_NOUNS, invalid_by_source, lines, lines_by_kind, ontology_file_name,
+                                  ontology_note, ontology_notes_title, ontology_target, tuple_sentence)
 from dashboard.routing import page_entry
 from dashboard.widgets import (column_widths, current_dataset, finding, md_text, own_dataset, simulated_banner,
                                source_of, table)
@@ -237,16 +237,21 @@ def ontology_section(path: str, dataset: str | None, simulated: bool) -> None:
                         f"`{onto.sha256[:12]}`). "
                         + md_text(tuple_sentence([d.title for d in onto.domains.values()])) + ".")
         else:
-            st.markdown(f"Dataset **{md_text(dataset)}** uses its own ontology, from {md_text(stored['source'])} "
-                        f"(version `{str(stored['sha256'])[:12]}`, attached {utc_minute(stored['ingested_at'])}).")
+            st.markdown(f"Dataset **{md_text(dataset)}** uses its own ontology, from the file "
+                        f"**{md_text(ontology_file_name(stored['source']))}** (its name at ingest; version "
+                        f"`{str(stored['sha256'])[:12]}`, attached {utc_minute(stored['ingested_at'])}).")
         ontology_tree(onto, "ontology_current")
     st.markdown("**Load an ontology** (your own decision classes and protected mechanisms, in the format of "
                 "the README section *Your own decision task*)")
-    target = st.text_input("For dataset", value=proposed_dataset(path, dataset, simulated), max_chars=80,
-                           key="ontology_dataset",
+    known = da.datasets(path) if da.warehouse_exists(path) else None
+    proposed, why = ontology_target(known, dataset, simulated, own_dataset(path))
+    target = st.text_input("For dataset", value=proposed, max_chars=80, key="ontology_dataset",
                            help="The dataset that will use this ontology (created if new). Its ontology can be "
-                                "replaced only while it has no worlds. When the current dataset is simulated, a "
-                                "dataset of your own is proposed.").strip()
+                                "replaced only while it has no worlds, so a dataset with worlds is never proposed. "
+                                "When the current dataset is simulated, a dataset of your own is "
+                                "proposed.").strip()
+    if why:
+        st.caption(md_text(why))
     upload = st.file_uploader(f"Ontology file (JSON; at most {MAX_ONTOLOGY_MB} MB)", type=["json"],
                               max_upload_size=MAX_ONTOLOGY_MB, key="ontology_upload")
     if upload is None:

@@ -14,13 +14,14 @@ from qlb.present.defense_notes import (COST_WHY, NATIVE_ATTACKED, codeword_note,
                                        recovery_label, relabel_native, release_column, restricted_sentence,
                                        temperature_note)
 from qlb.present.figures import DEFENSE_ORDER as ORDER, defense_figure, learned_figure
-from qlb.present.learned import learned_points, learned_sentence, proxy_table, table15, verification_table
+from qlb.present.learned import (figure11_caption, learned_points, learned_sentence, proxy_table, table15,
+                                 verification_table)
 from qlb.present.names import (TASK_HELP, cost_interval, family_words, how_many, name, pct, pct_interval,
                                points_interval, profile_descriptions)
 from qlb.tuple.release_views import DECODER_FAMILIES
 from qlb.present.palette import model_colours
 from dashboard.routing import page_entry
-from dashboard.widgets import audit_page_start, chart, finding, md_text, pick_run, profile_help, table
+from dashboard.widgets import audit_page_start, chart, finding, md_text, pick_run, profile_help, table, wide_table
 from qlb.tuple.costs import profile_order
 from qlb.tuple.recipients import candidate_ranks
 from qlb.tuple.workflows import TASKS, action_labels, policy_count, run_task
@@ -266,16 +267,11 @@ def learned_section(info: pd.DataFrame, res: pd.DataFrame, costs: pd.DataFrame, 
         st.info("This run trained no learned WCPQ variant (`qlb audit --learned-wcpq` chooses them; by default all six).")
         return
     finding(learned_sentence(points, info), lead="What a cost budget buys.")
-    chart(learned_figure(points), points, "learned_wcpq_figure11",
-          "Paper Figure 11, one panel per model: secret recovery (95% pair-clustered intervals) against what the "
-          "frozen full-native recipients pay under the authored costs (the mean of the three tasks). Shape: WCPQ "
-          "strict or a learned variant (with or without the pair loss); colour: its budget, how much more, in review "
-          "costs, a release may cost any policy for any true class. Points at the same cost are drawn side by side. "
-          f"Lower and further left is better. Run {md_text(run_id)}.")
-    table(table15(points), "learned_wcpq_table15",
-          "Paper Table 15: secret recovery on the test worlds [95% pair-clustered intervals] under WCPQ strict and "
-          "the learned variants, for each model (budget in review costs; with or without the loss that pushes a pair's two worlds "
-          f"to the same codeword). Run {md_text(run_id)}.")
+    chart(learned_figure(points), points, "learned_wcpq_figure11", figure11_caption(md_text(run_id)))
+    wide_table(table15(points), "learned_wcpq_table15",
+               "Paper Table 15: secret recovery on the test worlds [95% pair-clustered intervals] under WCPQ strict "
+               "and the learned variants, for each model (budget in review costs; with or without the loss that "
+               f"pushes a pair's two worlds to the same codeword). Run {md_text(run_id)}.")
     with st.expander("How each learned variant was chosen and verified"):
         table(verification_table(info), "learned_wcpq_verification",
               "Pooled over the domains: coverage of the available test responses; responses the final verification "

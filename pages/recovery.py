@@ -12,7 +12,7 @@ import streamlit as st
 from dashboard import data_access as da
 from dashboard.routing import page_entry
 from dashboard.widgets import (audit_page_start, chart, csv_bytes, finding, md_text, model_domain_grid, pick_run,
-                               shown_frame, table)
+                               shown_frame, table, wide_table)
 from qlb.present import names
 from qlb.present.answers import status_sentence
 from qlb.present.figures import recovery_figure
@@ -210,11 +210,11 @@ def one_view_tables(path: str, dataset: str, run_id: str, rec: pd.DataFrame, wor
         finding(sentence, lead="Which decisions leak.")
         grid = model_domain_grid(by_class.assign(cell=recovery_cells(by_class), decision=class_label(by_class)),
                                  n_models, domain="decision", label="decision class")
-        table(grid, "recovery_by_class",
-              f"Test recovery per decision class (the authorized class both worlds of a pair share) for the "
-              f"{view_name} view, with its 95% pair-clustered interval (at 0% or 100%, where every resample of "
-              f"the class's few pairs gives the same share, Wilson's interval over its pairs): a domain's average "
-              f"can hide a leak in one of its classes. Run {md_text(run_id)}.")
+        wide_table(grid, "recovery_by_class",
+                   f"Test recovery per decision class (the authorized class both worlds of a pair share) for the "
+                   f"{view_name} view, with its 95% pair-clustered interval (at 0% or 100%, where every resample of "
+                   f"the class's few pairs gives the same share, Wilson's interval over its pairs): a domain's "
+                   f"average can hide a leak in one of its classes. Run {md_text(run_id)}.")
 
 
 def verdict(row: pd.Series) -> str:

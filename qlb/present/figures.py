@@ -276,7 +276,11 @@ STRICT_COLOUR = "#444444"
 # the budgets, smallest to largest: an ordinal ramp (Paul Tol's YlOrBr without its lightest steps, readable on white)
 BUDGET_RAMP = ("#FB9A29", "#EC7014", "#CC4C02", "#993404", "#662506")
 LEARNED_COLUMNS = 3          # facets per row of Figure 11
-DODGE = 0.02                 # mappers at one cost drawn this share of the cost axis apart, in legend order
+# Marker size (px) and interval cap width (px) per mapper. Points are drawn at their exact cost, so mappers that
+# cost the same share one vertical line; nested sizes (the strict diamond largest, underneath; the squares of the
+# pair loss smallest, on top) and cap widths keep each one visible where they meet.
+LEARNED_SIZES = {"strict": 14, "no pair": 10, "paired": 7}
+LEARNED_CAPS = {"strict": 10, "no pair": 6, "paired": 3}
 
 
 def budget_colours(budgets) -> dict[float, str]:
@@ -294,10 +298,12 @@ def learned_figure(points: pd.DataFrame) -> go.Figure:
     secret recovery with its 95% interval). The marker's shape is the mapper (diamond strict, circle without the
     pair loss, square with it) and its colour the budget (light to dark as the budget grows); the legend lists each
     mapper once, exactly as drawn, and a click hides it in every panel. No text sits on the markers: the budget is
-    in the legend and the hover. Mappers at the same cost (the strict mapper and the small budgets usually cost
-    what the native release costs) would hide one another, so each is drawn ``DODGE`` of its panel's cost axis
-    from the next, in legend order (at most a few thousandths of a cost unit; the hover gives the exact cost).
-    Recovery shares one axis (and the 50% guessing line) across panels; each panel's
+    in the legend and the hover. Every point sits at its exact cost: mappers at the same cost (the strict mapper
+    and the small budgets usually cost what the native release costs) share one vertical line, never nudged apart
+    (a nudge on a cost axis zoomed to a few thousandths reads as a cost difference). Nested marker sizes and cap
+    widths (``LEARNED_SIZES``, ``LEARNED_CAPS``: the strict diamond largest and underneath, the pair loss's
+    squares smallest and on top) keep each mapper visible where points meet, and the hover lists every mapper
+    at the hovered cost. Recovery shares one axis (and the 50% guessing line) across panels; each panel's
     cost axis fits its model's points, which sit close together. The panel titles name the models."""
     models = sorted(points["model"].unique())
     n = max(len(models), 1)
@@ -317,21 +323,21 @@ def learned_figure(points: pd.DataFrame) -> go.Figure:
     for i, model in enumerate(models):
         row, col = i // cols + 1, i % cols + 1
         d = points[points["model"] == model]
-        span = _learned_cost_axis(fig, d["mean_cost"], row, col)
+        _learned_cost_axis(fig, d["mean_cost"], row, col)
         for m in mappers.itertuples(index=False):
             p = d[d["defense"] == m.defense]
             if p.empty:
                 continue
             label = LEARNED_KINDS["strict"] if m.kind == "strict" else column_name(m.defense)
             colour = STRICT_COLOUR if m.kind == "strict" else shades[float(m.budget)]
-            nudge = (m.rank - (len(mappers) - 1) / 2) * DODGE * span       # side by side where the costs are equal
             fig.add_trace(go.Scatter(
                 name=label, legendgroup=m.defense, showlegend=m.defense not in shown, legendrank=100 + m.rank,
-                x=p["mean_cost"] + nudge, y=p["accuracy"], mode="markers", meta=[plot_text(model), label],
-                marker=dict(color=colour, size=9, symbol=LEARNED_SYMBOLS[m.kind],
+                x=p["mean_cost"], y=p["accuracy"], mode="markers", meta=[plot_text(model), label],
+                marker=dict(color=colour, size=LEARNED_SIZES[m.kind], symbol=LEARNED_SYMBOLS[m.kind],
                             line=dict(color="#222222", width=0.75)),
                 error_y=dict(type="data", symmetric=False, array=p["ci_high"] - p["accuracy"],
-                             arrayminus=p["accuracy"] - p["ci_low"], thickness=1, width=2, color=colour),
+                             arrayminus=p["accuracy"] - p["ci_low"], thickness=1, width=LEARNED_CAPS[m.kind],
+                             color=colour),
                 customdata=np.column_stack([p["ci_low"], p["ci_high"], p["mean_cost"]]),
                 hovertemplate="<b>%{meta[0]}</b> · %{meta[1]}<br>recovery %{y:.1%} [%{customdata[0]:.1%}, "
                               "%{customdata[1]:.1%}]<br>mean cost %{customdata[2]:.3f} per case<extra></extra>"),
@@ -346,22 +352,21 @@ def learned_figure(points: pd.DataFrame) -> go.Figure:
     top, bottom = 150, 60                     # the legend's lines above the panel titles; the cost title below
     height = top + bottom + rows * (300 if rows == 1 else 230)
     fig.update_layout(height=height, margin=dict(l=70, r=10, t=top, b=bottom),
+                      hovermode="x",          # every mapper at the hovered cost, those on one line included
                       legend=dict(title=dict(text="mapper (shape) · budget in review costs (colour)", side="top"),
                                   orientation="h", yanchor="bottom", x=0, tracegroupgap=0,
                                   y=1 + 28 / (height - top - bottom)))        # clear of the panel titles
     return fig
 
 
-def _learned_cost_axis(fig: go.Figure, cost: pd.Series, row: int, col: int) -> float:
-    """A panel's cost axis: its model's points with a margin, never below zero (one point is not a ±1 axis);
-    returns the axis's width (0.02 for a panel without costs)."""
+def _learned_cost_axis(fig: go.Figure, cost: pd.Series, row: int, col: int) -> None:
+    """A panel's cost axis: its model's points with a margin, never below zero (one point is not a ±1 axis)."""
     cost = cost.dropna()
     if cost.empty:
-        return 0.02
+        return
     pad = max(0.08 * float(cost.max() - cost.min()), 0.01)
     low, high = max(0.0, float(cost.min()) - pad), float(cost.max()) + pad
     fig.update_xaxes(range=[low, high], nticks=4, row=row, col=col)
-    return high - low
 
 
 def f1_figure(numeric: pd.DataFrame) -> go.Figure:

@@ -668,8 +668,8 @@ def test_collection_page_shows_runs_outcomes_reasons_and_calls(collected_warehou
         assert ("2 collection runs for this dataset: 6 native answers from m1 (4 valid, 2 invalid, 0 unavailable), "
                 "median latency") in summary
         assert "2 earlier answers replaced" in summary
-        counts = next(f for f in frames(at) if "skipped" in f.columns and "stopped early" in f.columns)
-        assert counts[["stored", "valid", "invalid", "skipped"]].values.tolist() == [[2, 2, 0, 2], [4, 2, 2, 0]]
+        counts = next(f for f in frames(at) if "not valid" in f.columns and "stopped early" in f.columns)
+        assert counts[["valid", "not valid"]].values.tolist() == [[2, 0], [2, 2]]
         assert counts["stopped early"].tolist() == ["", ""]
         runs = next(f for f in frames(at) if "collection_id" in f.columns and "settings" in f.columns)
         assert runs["endpoint"].tolist() == ["tests.app.collect_target:fixed", "tests.app.collect_target:answer"]
@@ -790,7 +790,7 @@ def test_data_page_ontology_section_shows_validates_and_ingests(demo_warehouse, 
         assert not at.exception, [e.value for e in at.exception]
         assert any("uses lending\\_ontology\\.json" in s.value for s in at.success)
         assert at.session_state["dataset"] == "lending"
-        assert any("uses its own ontology, from lending\\_ontology\\.json" in m.value for m in at.markdown)
+        assert any("uses its own ontology, from the file **lending\\_ontology\\.json**" in m.value for m in at.markdown)
         assert any(re.search(r"attached 20\d\d-\d\d-\d\d \d\d:\d\d UTC\)", m.value) for m in at.markdown)
         assert any("medical\\_debt: The credit file shows unpaid medical bills\\." in m.value for m in at.markdown)
     con = open_reader(wh)

@@ -41,8 +41,9 @@ def test_collection_counts_reconcile_and_its_tables_fit_a_small_screen(collected
         assert "2 runs, newest first. None stopped early." in summary
         assert not [t for t in at.toggle if t.key == "stopped_only"]           # nothing to filter
         runs = next(f for f in frames(at) if "stopped early" in f.columns)
-        assert list(runs.columns) == ["model", "probe", "stored", "valid", "invalid", "unavailable", "skipped",
+        assert list(runs.columns) == ["started (UTC)", "model", "probe", "asked via", "valid", "not valid",
                                       "stopped early"]
+        assert runs["asked via"].tolist() == ["python", "python"]
         assert grid_widths(at, list(runs.columns)) <= TABLE_PX
         calls = next(f for f in frames(at) if "request sha256" in f.columns)
         assert "called (UTC)" not in calls.columns

@@ -114,10 +114,9 @@ def test_figure_11_with_nine_models_is_one_panel_each_and_reads_without_labels()
     assert [colour[f"budget {b} · pair loss"] for b in ("0", "0.2", "0.5")] == [BUDGET_RAMP[0], BUDGET_RAMP[2],
                                                                                BUDGET_RAMP[4]]
     assert colour["budget 0.2 · pair loss"] == colour["budget 0.2 · no pair loss"]        # colour: the budget only
-    # equal costs are drawn side by side, a few thousandths apart; the hover gives the stored cost
+    # equal costs are drawn at one position (the stored cost), told apart by nested sizes; the hover gives the cost
     first = [t for t in fig.data if t.xaxis == "x"]
-    xs = [t.x[0] for t in first]
-    assert xs == sorted(xs) and len(set(xs)) == 7 and max(xs) - min(xs) < 0.01
+    assert len({t.x[0] for t in first}) == 1 and np.isclose(first[0].x[0], 0.2)
     assert all(np.isclose(t.customdata[0][2], 0.2) for t in first) and "customdata[2]" in first[0].hovertemplate
     assert [s.name for s in fig.layout.shapes] == ["50%: guessing"] * 9
     assert [s.showlegend for s in fig.layout.shapes] == [True] + [False] * 8
@@ -156,3 +155,37 @@ def test_an_unchanged_recovery_with_its_interval_reads_in_one_bracket():
     from qlb.present.report import recovery_change
     assert recovery_change(pd.Series([0.01]), interval=(-0.3, 0.4)) == (
         "leaves recovery unchanged (within 0.05 points; 95% interval -0.3 to +0.4)")
+
+
+def test_figure_11_draws_equal_costs_at_one_position_and_its_caption_says_so():
+    """A walk-through: WCPQ strict was drawn at 0.6081 and budget 0 at 0.6085 on a cost axis zoomed to 0.60-0.61,
+    although both cost 0.6083 (a nudge in cost units, so that the points would not hide one another). Every point
+    now sits at its stored cost; mappers at one cost are told apart by nested marker sizes and cap widths (the
+    strict diamond largest, drawn first; the pair loss's squares smallest, drawn last), and the caption says so."""
+    from qlb.present.figures import learned_figure
+    from qlb.present.learned import figure11_caption
+
+    res = _res([("m", "native", 0.70, 0.65, 0.75, None, None, None, None),
+                ("m", "wcpq", 0.688, 0.562, 0.812, -0.19, -0.31, -0.04, 0.96),
+                ("m", "wcpq learned 0 no pair", 0.646, 0.521, 0.771, -0.23, -0.35, -0.1, 0.96),
+                ("m", "wcpq learned 0 paired", 0.60, 0.5, 0.7, -0.2, -0.3, -0.1, 0.96),
+                ("m", "wcpq learned 0.5 paired", 0.55, 0.45, 0.65, -0.25, -0.35, -0.15, 0.9)])
+    same = (0.6083, 0.6083, 0.6083)
+    costs = _costs("m", {"native": same, "wcpq": same, "wcpq learned 0 no pair": same, "wcpq learned 0 paired": same,
+                         "wcpq learned 0.5 paired": (0.6083, 0.7, 0.6083)})
+    pts = learned_points(res, costs)
+    fig = learned_figure(pts)
+    drawn = {t.name: t.x[0] for t in fig.data}
+    stored = dict(zip(["WCPQ strict" if k == "strict" else n for k, n in zip(
+        pts["kind"], ["budget 0 · no pair loss" if d.endswith("0 no pair") else "budget 0 · pair loss"
+                      if d.endswith("0 paired") else "budget 0.5 · pair loss" for d in pts["defense"]])],
+        pts["mean_cost"]))
+    assert drawn == stored                                            # each at its stored cost, exactly
+    assert drawn["WCPQ strict"] == drawn["budget 0 · no pair loss"] == drawn["budget 0 · pair loss"]
+    assert drawn["budget 0.5 · pair loss"] > drawn["WCPQ strict"]
+    sizes = [t.marker.size for t in fig.data]                         # drawn in this order: largest underneath
+    assert sizes == sorted(sizes, reverse=True) and sizes[0] > sizes[1] > sizes[2]
+    assert fig.data[0].error_y.width > fig.data[1].error_y.width > fig.data[2].error_y.width
+    caption = figure11_caption("run-1")
+    assert "side by side" not in caption and "exact cost" in caption and "one vertical line" in caption
+    assert caption.endswith("Run run-1.")
