@@ -17,10 +17,10 @@ from tests.app.test_pages import frames, opened, texts
 from tests.app.test_small_pages import TABLE_PX, grid_widths
 
 
-@pytest.fixture
-def letters_warehouse(tmp_path):
+@pytest.fixture(scope="module")
+def letters_warehouse(tmp_path_factory):
     """Four worlds and three openai runs (newest last): ``plain`` in letters mode from a server that sends no
-    logprobs (--limit 3), ``lp`` in letters mode with logprobs, ``js`` in JSON mode."""
+    logprobs (--limit 3), ``lp`` in letters mode with logprobs, ``js`` in JSON mode (read only by the tests)."""
     from qlb.runs.collect import CollectOptions, collect
     from tests.collect.stubs import StubServer, chat
     from tests.conftest import two_pairs, write_lines
@@ -32,6 +32,7 @@ def letters_warehouse(tmp_path):
         return chat(json.dumps({"choice": crit[0], "probabilities": {c: 1 / len(crit) for c in crit},
                                 "confidence": 0.5}))
 
+    tmp_path = tmp_path_factory.mktemp("letters")
     path = tmp_path / "qlb.duckdb"
     ids = {}
     with writer(path) as con:

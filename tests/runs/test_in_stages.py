@@ -25,10 +25,16 @@ def small(tmp_path_factory):
     return small_dataset(tmp_path_factory.mktemp("small"))
 
 
-def test_in_stages_equals_one_transaction_and_readers_get_in_between(small, tmp_path):
-    whole = copy_of(small, tmp_path / "whole")
-    with writer(whole) as con:
+@pytest.fixture(scope="module")
+def whole(small, tmp_path_factory):
+    """The run of one transaction that a resumed audit must equal."""
+    path = copy_of(small, tmp_path_factory.mktemp("whole"))
+    with writer(path) as con:
         run_audits(con, DATASET, OPTIONS)
+    return path
+
+
+def test_in_stages_equals_one_transaction_and_readers_get_in_between(small, whole, tmp_path):
     staged = copy_of(small, tmp_path / "staged")
     seen = []
 
@@ -48,15 +54,6 @@ def test_in_stages_equals_one_transaction_and_readers_get_in_between(small, tmp_
     assert again.reused and again.run_id == run.run_id      # a second start never recomputes
 
 
-@pytest.fixture(scope="module")
-def whole(small, tmp_path_factory):
-    """The run of one transaction that a resumed audit must equal."""
-    path = copy_of(small, tmp_path_factory.mktemp("whole"))
-    with writer(path) as con:
-        run_audits(con, DATASET, OPTIONS)
-    return path
-
-
 def stop_after(stage_to_stop):
     def stored(stage, run):
         if stage == stage_to_stop:
@@ -64,8 +61,10 @@ def stop_after(stage_to_stop):
     return stored
 
 
-@pytest.mark.parametrize("stopped, kept", [("decoding", ("refusal", "decoding")),
-                                           ("utility", ("refusal", "decoding", "utility"))])
+# stopped after the utility stage: the resume keeps refusal, decoding and utility, computes the utility audit
+# again for the defenses' policies without storing it twice (a stop after decoding, whose resume stores the
+# utility stage, is test_qlb_audit_in_stages_resumes_on_the_command_line's)
+@pytest.mark.parametrize("stopped, kept", [("utility", ("refusal", "decoding", "utility"))])
 def test_a_build_stopped_midway_resumes_keeping_its_stored_stages(stopped, kept, small, whole, tmp_path):
     path = copy_of(small, tmp_path / "stopped")
     first = {}
