@@ -118,7 +118,8 @@ def scope_sentence(d: RunData) -> str:
     which models the defenses were tried on, and which audits it did not run."""
     params = parameters(d)
     held = ran(d)
-    audited = sorted(params.get("models") or d.models)
+    ran_on = set().union(*(set(f["model"]) for f in (d.recovery, d.utility, d.refusal) if "model" in f))
+    audited = sorted(params.get("models") or ran_on or d.models)      # all the models there were, at the time
     n_all = len(d.models)
     if n_all == 0:                    # a QuasiLeak-only dataset: detectors, no decision model
         who = "no decision model"

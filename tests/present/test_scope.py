@@ -190,3 +190,9 @@ def test_answers_of_models_a_run_did_not_audit_leave_its_numbers_standing():
         "again to include the new ones.")
     assert stale_matters(new, frozenset({"c"})) and stale_matters(new.assign(model=None), audited)   # worlds: stale
     assert "before relying on them" in stale_warning("run-x", new, frozenset({"c"}))
+
+
+def test_a_run_of_all_models_then_says_how_many_it_audited_after_a_new_model_came():
+    """A walk-through's run of 'all' models read 'audited all 5 models' once a fifth was collected after it."""
+    d = _run({}, REC, models=("a", "b", "late"))
+    assert scope_sentence(d).startswith("This run audited 2 of the dataset's 3 models (a and b) on 288 test worlds")
