@@ -5,12 +5,11 @@ calls, since the warehouse keeps no count of it)."""
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 import pandas as pd
 
-from dashboard.widgets import column_widths, md_text
+from dashboard.widgets import column_widths, md_code, md_text
 from qlb.present.names import count_of, utc_second
 
 SECRET_WORDS = ("key", "token", "secret", "password")
@@ -163,15 +162,6 @@ def run_sentence(run: pd.Series) -> str:
             f"{md_code(run['endpoint'])}" + (f" (model {md_text(served)})" if served else ""))
     options = run_options(run["settings"])
     return text + (f"; options {md_text(' '.join(options))}." if options else "; default options.")
-
-
-def md_code(value: object) -> str:
-    """Data text as a Markdown code span (one line), fenced with more backticks than it holds: shown
-    as itself, never a link or markup."""
-    one_line = " ".join(str(value).split())
-    longest = max((len(r) for r in re.findall(r"`+", one_line)), default=0)
-    fence = "`" * (longest + 1)
-    return f"{fence} {one_line} {fence}"
 
 
 def no_logprobs_warning(runs: pd.DataFrame, counts: pd.DataFrame) -> str | None:

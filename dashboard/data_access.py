@@ -165,12 +165,13 @@ def forget_if_written(path: str) -> bool:
     have kept them for up to ten minutes. Read handles need no closing: none can be open across
     another process's write (DuckDB lets a writing process in only when no reader holds the file)."""
     version = warehouse_version(path)
-    with _seen_lock:
+    with _seen_lock:           # forgotten before another page run can see the new version as seen
         before = _seen_versions.get(path)
+        if before is None or before == version:
+            _seen_versions[path] = version
+            return False
+        forget_cached_reads()
         _seen_versions[path] = version
-    if before is None or before == version:
-        return False
-    forget_cached_reads()
     return True
 
 

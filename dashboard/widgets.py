@@ -127,6 +127,15 @@ def audit_page_start(title: str, intro: str | Callable[[str, str], str]) -> tupl
     return path, dataset
 
 
+def md_code(value: object) -> str:
+    """Data text as a Markdown code span (one line), fenced with more backticks than it holds: shown
+    as itself, never a link or markup."""
+    one_line = " ".join(str(value).split())
+    longest = max((len(r) for r in re.findall(r"`+", one_line)), default=0)
+    fence = "`" * (longest + 1)
+    return f"{fence} {one_line} {fence}"
+
+
 def background_audit_banner(path: str, dataset: str | None) -> None:
     """While ``qlb audit --in-stages`` (``qlb demo --background``) runs on this dataset: a progress
     bar with the stage and the ETA at the top of every page, refreshed every few seconds, and the
@@ -142,10 +151,12 @@ def background_audit_banner(path: str, dataset: str | None) -> None:
             why = f": {md_text(last.error)}" if last.error else " before it finished"
             kept = ", ".join(STAGE_NAMES.get(s, s) for s in last.stored)
             again = (f"; it keeps what is stored ({md_text(kept)}) and computes the rest" if kept else "")
+            command = (md_code(last.command) if last.command else     # other options would start afresh
+                       "`qlb audit --in-stages` with the options it ran with")
             st.warning(f"The background audit stopped{why}. Its output is in the file "
                        f"{md_text(Path(path).name + '.build.log')} next to the warehouse. Start it again with "
-                       "`qlb demo --background` (the demo; `scripts/dashboard.sh` does it) or "
-                       f"`qlb audit --in-stages`{again}.", icon=":material/warning:")
+                       f"{command} (for the demo, `qlb demo --background` does the same, and `scripts/dashboard.sh` "
+                       f"runs it){again}.", icon=":material/warning:")
         return
     seen = list(status.stored)
 

@@ -121,7 +121,7 @@ def headline_findings(path: str, dataset: str) -> None:
     supported = options(spoken)
     if supported:
         st.subheader("What the numbers support")
-        st.caption(md_text(options_note(d)))
+        st.caption(md_text(options_note(spoken)))
         for sentence in supported:
             st.markdown(f"- {md_text(sentence)}")
     checks = paper_checks(d) if d.tuple_task else []

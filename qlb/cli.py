@@ -1323,7 +1323,7 @@ def _resolve_dataset(con, name: str | None, hint: str = "") -> str:
     raise _UsageError(f"several datasets; pick one with --dataset ({', '.join(ids) or 'none'})")
 
 
-def _cmd_audit(args: argparse.Namespace) -> int:
+def _cmd_audit(args: argparse.Namespace, argv: Sequence[str] = ()) -> int:
     from qlb.tuple import refusal
     from qlb.tuple.learned_wcpq import LEARNED_VARIANTS
     from qlb.present.names import cost_interval, pct_interval
@@ -1375,7 +1375,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
                                        learned_wcpq=None if args.learned_wcpq is None else
                                        [LEARNED_VARIANTS[v] for v in args.learned_wcpq])
                 if args.in_stages:
-                    status = _staged_status(con, path, dataset, options)
+                    status = _staged_status(con, path, dataset, options, argv)
                 else:
                     run = run_audits(con, dataset, options, progress)
             if args.in_stages:
@@ -1462,8 +1462,9 @@ def _no_other_build(path: str) -> None:
                          f"command again: it resumes what that audit stored")
 
 
-def _staged_status(con, path: str, dataset: str, options) -> Any:
-    """The status file keeper of `qlb audit --in-stages` (sized by the dataset's models and domains)."""
+def _staged_status(con, path: str, dataset: str, options, argv: Sequence[str] = ()) -> Any:
+    """The status file keeper of `qlb audit --in-stages` (sized by the dataset's models and domains),
+    with the command (``argv``) that resumes it if it stops."""
     from qlb.demo import StagedAuditStatus
     from qlb.runs.decoding import chosen_models
     from warehouse.ontologies import dataset_ontology
@@ -1472,7 +1473,8 @@ def _staged_status(con, path: str, dataset: str, options) -> Any:
     defended = [m for m in models if not options.defense_models or m in options.defense_models]
     return StagedAuditStatus(path, dataset, len(models), len(dataset_ontology(con, dataset).domains),
                              len(defended) if options.run_defenses else 0, decode=options.decode,
-                             learned=len(options.learned_endpoints))
+                             learned=len(options.learned_endpoints),
+                             command=shlex.join(["qlb", *argv]) if argv else "")
 
 
 def _audit_in_stages(path: str, dataset: str, options, progress, status) -> Any:
@@ -1739,7 +1741,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from warehouse.db import WarehouseError
     from warehouse.ingest import IngestError
 
-    handlers = {"demo": _cmd_demo, "ingest": _cmd_ingest, "refusal": _cmd_refusal, "audit": _cmd_audit,
+    handlers = {"demo": _cmd_demo, "ingest": _cmd_ingest, "refusal": _cmd_refusal,
+                "audit": lambda a: _cmd_audit(a, argv),
                 "defend": _cmd_defend, "report": _cmd_report, "migrate": _cmd_migrate,
                 "quasileak": _cmd_quasileak, "collect": lambda a: _cmd_collect(a, argv)}
     stdout = sys.stdout

@@ -142,12 +142,13 @@ class StagedAuditStatus:
     Written at most every ``interval`` seconds, and at every stage change."""
 
     def __init__(self, warehouse: str | Path, dataset_id: str, n_models: int, n_domains: int,
-                 n_defense_models: int, decode: bool = True, interval: float = 1.0, learned: int = LEARNED_VARIANTS):
+                 n_defense_models: int, decode: bool = True, interval: float = 1.0, learned: int = LEARNED_VARIANTS,
+                 command: str = ""):
         seconds = build_stage_seconds(n_models, n_domains, n_defense_models, corpus=False, decode=decode,
                                       learned=learned)
         self.plan = BuildProgress({k: v for k, v in seconds.items() if k in AUDIT_STAGES})
         self.warehouse, self.interval = warehouse, interval
-        self.status = BuildStatus(dataset_id=dataset_id, run_id="")
+        self.status = BuildStatus(dataset_id=dataset_id, run_id="", command=command)
         self.written = 0.0
         self.kept, self.kept_at = 0.0, self.status.started    # the share resumed from a stopped attempt, and when
         self._write()

@@ -39,6 +39,7 @@ class BuildStatus:
     updated: float = field(default_factory=time.time)
     pid: int = field(default_factory=os.getpid)
     error: str | None = None
+    command: str = ""            # the command that started it (what resumes it: the same options)
 
     @property
     def alive(self) -> bool:

@@ -9,6 +9,7 @@ views, the ``nondominated_all`` flag (TUPLE.md section 6: "per model (and per mo
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Sequence
 
 import pandas as pd
 
@@ -59,15 +60,18 @@ def front_of(points: pd.DataFrame) -> Front:
     return Front("model", "nondominated_models", points[points["view"] == "full_native"])
 
 
-def who_sentence(front: Front, tasks: list[str], profile: str) -> str:
-    """Who is on the front under ``profile`` and whether that changes with the task, with secret recoveries."""
+def who_sentence(front: Front, tasks: list[str], profile: str, left_out: Sequence[str] = ()) -> str:
+    """Who is on the front under ``profile`` and whether that changes with the task, with secret recoveries;
+    ``left_out``: the models the findings leave out (``qlb.present.left_out``), said when one model is left."""
     members = {t: front.members(t, profile) for t in tasks}
     on_any = front.order(set().union(*members.values()))
     total = front.points[front.key].nunique()
     opening = under(profile)
     if front.key == "view":
-        opening = (f"With one model audited ({front.points['model'].iloc[0]}), the front compares its release "
-                   f"views. {opening}")
+        one = front.points["model"].iloc[0]
+        which = (f"With one model left once {listing(list(left_out))} {'is' if len(left_out) == 1 else 'are'} left "
+                 f"out ({one})" if left_out else f"With one model audited ({one})")
+        opening = f"{which}, the front compares its release views. {opening}"
     if not on_any:
         return f"{opening}, no {front.noun} is on the front in any task."
     if len({frozenset(v) for v in members.values()}) == 1:

@@ -89,8 +89,9 @@ def figure11_caption(run: str) -> str:
             "strict or a learned variant (with or without the pair loss); colour: its budget, how much more, in "
             "review costs, a release may cost any policy for any true class. Each point sits at its exact cost: "
             "mappers that cost the same share one vertical line (the strict diamond drawn largest, the squares of "
-            "the pair loss smallest, so that each stays visible; their intervals overlap there, and Table 15 below "
-            "gives each one). Hover a cost to read every mapper at it. Lower and further left is better. "
+            "the pair loss smallest, so that a mapper of each kind stays visible; two budgets of one kind at one "
+            "cost and recovery cover each other, their intervals overlap there, and Table 15 below gives each one). "
+            "Hover a cost to read every mapper at it. Lower and further left is better. "
             f"Run {run}.")
 
 

@@ -18,6 +18,7 @@ import pandas as pd
 from qlb.present.answers import native_totals, share
 from qlb.present.names import listing
 from qlb.present.rundata import RunData
+from qlb.present.scope import stale_matters
 from qlb.tuple.fronts import front_points
 
 FINDINGS_NEED = 0.5     # a model with a valid decision answer for fewer of the dataset's worlds is left out
@@ -35,12 +36,21 @@ def thin_models(answers: pd.DataFrame, models: list[str]) -> pd.DataFrame:
 
 
 def findings_run(d: RunData) -> RunData:
-    """``d`` without its thin models (``thin_models``) in the tables the findings read, with
-    ``left_out`` naming them; ``d`` itself when none is thin, or when every audited model is (the
-    findings then have no one else to speak for, and the answers finding says why)."""
-    audited = set(d.recovery["model"]) | set(d.utility["model"]) if not (d.recovery.empty and d.utility.empty) \
-        else set(d.models)
+    """``d`` without its thin models (``thin_models``) in the tables the findings on recovery, cost,
+    fronts and defenses read, with ``left_out`` naming them. ``d`` itself when none is thin; when every
+    audited model is (the findings then have no one else to speak for, and the answers finding says
+    why); when the run has no recovery or utility results (the refusal findings keep every model);
+    and when the run is stale for its own models (thinness is judged on today's answers, which are not
+    the ones it audited). A thin model whose failures give the mechanism away (its no-output recovery
+    interval above 50%: which cases it fails to answer depends on the mechanism) is kept: there its
+    figures do say what it reveals."""
+    if (d.recovery.empty and d.utility.empty) or (d.data_changed and stale_matters(d.changes, d.audited)):
+        return d
+    audited = set(d.recovery["model"]) | set(d.utility["model"])
     thin = thin_models(d.answers, sorted(audited))
+    if not d.recovery.empty:
+        none = d.recovery[(d.recovery["scope"] == "pooled") & (d.recovery["view"] == "no_output")]
+        thin = thin[~thin.index.isin(set(none.loc[none["ci_low"] > 0.5, "model"]))]
     if thin.empty or set(thin.index) >= audited:
         return d
     gone = set(thin.index)
@@ -62,7 +72,8 @@ def left_out_sentence(thin: pd.DataFrame) -> str | None:
         return None
     named = listing([f"{m} ({share(int(r['valid']), int(r['worlds']))} of the worlds)" for m, r in thin.iterrows()])
     one = len(thin) == 1
-    return (f"The findings below leave out {named}: with a valid decision answer for fewer than half of the "
+    return (f"The findings below on recovery, cost, fronts and defenses leave out {named}: with a valid decision "
+            f"answer for fewer than half of the "
             f"dataset's worlds, {'its' if one else 'their'} figures measure what the recipient does without an "
             f"answer, not what {'its' if one else 'their'} outputs reveal. {'Its' if one else 'Their'} rows stay "
             "in every table and chart.")

@@ -205,16 +205,7 @@ def headline(d: RunData) -> list[tuple[str, str]]:
         everywhere = choice_vs_native(d)
         auth = everywhere[everywhere["profile"] == "authored"]
         if not auth.empty:
-            gap = text_range(f"{auth['difference'].min():+z.3f}", f"{auth['difference'].max():+z.3f}")
-            n_all, all_cheaper = len(everywhere), int((everywhere["difference"] > 0).sum())
-            out.append(("utility", f"The legitimate recipient pays less with the full native output than with the "
-                                   f"choice alone in {int((auth['difference'] > 0).sum())} of {len(auth)} model-task "
-                                   f"cases under the authored costs (choice minus full native: {gap} cost units a "
-                                   f"case) and in {all_cheaper} of {n_all} across the "
-                                   f"{count_of(everywhere['profile'].nunique(), 'cost profile')}"
-                                   + (": what leaks is also what the recipient uses." if all_cheaper == n_all else
-                                      ": the probabilities and the confidence add nothing the recipient uses, only "
-                                      "what leaks." if (auth["difference"].abs() < 5e-4).all() else ".")))
+            out.append(("utility", cost_sentence(auth, everywhere)))
         per_task = [(TASK_NAMES.get(t, t), auth[auth["task"] == t]["noninferior"]) for t in TASKS
                     if (auth["task"] == t).any()]
         if auth["model"].nunique() == 1:       # one model: in which tasks
@@ -229,7 +220,7 @@ def headline(d: RunData) -> list[tuple[str, str]]:
     front = front_of(d.fronts) if not d.fronts.empty else None
     if front is not None and front.key == "view":       # one model: the front of its views
         tasks = [t for t in TASKS if (d.fronts["task"] == t).any()]
-        out.append(("fronts", who_sentence(front, tasks, "authored")))
+        out.append(("fronts", who_sentence(front, tasks, "authored", list(d.left_out.index))))
     elif front is not None:
         f = d.fronts[(d.fronts["profile"] == "authored") & (d.fronts["view"] == "full_native")
                      & d.fronts["nondominated_models"]]
@@ -275,6 +266,30 @@ def headline(d: RunData) -> list[tuple[str, str]]:
     if answered is not None and not lead:                        # housekeeping: after the findings on the leak
         out.append(answers_item)
     return out
+
+
+def cost_sentence(auth: pd.DataFrame, everywhere: pd.DataFrame) -> str:
+    """What the probabilities and the confidence are worth to the legitimate recipient: in how many
+    model-task cases (authored costs, ``auth``; every profile, ``everywhere``: paired differences
+    choice minus full native) full native is clearly cheaper, its paired 95% interval above 0, and
+    what that says: what leaks is what the recipient uses (every case), nothing the recipient uses
+    (no difference anywhere), or, where some intervals include 0, that the run cannot tell there."""
+    gap = text_range(f"{auth['difference'].min():+z.3f}", f"{auth['difference'].max():+z.3f}")
+    clear_auth, clear_all = int((auth["ci_low"] > 0).sum()), int((everywhere["ci_low"] > 0).sum())
+    n_all = len(everywhere)
+    unclear = int(((everywhere["ci_low"] <= 0) & (everywhere["ci_high"] >= 0)).sum())
+    text = (f"The legitimate recipient pays clearly less with the full native output than with the choice alone "
+            f"(the paired 95% interval above 0) in {clear_auth} of {len(auth)} model-task cases under the authored "
+            f"costs (choice minus full native: {gap} cost units a case) and in {clear_all} of {n_all} across the "
+            f"{count_of(everywhere['profile'].nunique(), 'cost profile')}")
+    if clear_all == n_all:
+        return text + ": what leaks is also what the recipient uses."
+    if (auth["difference"].abs() < 5e-4).all():
+        return text + ": the probabilities and the confidence add nothing the recipient uses, only what leaks."
+    if unclear:
+        return text + (f"; in {'the other ' if unclear == n_all - clear_all else ''}{count_of(unclear, 'case')} "
+                       "the run cannot tell the two apart (the interval includes 0).")
+    return text + "."
 
 
 def noise_cost(costs: pd.DataFrame) -> str:
@@ -544,11 +559,12 @@ def render_report(d: RunData) -> str:
         kind = "stale" if stale_matters(d.changes, d.audited) else "newer"
         parts.append(f"<p class='{kind}'>{esc(stale_warning(run_id, d.changes, d.audited))}</p>")
     parts.append(f"<p><b>Scope.</b> {esc(scope_sentence(d))}</p>")
+    spoken = findings_run(d)          # a model with too few valid answers would speak for the rest
     parts.append("<h2>Headline findings</h2><ul class='findings'>"
-                 + "".join(f"<li>{esc(s)}</li>" for s in findings(findings_run(d))) + "</ul>")
-    supported = options(findings_run(d))
+                 + "".join(f"<li>{esc(s)}</li>" for s in findings(spoken)) + "</ul>")
+    supported = options(spoken)
     if supported:
-        parts.append("<h2>What the numbers support</h2><p class='caption'>" + esc(options_note(d)) + "</p>"
+        parts.append("<h2>What the numbers support</h2><p class='caption'>" + esc(options_note(spoken)) + "</p>"
                      "<ul class='findings'>" + "".join(f"<li>{esc(s)}</li>" for s in supported) + "</ul>")
     against = comparison_sentence(paper_checks(d)) if d.tuple_task else None
     if against:

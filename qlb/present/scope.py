@@ -24,8 +24,15 @@ OPTIONS_NOTE = ("Release options the measurements support, under the authored co
 
 
 def options_note(d: RunData) -> str:
-    """``OPTIONS_NOTE`` with the scale of its costs: the task's authored costs in cost units."""
-    return OPTIONS_NOTE + f" Costs are in the task's cost units: {authored_sentence(d.ontology)}."
+    """``OPTIONS_NOTE`` with the scale of its costs: the task's authored costs in cost units; and the
+    models the options leave out (``d.left_out``, ``qlb.present.left_out``), so that "every model" reads
+    as every model but those."""
+    note = OPTIONS_NOTE + f" Costs are in the task's cost units: {authored_sentence(d.ontology)}."
+    if not d.left_out.empty:
+        gone = list(d.left_out.index)
+        note += (f" The options leave out {listing(gone)} (a valid decision answer for fewer than half of the "
+                 f"worlds): \"every model\" means every model but {'it' if len(gone) == 1 else 'them'}.")
+    return note
 NAMED = 4                      # name the models audited when a run restricts itself to at most this many
 
 
@@ -263,7 +270,7 @@ def _costs_more(where: str, rows: pd.DataFrame, n: int) -> str:
     if unclear:
         part = rows[rows["model"].isin(unclear)]
         measured = (cost_interval(*part.iloc[0][["difference", "ci_low", "ci_high"]], signed=True) + " a case"
-                    if len(part) == 1 else f"{_cost_range(part)} a case; not every paired 95% interval clears the margin")
+                    if len(part) == 1 else f"{_cost_range(part)} a case; no paired 95% interval lies wholly above the margin")
         parts.append(f"{'for ' + whom(unclear) + ', ' if clear else ''}the run cannot tell whether the choice alone "
                      f"costs more than the 0.1 margin{'' if clear else ' for ' + whom(unclear)} (measured "
                      f"{measured}): more test worlds would decide it")
@@ -290,7 +297,7 @@ def _recovery_effect(d: RunData, by_view: dict[str, pd.DataFrame], models: list[
     if unclear and clear:
         text += f"; recovery shows no clear change for {listing(unclear)}"
     elif unclear:
-        text += ", with no clear change in what an attacker recovers (the paired 95% interval includes none)"
+        text += ", with no clear change in what an attacker recovers (the paired 95% intervals include no change)"
     return text
 
 

@@ -57,9 +57,12 @@ def test_no_bar_without_a_running_build(warehouse):
 
 
 def test_a_failed_background_audit_is_reported(warehouse):
-    _status(warehouse, state="failed", error="disk full")
+    _status(warehouse, state="failed", error="disk full",
+            command="qlb audit --in-stages --dataset simulated-reference --defense-models sim-alder")
     at = AppTest.from_file(APP, default_timeout=60).run()
     assert not at.exception
     assert any("background audit stopped" in w.value and "disk full" in w.value
                and "it keeps what is stored (refusal and QuasiLeak) and computes the rest" in w.value
+               and "Start it again with ` qlb audit --in-stages --dataset simulated-reference --defense-models "
+                   "sim-alder `" in w.value
                for w in at.warning)

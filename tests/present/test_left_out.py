@@ -8,6 +8,7 @@ import pandas as pd
 
 from qlb.present.left_out import findings_run, left_out_sentence, thin_models
 from qlb.present.report import headline, noise_cost
+from qlb.present.scope import options_note
 from qlb.tuple.fronts import front_points
 from tests.present.test_scope import EMPTY, _recovery, _run, _utility
 
@@ -49,18 +50,43 @@ def test_a_model_with_too_few_valid_answers_is_left_out_of_the_findings_only():
     said = dict(headline(spoken))
     assert "thin" not in said["recovery"] and "50.0%" not in said["recovery"].split("full native")[1]
     assert said["answers"].endswith(
-        "The findings below leave out thin (2.6% of the worlds): with a valid decision answer for fewer than half "
-        "of the dataset's worlds, its figures measure what the recipient does without an answer, not what its "
-        "outputs reveal. Its rows stay in every table and chart.")
+        "The findings below on recovery, cost, fronts and defenses leave out thin (2.6% of the worlds): with a valid "
+        "decision answer for fewer than half of the dataset's worlds, its figures measure what the recipient does "
+        "without an answer, not what its outputs reveal. Its rows stay in every table and chart.")
+    assert options_note(spoken).endswith('The options leave out thin (a valid decision answer for fewer than half of '
+                                         'the worlds): "every model" means every model but it.')
+    assert "leave out" not in options_note(d)
+
+
+def test_a_thin_model_whose_failures_leak_is_kept_and_a_stale_or_refusal_only_run_leaves_out_none():
+    """A re-read found a thin model whose refusals depend on the mechanism (no output recovers it, 88%) dropped
+    from the findings with its leak; and the left-out sentence above a refusal finding that still counted it."""
+    leaky = REC.copy()
+    leaky = pd.concat([leaky, _recovery({("thin", "no_output"): (0.88, 0.83, 0.93), ("a", "no_output"): (0.5, 0.5, 0.5),
+                                         ("b", "no_output"): (0.5, 0.5, 0.5)})], ignore_index=True)
+    d = _with_answers(recovery=leaky)
+    assert findings_run(d) is d
+    assert "thin" in dict(headline(findings_run(d)))["recovery"]          # the failures leak: said, with thin
+    stale = _with_answers(data_changed=True, changes=pd.DataFrame({"kind": ["worlds"]}))
+    assert findings_run(stale) is stale                                  # thin by today's answers, not the run's
+    refusal_only = _with_answers(recovery=EMPTY, utility=EMPTY, utility_diff=EMPTY, fronts=EMPTY)
+    assert findings_run(refusal_only) is refusal_only
+
+
+def test_one_model_left_says_so_in_the_fronts_finding():
+    d = _with_answers(answers=ANSWERS.assign(valid=lambda f: f["valid"].where(f["model"] != "b", 5)))
+    spoken = findings_run(d)
+    assert spoken.models == ["a"]
+    assert dict(headline(spoken))["fronts"].startswith("With one model left once b and thin are left out (a), the "
+                                                       "front compares its release views.")
 
 
 def test_nothing_is_left_out_when_every_model_answered_or_when_every_model_is_thin():
     whole = ANSWERS.assign(valid=lambda f: f["worlds"] * 0.6, answers=lambda f: f["worlds"])
     d = _with_answers(answers=whole)
     assert findings_run(d) is d and left_out_sentence(findings_run(d).left_out) is None
-    every = ANSWERS.assign(valid=5)
-    assert findings_run(_with_answers(answers=every)) is not None
-    assert findings_run(_with_answers(answers=every)).recovery.equals(REC)     # no one else to speak for
+    every = _with_answers(answers=ANSWERS.assign(valid=5))
+    assert findings_run(every) is every and every.left_out.empty               # no one else to speak for
 
 
 def test_the_noise_finding_says_what_noise_costs_the_recipient():

@@ -102,7 +102,7 @@ def test_options_follow_noninferiority_and_name_the_models_left_out():
     run = _run({}, REC, _utility(ni))
     run.recovery_diff = diff
     assert options(run)[0].endswith("for a (not for b), with no clear change in what an attacker recovers (the paired "
-                                    "95% interval includes none).")
+                                    "95% intervals include no change).")
     # b's choice alone is above chance (its interval clears 50%): said; a's is not
     assert said[2] == ("Even the choice alone lets an attacker recover the protected mechanism above chance for b "
                        "(58.0% [54.0, 62.0]): any release of its decisions leaks somewhat.")
@@ -114,8 +114,8 @@ def test_an_extra_cost_whose_interval_includes_the_margin_is_no_advice():
           ("b", "asymmetric"): False}
     said = options(_run({}, REC, _utility(ni, unclear=(("a", "selective"), ("b", "selective"), ("b", "asymmetric")))))
     assert said[0] == ("In selective routing, the run cannot tell whether the choice alone costs more than the 0.1 "
-                       "margin for both models (measured +0.200 a case; not every paired 95% interval clears the "
-                       "margin): more test worlds would decide it.")
+                       "margin for both models (measured +0.200 a case; no paired 95% interval lies wholly above "
+                       "the margin): more test worlds would decide it.")
     assert said[1] == ("In asymmetric-cost routing, withholding the probabilities and the confidence costs the "
                        "recipient +0.400 a case more for a (the paired 95% interval above the 0.1 margin): there the "
                        "full output is what the recipient uses, and a defense that keeps its decisions is the option; "

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 
 import pytest
 
@@ -166,6 +167,7 @@ def test_qlb_audit_in_stages_on_the_command_line(small, tmp_path, capsys):
     assert done == total
     status = build_status.read_status(path)
     assert status.state == "done" and status.stored == ["refusal", "decoding", "utility", "defenses"]
+    assert status.command == shlex.join(["qlb", *args])          # what resumes it, shown if it stops
     assert main(args) == 0
     again = capsys.readouterr().out
     assert "reused" in again and again.splitlines()[-1] == "skipped defenses: not requested (--no-defenses)"

@@ -198,7 +198,7 @@ def test_the_utility_finding_says_when_the_scores_add_nothing_the_recipient_uses
                           "difference": 0.0, "ci_low": 0.0, "ci_high": 0.0, "noninferior": True}
                          for m in ("a", "b") for t in ("selective", "clarification", "asymmetric")])
     base.utility_diff = diff
-    said = next(s for s in findings(base) if s.startswith("The legitimate recipient pays less"))
+    said = next(s for s in findings(base) if s.startswith("The legitimate recipient pays clearly less"))
     assert said.endswith("in 0 of 6 across the 1 cost profile: the probabilities and the confidence add nothing the "
                          "recipient uses, only what leaks.")
 
@@ -235,21 +235,32 @@ def test_the_cost_finding_counts_the_cases_where_full_native_is_cheaper():
     recipient uses' only when full native is cheaper in every case."""
     base = _run_data((5184, 5184))
     rows = [{"model": m, "view_a": "choice", "view_b": "full_native", "task": t, "profile": p,
-             "difference": 0.1 * (i + 1), "noninferior": False}
+             "difference": 0.1 * (i + 1), "ci_low": 0.1 * (i + 1) - 0.05, "ci_high": 0.1 * (i + 1) + 0.05,
+             "noninferior": False}
             for i, (m, t, p) in enumerate((m, t, p) for m in ("a", "b") for t in ("selective", "clarification", "asymmetric")
                                           for p in ("authored", "review_double"))]
     diff = pd.DataFrame(rows)
     d = RunData(base.run, base.dataset, base.refusal, base.recovery, base.recovery_diff, base.utility, diff,
                 base.fronts, base.defenses, base.defense_costs, base.ql, base.models)
-    expected = ("The legitimate recipient pays less with the full native output than with the choice alone in 6 of 6 "
-                "model-task cases under the authored costs (choice minus full native: +0.100 to +1.100 cost units a "
-                "case) and in 12 of 12 across the 2 cost profiles: what leaks is also what the recipient uses.")
+    expected = ("The legitimate recipient pays clearly less with the full native output than with the choice alone "
+                "(the paired 95% interval above 0) in 6 of 6 model-task cases under the authored costs (choice minus "
+                "full native: +0.100 to +1.100 cost units a case) and in 12 of 12 across the 2 cost profiles: what "
+                "leaks is also what the recipient uses.")
     assert expected in findings(d)
-    d.utility_diff = diff.assign(difference=diff["difference"].where(diff["profile"] == "authored", -0.05))
+    other = diff["profile"] != "authored"
+    d.utility_diff = diff.assign(difference=diff["difference"].mask(other, -0.05),
+                                 ci_low=diff["ci_low"].mask(other, -0.1), ci_high=diff["ci_high"].mask(other, 0.0))
     assert [s for s in findings(d) if s.startswith("The legitimate recipient")] == [
-        "The legitimate recipient pays less with the full native output than with the choice alone in 6 of 6 "
-        "model-task cases under the authored costs (choice minus full native: +0.100 to +1.100 cost units a case) and "
-        "in 6 of 12 across the 2 cost profiles."]
+        "The legitimate recipient pays clearly less with the full native output than with the choice alone (the "
+        "paired 95% interval above 0) in 6 of 6 model-task cases under the authored costs (choice minus full native: "
+        "+0.100 to +1.100 cost units a case) and in 6 of 12 across the 2 cost profiles; in the other 6 cases the run "
+        "cannot tell the two apart (the interval includes 0)."]
+    # a walk-through's +0.052 [-0.271, +0.417] everywhere: no case is clear, and the sentence says so
+    d.utility_diff = diff.assign(difference=0.052, ci_low=-0.271, ci_high=0.417)
+    said = [s for s in findings(d) if s.startswith("The legitimate recipient")][0]
+    assert "in 0 of 6 model-task cases" in said and said.endswith(
+        "in 0 of 12 across the 2 cost profiles; in the other 12 cases the run cannot tell the two apart (the interval "
+        "includes 0).")
 
 
 def test_the_wcpq_finding_counts_the_policies_of_the_runs_own_ontology():
