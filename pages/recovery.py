@@ -212,9 +212,9 @@ def one_view_tables(path: str, dataset: str, run_id: str, rec: pd.DataFrame, wor
                                  n_models, domain="decision", label="decision class")
         wide_table(grid, "recovery_by_class",
                    f"Test recovery per decision class (the authorized class both worlds of a pair share) for the "
-                   f"{view_name} view, with its 95% pair-clustered interval (at 0% or 100%, where every resample of "
-                   f"the class's few pairs gives the same share, Wilson's interval over its pairs): a domain's "
-                   f"average can hide a leak in one of its classes. Run {md_text(run_id)}.")
+                   f"{view_name} view, with its 95% pair-clustered interval widened to cover Wilson's over the "
+                   f"class's pairs (a class has few pairs: the bootstrap alone is too narrow there, and has no width "
+                   f"at 0% or 100%): a domain's average can hide a leak in one of its classes. Run {md_text(run_id)}.")
 
 
 def verdict(row: pd.Series) -> str:

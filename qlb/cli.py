@@ -11,7 +11,7 @@ import logging
 import os
 import shlex
 import sys
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
@@ -1145,12 +1145,11 @@ def _cmd_collect(args: argparse.Namespace, argv: Sequence[str]) -> int:
         opts = options[0]
         try:
             with reader(path) as con:
-                body, asking = first_request(con, opts)
+                body, note = first_request(con, opts)
         except CollectError as exc:
             raise _UsageError(str(exc)) from None
-        if not asking:
-            print("nothing to ask: every world already has a stored answer; this is the request its first world "
-                  "was asked with", file=sys.stderr)
+        if note:
+            print(note, file=sys.stderr)
         payload = body          # typed and python send the body itself: the target need not be importable
         if opts.transport == "openai":
             try:
@@ -1356,34 +1355,35 @@ def _cmd_audit(args: argparse.Namespace, argv: Sequence[str] = ()) -> int:
             bar.refresh()
 
         status = None
-        if args.in_stages:
-            _no_other_build(path)
-        try:
-            with writer(path) as con:
-                dataset = _resolve_dataset(con, args.dataset)
-                have = audit_inputs(con, dataset)[0]
-                problem = (unknown_models(args.models, have, dataset)
-                           or unknown_defense_models(args.defense_models, args.models, have, dataset))
-                if problem:
-                    raise _UsageError(problem)
-                ontology = dataset_ontology(con, dataset)
-                options = AuditOptions(models=args.models, force=args.force, decode=not args.no_decoding,
-                                       views=args.views or VIEWS, jobs=jobs, utility=not args.no_utility,
-                                       defenses=not args.no_defenses, defense_models=args.defense_models,
-                                       families=set(args.families) if args.families else None,
-                                       defense_families=set(args.defense_families) if args.defense_families else None,
-                                       learned_wcpq=None if args.learned_wcpq is None else
-                                       [LEARNED_VARIANTS[v] for v in args.learned_wcpq])
+        with ExitStack() as held:
+            if args.in_stages:        # the one audit in stages of this warehouse, held till this command ends
+                held.enter_context(_only_build(path))
+            try:
+                with writer(path) as con:
+                    dataset = _resolve_dataset(con, args.dataset)
+                    have = audit_inputs(con, dataset)[0]
+                    problem = (unknown_models(args.models, have, dataset)
+                               or unknown_defense_models(args.defense_models, args.models, have, dataset))
+                    if problem:
+                        raise _UsageError(problem)
+                    ontology = dataset_ontology(con, dataset)
+                    options = AuditOptions(models=args.models, force=args.force, decode=not args.no_decoding,
+                                           views=args.views or VIEWS, jobs=jobs, utility=not args.no_utility,
+                                           defenses=not args.no_defenses, defense_models=args.defense_models,
+                                           families=set(args.families) if args.families else None,
+                                           defense_families=set(args.defense_families) if args.defense_families else None,
+                                           learned_wcpq=None if args.learned_wcpq is None else
+                                           [LEARNED_VARIANTS[v] for v in args.learned_wcpq])
+                    if args.in_stages:
+                        status = _staged_status(con, path, dataset, options, argv)
+                    else:
+                        run = run_audits(con, dataset, options, progress)
                 if args.in_stages:
-                    status = _staged_status(con, path, dataset, options, argv)
-                else:
-                    run = run_audits(con, dataset, options, progress)
-            if args.in_stages:
-                run = _audit_in_stages(path, dataset, options, progress, status)
-        except SchedulerError as exc:       # the cluster failed the run: say what was stored and what to do
-            raise _UserError(_cluster_failure(exc, status)) from None
-        finally:
-            bar.close()
+                    run = _audit_in_stages(path, dataset, options, progress, status)
+            except SchedulerError as exc:       # the cluster failed the run: say what was stored and what to do
+                raise _UserError(_cluster_failure(exc, status)) from None
+            finally:
+                bar.close()
     if args.json:
         print(json.dumps(run.to_json(), indent=2))
         return EXIT_OK
@@ -1446,20 +1446,25 @@ def _text_table(frame, columns: str, cell, rows: Sequence[str] = ("model",)) -> 
     return table.fillna("N/A").to_string()
 
 
-def _no_other_build(path: str) -> None:
-    """`qlb audit --in-stages` while another audit in stages runs on the warehouse (its status file
-    names a live process): both would store the same unfinished run's stages, and share one status
-    file, so the second stops before it reads anything (exit 1)."""
-    import os
+@contextmanager
+def _only_build(path: str) -> Iterator[None]:
+    """`qlb audit --in-stages` holds the warehouse's build lock (``build_lock``) for the whole command,
+    taken before it writes the status file: while another audit in stages runs on the warehouse
+    (both would store the same unfinished run's stages into one status file), the second stops before
+    it reads anything (exit 1), naming the other from its status file."""
+    from warehouse.build_status import STAGE_NAMES, BuildRunning, build_lock, read_status
 
-    from warehouse.build_status import STAGE_NAMES, running_build
-
-    other = running_build(path)
-    if other is not None and other.pid != os.getpid():
-        raise _UserError(f"another audit in stages is running on this warehouse (dataset {other.dataset_id!r}, "
-                         f"process {other.pid}, {STAGE_NAMES.get(other.stage, other.stage)}); wait for it to "
-                         f"finish (the dashboard shows its progress) or stop it (`kill {other.pid}`), then run this "
-                         f"command again: it resumes what that audit stored")
+    try:
+        with build_lock(path):
+            yield
+    except BuildRunning:
+        other = read_status(path)
+        who = (f" (dataset {other.dataset_id!r}, process {other.pid}, {STAGE_NAMES.get(other.stage, other.stage)})"
+               if other is not None and other.alive else "")
+        stop = f"`kill {other.pid}`" if other is not None and other.alive else "Ctrl+C in its terminal"
+        raise _UserError(f"another audit in stages is running on this warehouse{who}; wait for it to finish (the "
+                         f"dashboard shows its progress) or stop it ({stop}), then run this command again: it "
+                         f"resumes what that audit stored") from None
 
 
 def _staged_status(con, path: str, dataset: str, options, argv: Sequence[str] = ()) -> Any:

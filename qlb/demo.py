@@ -151,10 +151,18 @@ class StagedAuditStatus:
         self.status = BuildStatus(dataset_id=dataset_id, run_id="", command=command)
         self.written = 0.0
         self.kept, self.kept_at = 0.0, self.status.started    # the share resumed from a stopped attempt, and when
+        self.kept_stages: set[str] = set()      # its stages (computed again only for what later stages need)
+        self.rebase = False                     # the pace starts at the first report of a stage not kept
         self._write()
 
     def progress(self, stage: str, done: int, total: int) -> None:
-        """A progress report of the audit (``run_audits_in_stages``' ``progress``)."""
+        """A progress report of the audit (``run_audits_in_stages``' ``progress``). A kept stage computed
+        again (the utility audit, for the defenses' policies) is no progress: the status stays on the
+        next stage, and the ETA's pace starts at the first report of a stage not kept."""
+        if stage in self.kept_stages:
+            return
+        if self.rebase:
+            self.kept_at, self.rebase = time.time(), False
         changed = stage != self.status.stage
         self.status.stage, self.status.stage_done, self.status.stage_total = stage, done, total
         self._move(self.plan.report(stage, done, total))
@@ -169,7 +177,8 @@ class StagedAuditStatus:
         self.status.stored.append(stage)
         self._move(self.plan.report(stage, 1, 1))
         if stage in run.resumed:
-            self.kept, self.kept_at = self.status.fraction, time.time()
+            self.kept, self.kept_at, self.rebase = self.status.fraction, time.time(), True
+            self.kept_stages.add(stage)
             self.status.eta_seconds = None
         later = [s for s in AUDIT_STAGES[AUDIT_STAGES.index(stage) + 1:] if s in self.plan.stage_seconds]
         if later:

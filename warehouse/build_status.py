@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Iterator
 
 # the stages of an audit in stages, in order, and the pages' words for them
 STAGES = ("refusal", "decoding", "utility", "defenses")
@@ -94,3 +97,53 @@ def running_build(warehouse: str | Path, dataset_id: str | None = None) -> Build
     if status is None or not status.alive or (dataset_id is not None and status.dataset_id != dataset_id):
         return None
     return status
+
+
+class BuildRunning(RuntimeError):
+    """Another process runs an audit in stages on this warehouse (it holds ``build_lock``)."""
+
+
+_held: dict[str, int] = {}          # lock paths this process holds, and how deep (the lock is re-entrant here)
+_held_guard = threading.Lock()
+
+
+def lock_path(warehouse: str | Path) -> Path:
+    """The lock file of a warehouse's audits in stages: next to it, ``<name>.build.lock``."""
+    warehouse = Path(warehouse)
+    return warehouse.with_name(warehouse.name + ".build.lock")
+
+
+@contextmanager
+def build_lock(warehouse: str | Path) -> Iterator[None]:
+    """Held by the one audit in stages of a warehouse for as long as it runs: an OS lock on
+    ``<warehouse>.build.lock`` (``fcntl.flock``), which the system releases when the process ends,
+    however it ends, so a killed build never blocks the next one and a reused pid never counts.
+    ``BuildRunning`` at once when another process holds it. Re-entrant within a process. Where
+    the system has no ``flock`` (Windows), nothing is locked."""
+    try:
+        import fcntl
+    except ImportError:          # pragma: no cover - not on the systems qlb runs its audits on
+        yield
+        return
+    key = str(lock_path(warehouse).resolve())
+    with _held_guard:
+        if key in _held:
+            _held[key] += 1
+            handle = None
+        else:
+            handle = open(key, "a+")
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                handle.close()
+                raise BuildRunning(f"another audit in stages is running on {warehouse}") from None
+            _held[key] = 1
+    try:
+        yield
+    finally:
+        with _held_guard:
+            _held[key] -= 1
+            if _held[key] == 0:
+                del _held[key]
+                if handle is not None:
+                    handle.close()           # closing the file releases the lock

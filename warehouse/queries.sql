@@ -184,8 +184,14 @@ ORDER BY started_at DESC LIMIT 1;
 
 -- name: unfinished_run_of_fingerprint
 SELECT run_id FROM runs WHERE dataset_id = ? AND kind = ? AND dataset_fingerprint = ? AND parameters = ?
-  AND finished_at IS NULL
+  AND code_version = ? AND finished_at IS NULL
 ORDER BY started_at DESC LIMIT 1;
+
+-- name: last_request_of_world
+-- The request qlb collect last sent for one world, model and probe, and its collection's instruction version.
+SELECT k.request_sha256, c.instruction_version FROM collection_calls k JOIN collections c USING (collection_id)
+WHERE k.dataset_id = ? AND k.model = ? AND k.probe = ? AND k.world_id = ?
+ORDER BY k.called_at DESC, k.attempt DESC LIMIT 1;
 
 -- name: unpaired_worlds
 -- A dataset's worlds whose pair holds only them (their twin not ingested, or rejected).

@@ -40,7 +40,7 @@ from qlb.tuple.wcpq import policies_from_selection
 from qlb.records.ontology import Ontology
 from warehouse import queries
 from warehouse.ontologies import dataset_ontology
-from warehouse.results import dataset_fingerprint, now, store_run
+from warehouse.results import code_version, dataset_fingerprint, now, store_run
 
 log = logging.getLogger(__name__)
 
@@ -201,46 +201,51 @@ def run_audits_in_stages(warehouse: str | Path, dataset_id: str, options: AuditO
     lands) and finished with its last; the numbers are those of ``run_audits``. ``stored`` is
     called after each stage is stored. A run over the same data and parameters that finished
     earlier is reused. One that never finished (a build stopped midway: the dashboard closed, a
-    lost Dask scheduler) is resumed: its stored stages are kept (``AuditRun.resumed``, each
-    reported to ``stored`` before the first computation) and only the rest is computed; the
-    utility audit is computed again when the defenses are left, for their frozen policies, and
-    not stored twice. Unfinished runs over other data or parameters are dropped."""
+    lost Dask scheduler) is resumed, ``force`` or not, when the same qlb code left it: its stored
+    stages are kept (``AuditRun.resumed``, each reported to ``stored`` before the first
+    computation) and only the rest is computed; the utility audit is computed again when the
+    defenses are left, for their frozen policies, and not stored twice. Unfinished runs over other
+    data, parameters or code are dropped. The whole audit holds the warehouse's build lock
+    (``warehouse.build_status.build_lock``; ``BuildRunning`` when another process holds it), so two
+    audits in stages never store into one run."""
     from warehouse.db import writer
     from warehouse.results import drop_unfinished_runs, store_stage
+    from warehouse.build_status import build_lock
 
-    opts = replace(options or AuditOptions(), **changes)
-    with writer(warehouse) as con:
-        _check(con, dataset_id, opts)
-        ontology = dataset_ontology(con, dataset_id)
-        params = {**opts.parameters(), "ontology_sha256": ontology.sha256}
-        fingerprint = dataset_fingerprint(con, dataset_id)
-        earlier = None if opts.force else _stored_run(con, dataset_id, fingerprint, params)
-        if earlier is not None:
-            return earlier
-        run = None if opts.force else _unfinished_run(con, dataset_id, fingerprint, params)
-        for run_id in drop_unfinished_runs(con, dataset_id, keep=run.run_id if run is not None else None):
-            log.info("dropped unfinished run %s", run_id)
-        if run is None:
-            started = now()
-            run = AuditRun(_new_run_id(started), dataset_id, False)
-            first = {**_refusal_audit(con, run, opts, ontology), **_quasileak_audit(con, run, opts)}
-            store_run(con, run_id=run.run_id, dataset_id=dataset_id, kind="audit", parameters=params,
-                      fingerprint=fingerprint, started=started, tables=first, finished=False)
-        else:
-            log.info("resuming unfinished run %s (kept: %s)", run.run_id, ", ".join(run.resumed))
-        frames = _frames(con, dataset_id, opts)
-    if stored is not None:
-        for stage in ("refusal", *(s for s in run.resumed if s != "refusal")):
-            stored(stage, run)
-    for stage, tables in _later_stages(frames, run, opts, progress, ontology, kept=run.resumed):
-        if stage in run.resumed:
-            continue
+    with build_lock(warehouse):
+        opts = replace(options or AuditOptions(), **changes)
         with writer(warehouse) as con:
-            store_stage(con, run_id=run.run_id, dataset_id=dataset_id, tables=tables, finished=stage == "defenses")
+            _check(con, dataset_id, opts)
+            ontology = dataset_ontology(con, dataset_id)
+            params = {**opts.parameters(), "ontology_sha256": ontology.sha256}
+            fingerprint = dataset_fingerprint(con, dataset_id)
+            earlier = None if opts.force else _stored_run(con, dataset_id, fingerprint, params)
+            if earlier is not None:
+                return earlier
+            run = _unfinished_run(con, dataset_id, fingerprint, params)
+            for run_id in drop_unfinished_runs(con, dataset_id, keep=run.run_id if run is not None else None):
+                log.info("dropped unfinished run %s", run_id)
+            if run is None:
+                started = now()
+                run = AuditRun(_new_run_id(started), dataset_id, False)
+                first = {**_refusal_audit(con, run, opts, ontology), **_quasileak_audit(con, run, opts)}
+                store_run(con, run_id=run.run_id, dataset_id=dataset_id, kind="audit", parameters=params,
+                          fingerprint=fingerprint, started=started, tables=first, finished=False)
+            else:
+                log.info("resuming unfinished run %s (kept: %s)", run.run_id, ", ".join(run.resumed))
+            frames = _frames(con, dataset_id, opts)
         if stored is not None:
-            stored(stage, run)
-    log.info("stored run %s for %s in stages", run.run_id, dataset_id)
-    return run
+            for stage in ("refusal", *(s for s in run.resumed if s != "refusal")):
+                stored(stage, run)
+        for stage, tables in _later_stages(frames, run, opts, progress, ontology, kept=run.resumed):
+            if stage in run.resumed:
+                continue
+            with writer(warehouse) as con:
+                store_stage(con, run_id=run.run_id, dataset_id=dataset_id, tables=tables, finished=stage == "defenses")
+            if stored is not None:
+                stored(stage, run)
+        log.info("stored run %s for %s in stages", run.run_id, dataset_id)
+        return run
 
 
 def _frames(con: duckdb.DuckDBPyConnection, dataset_id: str, opts: AuditOptions) -> dict[str, pd.DataFrame]:
@@ -328,12 +333,13 @@ def _loaded_run(con: duckdb.DuckDBPyConnection, run_id: str, dataset_id: str, re
 
 def _unfinished_run(con: duckdb.DuckDBPyConnection, dataset_id: str, fingerprint: str,
                     params: dict[str, Any]) -> AuditRun | None:
-    """The newest run over the same data with the same parameters that an audit in stages left
-    unfinished, with the stages it stored (``resumed``: refusal, then decoding and utility when
-    their results are there; a stage stores in one transaction, so it is there whole or not at
-    all), or None."""
+    """The newest run over the same data with the same parameters that an audit in stages of this
+    very code (``code_version``: a resume never mixes two versions' numbers) left unfinished, with the
+    stages it stored (``resumed``: refusal, then decoding and utility when their results are there; a
+    stage stores in one transaction, so it is there whole or not at all), or None.
+    """
     found = queries.fetch_df(con, "unfinished_run_of_fingerprint",
-                             [dataset_id, "audit", fingerprint, json.dumps(params, sort_keys=True)])
+                             [dataset_id, "audit", fingerprint, json.dumps(params, sort_keys=True), code_version()])
     if found.empty:
         return None
     run = _loaded_run(con, str(found["run_id"][0]), dataset_id, False)
@@ -468,7 +474,7 @@ def _defense_audit(frames: dict[str, pd.DataFrame], selected: list[DomainUtility
     """Output defenses and WCPQ against the utility audit's frozen full-native policies
     (TUPLE.md section 7)."""
     if not opts.run_defenses:
-        run.skipped["defenses"] = NOT_DEFENDED if not opts.defenses else NO_DEFENSES
+        run.skipped["defenses"] = NOT_DEFENDED if (opts.decode and opts.utility) else NO_DEFENSES   # as a reused run
         return {}
     if run.utility is None:
         run.skipped["defenses"] = NO_POLICIES

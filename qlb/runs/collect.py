@@ -264,22 +264,39 @@ def planned_worlds(con: duckdb.DuckDBPyConnection, opts: CollectOptions) -> Plan
                 left_for_later=len(todo) - len(rows))
 
 
-def first_request(con: duckdb.DuckDBPyConnection, opts: CollectOptions) -> tuple[dict[str, Any], bool]:
-    """The request body of the first world the command would ask (``--show-request``), and True;
-    when it would ask none (every world answered), the body its first world was asked with, and
-    False: what the model saw stays inspectable after the collection."""
-    rows = planned_worlds(con, opts).rows
-    if rows:
-        world, asking = rows[0], True
+def first_request(con: duckdb.DuckDBPyConnection, opts: CollectOptions) -> tuple[dict[str, Any], str | None]:
+    """``--show-request``: the request body of the first world the command would ask, and None; when it
+    would ask none, the body a new call for the first world would send, and what to say of it: whether
+    that world was asked with this very body (its archived request sha256), with another (an older
+    instruction version), or never asked by ``qlb collect`` (its answer was loaded from a file)."""
+    plan = planned_worlds(con, opts)
+    if plan.rows:
+        world = plan.rows[0]
+        return _body(con, opts, world), None
+    worlds = queries.fetch_df(con, "collect_worlds", [opts.dataset_id])
+    if opts.splits:
+        worlds = worlds[worlds["split"].isin(list(opts.splits))]
+    if worlds.empty:
+        raise CollectError(f"dataset {opts.dataset_id!r} has no worlds in split {', '.join(opts.splits)}")
+    world = worlds.iloc[0].to_dict()
+    body = _body(con, opts, world)
+    why = ("no stored answer is invalid or unavailable" if opts.replace_invalid else
+           "every world already has a stored answer")
+    last = queries.fetch_df(con, "last_request_of_world", [opts.dataset_id, opts.model, opts.probe, world["world_id"]])
+    if last.empty:
+        said = ("its first world's answer was loaded from a file, not asked by qlb collect: this is the request a "
+                "new call would send")
+    elif str(last["request_sha256"][0]) == body_sha256(body):
+        said = "this is the request its first world was asked with"
     else:
-        worlds = queries.fetch_df(con, "collect_worlds", [opts.dataset_id])
-        if opts.splits:
-            worlds = worlds[worlds["split"].isin(list(opts.splits))]
-        if worlds.empty:
-            raise CollectError(f"dataset {opts.dataset_id!r} has no worlds in split {', '.join(opts.splits)}")
-        world, asking = worlds.iloc[0].to_dict(), False
-    return (request_body(world, dataset_ontology(con, opts.dataset_id).domain(world["domain"]), opts.probe,
-                         opts.endpoint_model or opts.model), asking)
+        said = (f"this is the request a new call would send; its first world was asked with another (instruction "
+                f"version {last['instruction_version'][0]})")
+    return body, f"nothing to ask: {why}; {said}"
+
+
+def _body(con: duckdb.DuckDBPyConnection, opts: CollectOptions, world: dict[str, Any]) -> dict[str, Any]:
+    return request_body(world, dataset_ontology(con, opts.dataset_id).domain(world["domain"]), opts.probe,
+                        opts.endpoint_model or opts.model)
 
 
 Progress = Callable[[int, int], None]       # (answers stored so far, worlds to ask)

@@ -203,7 +203,7 @@ def task_stage(fn: Callable[..., Any]) -> str:
 
 def task_keys(stage: str, calls: list[tuple]) -> list[str]:
     """A Dask key per call, unique to this batch: ``<stage>-<batch>-<i> <its text arguments>``,
-    say ``decoding-3f9a2c1d-0 sim-alder/it`` (model and domain, and for the defenses the
+    say ``recovery-3f9a2c1d-0 sim-alder/it`` (model and domain, and for the defenses the
     endpoint), so that the dashboard groups a stage's tasks under its name and a message that
     names a task says which one it is."""
     batch = uuid.uuid4().hex[:8]

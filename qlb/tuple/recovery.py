@@ -178,19 +178,19 @@ def recovery_by_class(predictions: pd.DataFrame, n_boot: int = N_BOOT, seed: int
     """Recovery per (model, domain, decision class) for one release view: which decisions leak. Both
     worlds of a pair share their class (they differ only in the mechanism), so each class's worlds
     are whole pairs and its interval is pair-clustered like every other (``pair_bootstrap``, the
-    run's resample count and seed). A class holds few pairs, and at 0% or 100% every resample of
-    them gives the same share, so the percentile interval has no width ("100.0% [100.0, 100.0]"
-    from 4 pairs); there the interval is the Wilson score interval of that share over the class's
-    number of pairs (the pair being the unit, as in the bootstrap). ``predictions``: model, domain,
-    class, pair_id, correct."""
+    run's resample count and seed), widened to cover the Wilson score interval of the class's share
+    over its number of pairs (the pair as one trial). A class holds few pairs: there the percentile
+    bootstrap is too narrow, and at 0% or 100% (or when every pair has one world right) every
+    resample gives the same share, "100.0% [100.0, 100.0]" from 4 pairs. The cover keeps the
+    intervals in order (a perfect class's lower end never above a near-perfect one's) and counts a
+    class as clear of guessing only where its pairs show it. ``predictions``: model, domain, class,
+    pair_id, correct."""
     rows = []
     for (model, domain, cls), g in predictions.groupby(["model", "domain", "class"], sort=True):
         pairs, names = pd.factorize(g["pair_id"])
         est = pair_bootstrap(g["correct"].to_numpy(float), pairs, n_boot, seed)
-        low, high = est.ci_low, est.ci_high
-        if est.estimate in (0.0, 1.0):
-            low, high = (float(b) for b in wilson(est.estimate * len(names), len(names)))
-        rows.append((model, domain, cls, est.estimate, low, high, len(g)))
+        low, high = (float(b) for b in wilson(est.estimate * len(names), len(names)))
+        rows.append((model, domain, cls, est.estimate, min(est.ci_low, low), max(est.ci_high, high), len(g)))
     return pd.DataFrame(rows, columns=["model", "domain", "class", "accuracy", "ci_low", "ci_high", "n"])
 
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from qlb.tuple.costs import PROFILES, DomainCosts, domain_costs
+from qlb.tuple.costs import PROFILES, DomainCosts
 from qlb.tuple.defenses import static_grid
 from qlb.tuple.recipients import Recipient, SharedQ, candidate_ranks, features
 from qlb.tuple.release_views import Vectorizer, apply_view

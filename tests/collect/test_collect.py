@@ -359,6 +359,19 @@ def test_show_request_after_every_world_is_answered_shows_the_first_worlds(wh, c
     (before, quiet), (after, said) = shown
     assert after == before and quiet == ""              # the first world's body, before and after it was answered
     assert "nothing to ask: every world already has a stored answer; this is the request its first world" in said
+    # a later qlb whose instruction changed: the body shown is what a new call would send, and it says so
+    import qlb.collect.requests as requests
+    changed = {**requests.INSTRUCTIONS, "native": requests.INSTRUCTIONS["native"] + " Be brief."}
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(requests, "INSTRUCTIONS", changed)
+        assert collect(wh, "native", "--model", "m1", "--transport", "python", "--target",
+                       "tests.collect.targets:answer", "--show-request") == 0
+    assert capsys.readouterr().err.strip().endswith(
+        "this is the request a new call would send; its first world was asked with another (instruction version "
+        "qlb-collect-2)")
+    assert collect(wh, "native", "--model", "m1", "--transport", "python", "--target",
+                   "tests.collect.targets:answer", "--show-request", "--replace-invalid") == 0
+    assert "nothing to ask: no stored answer is invalid or unavailable;" in capsys.readouterr().err
 
 
 def test_bad_usage_exits_2(wh, capsys):

@@ -115,12 +115,17 @@ def test_a_resumed_audit_times_only_what_it_computes(tmp_path, monkeypatch):
     clock = [1000.0]
     monkeypatch.setattr("qlb.demo.time.time", lambda: clock[0])
     status = StagedAuditStatus(tmp_path / "w.duckdb", DATASET, n_models=1, n_domains=2, n_defense_models=1)
-    run = AuditRun("run-x", DATASET, False, resumed=("refusal", "decoding"))
+    run = AuditRun("run-x", DATASET, False, resumed=("refusal", "decoding", "utility"))
     clock[0] += 600                          # the dashboard started long after the stopped attempt
-    status.stored("refusal", run)
-    status.stored("decoding", run)
+    for stage in run.resumed:
+        status.stored(stage, run)
     kept = status.status.fraction
-    assert 0 < kept < 1 and status.status.eta_seconds is None
+    assert 0 < kept < 1 and status.status.eta_seconds is None and status.status.stage == "defenses"
+    clock[0] += 30                           # the kept utility audit computed again: no progress, no pace
+    status.progress("utility", 1, 2)
+    assert status.status.stage == "defenses" and status.status.fraction == kept
+    clock[0] += 10
+    status.progress("defenses", 0, 2)
     clock[0] += 10
     status.progress("defenses", 1, 2)
     done = status.status.fraction - kept
@@ -191,14 +196,30 @@ def test_qlb_audit_in_stages_resumes_on_the_command_line(small, tmp_path, capsys
 
 
 def test_a_second_audit_in_stages_on_the_same_warehouse_stops_before_reading(small, tmp_path, capsys):
+    """Another process holds the warehouse's build lock (an audit in stages running there): this one stops at once,
+    naming it from its status file, and writes nothing (the lock is the OS's: it goes with its process)."""
+    import subprocess
+    import sys
     path = copy_of(small, tmp_path / "two")
-    other = build_status.BuildStatus(dataset_id=DATASET, run_id="run-x", stage="decoding", pid=os.getppid())
-    build_status.write_status(path, other)                   # a live process that is not this one
-    assert main(["audit", "--in-stages", "--dataset", DATASET, "--warehouse", str(path), "--models",
-                 OPTIONS.models[0], "--families", "prior", "--no-defenses"]) == 1
-    err = capsys.readouterr().err
-    assert (f"another audit in stages is running on this warehouse (dataset 'small', process {os.getppid()}, "
-            "secret recovery); wait for it") in err
-    assert build_status.read_status(path).pid == os.getppid()          # its status file is left alone
+    holder = subprocess.Popen([sys.executable, "-c", "import fcntl, sys, time; f = open(sys.argv[1], 'a+'); "
+                               "fcntl.flock(f, fcntl.LOCK_EX); print('held', flush=True); time.sleep(60)",
+                               str(build_status.lock_path(path))], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        other = build_status.BuildStatus(dataset_id=DATASET, run_id="run-x", stage="decoding", pid=holder.pid)
+        build_status.write_status(path, other)
+        assert main(["audit", "--in-stages", "--dataset", DATASET, "--warehouse", str(path), "--models",
+                     OPTIONS.models[0], "--families", "prior", "--no-defenses"]) == 1
+        err = capsys.readouterr().err
+        assert (f"another audit in stages is running on this warehouse (dataset 'small', process {holder.pid}, "
+                "secret recovery); wait for it") in err
+        assert build_status.read_status(path).pid == holder.pid           # its status file is left alone
+        with pytest.raises(build_status.BuildRunning):                    # the library refuses too
+            run_audits_in_stages(path, DATASET, OPTIONS)
+    finally:
+        holder.kill()
+        holder.wait()
     with reader(path) as con:
         assert con.execute("SELECT count(*) FROM runs").fetchone()[0] == 0
+    with build_status.build_lock(path):                # gone with its process
+        pass
