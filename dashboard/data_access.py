@@ -31,6 +31,7 @@ import streamlit as st
 
 from qlb.records.ontology import Ontology
 from qlb.records.ontology import INSPECT, Domain, OntologyError, decode_ontology_bytes, load_ontology, parse_ontology
+from qlb.records.schemas import dataset_name_problem
 from qlb.tuple.release_views import DECODER_FAMILIES, release_columns
 from warehouse import ontologies, queries
 from warehouse.db import default_path, open_reader, writer
@@ -267,6 +268,11 @@ def check_ontology_upload(path: str, dataset: str, data: bytes, display_name: st
     if warehouse_exists(path):
         with _cursor(path) as cur:
             refused = ontologies.replace_problem(cur, dataset, onto.sha256, display_name)
+            if refused is None and queries.fetch_df(cur, "dataset_by_id", [dataset]).empty:
+                named = dataset_name_problem(dataset)          # a new dataset: the name rule
+                refused = f"{display_name}: {named}" if named else None
+    elif dataset_name_problem(dataset):
+        refused = f"{display_name}: {dataset_name_problem(dataset)}"
     return OntologyCheck(onto, (refused,) if refused else (), text)
 
 

@@ -25,7 +25,7 @@ from warehouse import queries
 from warehouse.build_status import BuildStatus, running_build, write_status
 from warehouse.db import writer
 from warehouse.ingest import DatasetInfo, IngestRequest, IngestResult, ingest_file
-from warehouse.ontologies import store_ontology
+from warehouse.ontologies import create_dataset, store_ontology
 
 log = logging.getLogger(__name__)
 
@@ -362,7 +362,7 @@ def _store_simulated_ontology(con, dataset: str, description: str, seed: int, te
     and is not simulated is refused: simulated answers never go into an auditor's real data."""
     existing = queries.fetch_df(con, "dataset_by_id", [dataset])
     if existing.empty:
-        queries.execute(con, "insert_dataset", [dataset, True, description, seed])
+        create_dataset(con, dataset, True, description, seed)
     elif not bool(existing["simulated"].iloc[0]):
         raise ValueError(f"dataset {dataset!r} exists and holds real (not simulated) data; "
                          "choose another --dataset for the simulated one")

@@ -42,13 +42,13 @@ from qlb.records.readers import (
     LineBlock, Record, csv_cells, detect_format, file_sha256, has_lines, jsonl_blocks, read_records,
 )
 from qlb.records.schemas import (
-    PAIR_SHARED_FIELDS, NativeResponse, QLDocument, QLPrediction, RefusalResponse, World, dataset_name_problem,
+    PAIR_SHARED_FIELDS, NativeResponse, QLDocument, QLPrediction, RefusalResponse, World,
     describe_error, invalid_field, model_name_problem,
 )
 from qlb.records.ontology import Ontology, load_ontology
 from warehouse import bulk, queries
 from warehouse.db import memory_limited, threads_limited, threads_restored, transaction
-from warehouse.ontologies import dataset_ontology
+from warehouse.ontologies import create_dataset, dataset_ontology
 
 log = logging.getLogger(__name__)
 
@@ -1071,10 +1071,10 @@ def _open_ingest(con: duckdb.DuckDBPyConnection, request: IngestRequest, retry_o
     forgets that ingest's quarantine, which the retry writes anew)."""
     info = request.dataset
     if queries.fetch_df(con, "dataset_by_id", [request.dataset_id]).empty:
-        problem = dataset_name_problem(request.dataset_id)
-        if problem:
-            raise IngestError(f"dataset {request.dataset_id!r}: {problem}")
-        queries.execute(con, "insert_dataset", [request.dataset_id, info.simulated, info.description, info.seed])
+        try:
+            create_dataset(con, request.dataset_id, info.simulated, info.description, info.seed)
+        except ValueError as exc:              # the name rule
+            raise IngestError(str(exc)) from None
     if retry_of is not None:
         queries.execute(con, "retry_ingest_forget_rejects", [retry_of])
         return retry_of

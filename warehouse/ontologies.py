@@ -14,6 +14,7 @@ from functools import lru_cache
 import duckdb
 
 from qlb.records.ontology import Ontology, OntologyError, load_ontology, parse_ontology, tuple_ontology_sha256
+from qlb.records.schemas import dataset_name_problem
 from warehouse import queries
 from warehouse.db import transaction
 
@@ -92,6 +93,17 @@ def replace_problem(con: duckdb.DuckDBPyConnection, dataset_id: str, sha256: str
     return None
 
 
+def create_dataset(con: duckdb.DuckDBPyConnection, dataset_id: str, simulated: bool = False,
+                   description: str | None = None, seed: int | None = None) -> None:
+    """Add the dataset ``dataset_id`` (it must not exist yet): the one way every command and page
+    creates one, so each applies the name rule (``dataset_name_problem``: ValueError, nothing
+    written, for an empty, padded or over-long name)."""
+    problem = dataset_name_problem(dataset_id)
+    if problem:
+        raise ValueError(f"dataset {dataset_id!r}: {problem}")
+    queries.execute(con, "insert_dataset", [dataset_id, simulated, description, seed])
+
+
 def store_ontology(con: duckdb.DuckDBPyConnection, dataset_id: str, text: str, source: str) -> tuple[str, bool]:
     """Validate ``text`` and make it the ontology of ``dataset_id`` (created if new), in one
     transaction. Returns (sha256, changed): ``changed`` is False when the dataset already used
@@ -107,7 +119,7 @@ def store_ontology(con: duckdb.DuckDBPyConnection, dataset_id: str, text: str, s
         if refused:
             raise OntologyInUse([refused])
         if queries.fetch_df(con, "dataset_by_id", [dataset_id]).empty:
-            queries.execute(con, "insert_dataset", [dataset_id, False, None, None])
+            create_dataset(con, dataset_id)
         queries.execute(con, "insert_ontology_if_absent", [sha, onto.to_json(), source, sha])
         queries.execute(con, "set_dataset_ontology",
                         [dataset_id, sha, datetime.now(timezone.utc).replace(tzinfo=None)])

@@ -224,3 +224,21 @@ def test_an_ontology_for_a_dataset_with_worlds_is_bad_usage_that_names_a_new_dat
     assert err.startswith(f"qlb ingest: error: {small}: dataset 'modroute' already has 4 worlds")
     assert "load it into a new dataset with --dataset NAME (say --dataset modroute-3)" in err
     assert main(["ingest", "ontology", str(small), "--dataset", "modroute-3", "--warehouse", str(wh)]) == 0
+
+
+def test_every_way_to_create_a_dataset_applies_the_name_rule(tmp_path):
+    """The command line's ingest refused a padded name; an ontology stored by the library, the Data page's check
+    and the simulated demo for an own task had let ' x' in."""
+    from dashboard.data_access import check_ontology_upload
+    from qlb.demo import build_demo
+    path = tmp_path / "w.duckdb"
+    with writer(path) as con:
+        with pytest.raises(ValueError, match="a dataset name has no space at either end"):
+            store_ontology(con, " x", as_text(three_by_three()), "own.json")
+        assert rows(con, "datasets") == 0 and rows(con, "ontologies") == 0
+    check = check_ontology_upload(str(path), " x", as_text(three_by_three()).encode(), "own.json")
+    assert not check.ok and "a dataset name has no space at either end" in check.problems[0]
+    assert check_ontology_upload(str(path), "x", as_text(three_by_three()).encode(), "own.json").ok
+    onto = write_ontology(tmp_path / "own.json", three_by_three())
+    with pytest.raises(ValueError, match="no space at either end"):
+        build_demo(tmp_path / "demo.duckdb", ontology_path=onto, dataset="x ")
