@@ -63,6 +63,13 @@ SECTIONS: list[tuple[str, list[tuple[str, str]]]] = [
         ("Transport", "How qlb reaches the model during a collection run: typed (a decision endpoint of your "
                       "own, POST /v1/decisions), openai (an OpenAI-compatible chat server) or python (a function "
                       "of yours called with each request)."),
+        ("Asked via", "In the Collection page's runs table: the transport and, for openai, how the model "
+                      "answered: json (a JSON object with the choice, probabilities and confidence) or letters (one "
+                      "letter per candidate; the probabilities come from the server's log-probabilities, and a run "
+                      "whose server sent none is marked no logprobs: its answers carry no probabilities)."),
+        ("Not valid", "In the Collection page's runs table: the answers of a run that were invalid (kept as "
+                      "received, never repaired) or unavailable (the model declined or the request was refused); "
+                      "the audits read both as no answer. The picked run shows the two apart."),
         ("Latency p50 / p90 / p99", "How long a call took, from sending the request to reading the answer: half "
                                     "of the calls took at most p50 (the median), 90% at most p90, 99% at most "
                                     "p99."),

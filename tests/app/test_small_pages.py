@@ -163,7 +163,7 @@ def test_the_glossary_defines_the_pages_terms_in_plain_words(demo_warehouse, mon
                  # the names the pages use for one thing each (tests/present/test_vocabulary.py)
                  "Attacker", "Attacker families", "Recovery audit", "Defense", "Defense-aware attacker",
                  "Audit run (run)", "Task", "Decision task", "Native response", "Refusal probe", "Residual scores",
-                 "Release view", "Mapper"):
+                 "Release view", "Mapper", "Asked via", "Not valid"):
         assert term in terms, term
     assert "one of the recipient's downstream workflows" in terms["Decision task"]        # not a task
     assert "(the paper's output defense)" in terms["Defense"]
