@@ -1233,7 +1233,8 @@ def _ingest_in_bulk(con: duckdb.DuckDBPyConnection, k: "_Responses", request: In
 def _clear_resolved_rejects(con: duckdb.DuckDBPyConnection, k: _Kind, request: IngestRequest,
                             report: ValidationReport, ingest_id: int) -> int:
     """Delete the quarantined lines of the dataset's earlier ingests of this kind whose record key
-    this ingest stored (``resolved_rejects_<kind>``): the quarantine holds open problems only.
+    this ingest stored (``quarantined_records``, then ``resolved_rejects_<kind>`` by the kind's key):
+    the quarantine holds open problems only.
     Their ingests keep their counts (what each found). How many were cleared.
 
     A line's key is read from its text as a JSON object, whatever its file's format: a JSON Lines
@@ -1245,9 +1246,10 @@ def _clear_resolved_rejects(con: duckdb.DuckDBPyConnection, k: _Kind, request: I
         return 0
     con.register("quarantined_csv_keys", _quarantined_csv_keys(con, k, request, ingest_id))
     try:
-        cleared = con.execute(queries.sql(f"resolved_rejects_{request.kind}"),
-                              [request.dataset_id, ingest_id, ingest_id]).fetchall()
+        queries.execute(con, "quarantined_records", [request.dataset_id, request.kind, ingest_id])
+        cleared = con.execute(queries.sql(f"resolved_rejects_{request.kind}"), [ingest_id]).fetchall()
     finally:
+        queries.execute(con, "drop_quarantined_records", [])
         con.unregister("quarantined_csv_keys")
     return len(cleared)
 

@@ -709,91 +709,74 @@ WHERE s.dataset_id = ?;
 -- name: quarantined_csv_rows
 -- The quarantined CSV rows of a dataset's kind that other ingests left, except key conflicts
 -- (``duplicate ...``, never cleared): their raw text (the header's line, then the row's), from which
--- the ingest registers their keys as ``quarantined_csv_keys`` for resolved_rejects_<kind>.
+-- the ingest registers their keys as ``quarantined_csv_keys`` for quarantined_records.
 -- Parameters: dataset_id, kind, ingest_id.
 SELECT r.ingest_id, r.line_no, r.raw_text
 FROM rejects r JOIN ingests i USING (ingest_id)
 WHERE r.dataset_id = ? AND r.kind = ? AND r.ingest_id <> ? AND i.file_format = 'csv'
   AND r.reason NOT LIKE 'duplicate %';
 
+-- name: quarantined_records
+-- The quarantined lines of a dataset's kind that other ingests left, except key conflicts, each with
+-- its record as a JSON object: its raw text (JSON Lines and Parquet lines), or for a CSV row the object
+-- of its key cells in ``quarantined_csv_keys`` (ingest_id, line_no, record: read by the ingest from the
+-- row's text, whose first line is the header); and the ingest's --model (a response line without a
+-- model took it). Kept, for this connection, as the table resolved_rejects_<kind> read.
+-- Parameters: dataset_id, kind, ingest_id.
+CREATE OR REPLACE TEMP TABLE quarantined_records AS
+SELECT r.ingest_id, r.line_no, coalesce(c.record, r.raw_text) AS record, i.model AS ingest_model
+FROM rejects r LEFT JOIN ingests i USING (ingest_id) LEFT JOIN quarantined_csv_keys c USING (ingest_id, line_no)
+WHERE r.dataset_id = ? AND r.kind = ? AND r.ingest_id <> ?
+  AND r.reason NOT LIKE 'duplicate %';    -- a conflict with a stored value: storing the key fixes nothing
+
+-- name: drop_quarantined_records
+DROP TABLE IF EXISTS quarantined_records;
+
 -- name: resolved_rejects_worlds
--- Clear the quarantined lines of earlier ingests whose world_id this ingest stored: their problem
--- is fixed. A line's key is read from its record as a JSON object: its raw text (JSON Lines and
--- Parquet lines), or for a CSV row the object of its key cells in ``quarantined_csv_keys`` (ingest_id,
--- line_no, record: read by the ingest from the row's text, whose first line is the header).
--- Parameters: dataset_id, ingest_id (twice).
-WITH quarantined AS (
-    SELECT r.ingest_id, r.line_no, coalesce(c.record, r.raw_text) AS record
-    FROM rejects r LEFT JOIN quarantined_csv_keys c USING (ingest_id, line_no)
-    WHERE r.dataset_id = ? AND r.kind = 'worlds' AND r.ingest_id <> ?
-      AND r.reason NOT LIKE 'duplicate %'    -- a conflict with a stored value: storing the key fixes nothing
-)
+-- Clear the quarantined lines of earlier ingests (``quarantined_records``) whose world_id this ingest
+-- stored: their problem is fixed. Parameters: ingest_id.
 DELETE FROM rejects
 WHERE (ingest_id, line_no) IN (
-    SELECT ingest_id, line_no FROM quarantined
+    SELECT ingest_id, line_no FROM quarantined_records
     WHERE CASE WHEN json_valid(record) THEN json_extract_string(record, '$.world_id') END
           IN (SELECT world_id FROM worlds WHERE ingest_id = ?))
 RETURNING line_no;
 
 -- name: resolved_rejects_responses
 -- As resolved_rejects_worlds, for native responses (a line without a model took its ingest's
--- --model). Parameters: dataset_id, ingest_id (twice).
-WITH quarantined AS (
-    SELECT r.ingest_id, r.line_no, coalesce(c.record, r.raw_text) AS record, i.model AS ingest_model
-    FROM rejects r JOIN ingests i USING (ingest_id) LEFT JOIN quarantined_csv_keys c USING (ingest_id, line_no)
-    WHERE r.dataset_id = ? AND r.kind = 'responses' AND r.ingest_id <> ?
-      AND r.reason NOT LIKE 'duplicate %'    -- a conflict with a stored value: storing the key fixes nothing
-)
+-- --model). Parameters: ingest_id.
 DELETE FROM rejects
 WHERE (ingest_id, line_no) IN (
-    SELECT ingest_id, line_no FROM quarantined
+    SELECT ingest_id, line_no FROM quarantined_records
     WHERE (coalesce(CASE WHEN json_valid(record) THEN json_extract_string(record, '$.model') END, ingest_model),
            CASE WHEN json_valid(record) THEN json_extract_string(record, '$.world_id') END)
           IN (SELECT (model, world_id) FROM responses WHERE ingest_id = ?))
 RETURNING line_no;
 
 -- name: resolved_rejects_refusal
--- As resolved_rejects_responses, for refusal responses. Parameters: dataset_id, ingest_id (twice).
-WITH quarantined AS (
-    SELECT r.ingest_id, r.line_no, coalesce(c.record, r.raw_text) AS record, i.model AS ingest_model
-    FROM rejects r JOIN ingests i USING (ingest_id) LEFT JOIN quarantined_csv_keys c USING (ingest_id, line_no)
-    WHERE r.dataset_id = ? AND r.kind = 'refusal' AND r.ingest_id <> ?
-      AND r.reason NOT LIKE 'duplicate %'    -- a conflict with a stored value: storing the key fixes nothing
-)
+-- As resolved_rejects_responses, for refusal responses. Parameters: ingest_id.
 DELETE FROM rejects
 WHERE (ingest_id, line_no) IN (
-    SELECT ingest_id, line_no FROM quarantined
+    SELECT ingest_id, line_no FROM quarantined_records
     WHERE (coalesce(CASE WHEN json_valid(record) THEN json_extract_string(record, '$.model') END, ingest_model),
            CASE WHEN json_valid(record) THEN json_extract_string(record, '$.world_id') END)
           IN (SELECT (model, world_id) FROM refusal_responses WHERE ingest_id = ?))
 RETURNING line_no;
 
 -- name: resolved_rejects_corpus
--- As resolved_rejects_worlds, for corpus documents. Parameters: dataset_id, ingest_id (twice).
-WITH quarantined AS (
-    SELECT r.ingest_id, r.line_no, coalesce(c.record, r.raw_text) AS record
-    FROM rejects r LEFT JOIN quarantined_csv_keys c USING (ingest_id, line_no)
-    WHERE r.dataset_id = ? AND r.kind = 'corpus' AND r.ingest_id <> ?
-      AND r.reason NOT LIKE 'duplicate %'    -- a conflict with a stored value: storing the key fixes nothing
-)
+-- As resolved_rejects_worlds, for corpus documents. Parameters: ingest_id.
 DELETE FROM rejects
 WHERE (ingest_id, line_no) IN (
-    SELECT ingest_id, line_no FROM quarantined
+    SELECT ingest_id, line_no FROM quarantined_records
     WHERE CASE WHEN json_valid(record) THEN json_extract_string(record, '$.doc_id') END
           IN (SELECT doc_id FROM ql_documents WHERE ingest_id = ?))
 RETURNING line_no;
 
 -- name: resolved_rejects_predictions
--- As resolved_rejects_worlds, for detector predictions. Parameters: dataset_id, ingest_id (twice).
-WITH quarantined AS (
-    SELECT r.ingest_id, r.line_no, coalesce(c.record, r.raw_text) AS record
-    FROM rejects r LEFT JOIN quarantined_csv_keys c USING (ingest_id, line_no)
-    WHERE r.dataset_id = ? AND r.kind = 'predictions' AND r.ingest_id <> ?
-      AND r.reason NOT LIKE 'duplicate %'    -- a conflict with a stored value: storing the key fixes nothing
-)
+-- As resolved_rejects_worlds, for detector predictions. Parameters: ingest_id.
 DELETE FROM rejects
 WHERE (ingest_id, line_no) IN (
-    SELECT ingest_id, line_no FROM quarantined
+    SELECT ingest_id, line_no FROM quarantined_records
     WHERE (CASE WHEN json_valid(record) THEN json_extract_string(record, '$.detector') END,
            CASE WHEN json_valid(record) THEN json_extract_string(record, '$.doc_id') END)
           IN (SELECT (detector, doc_id) FROM ql_predictions WHERE ingest_id = ?))
