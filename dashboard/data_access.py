@@ -271,8 +271,8 @@ def check_ontology_upload(path: str, dataset: str, data: bytes, display_name: st
             if refused is None and queries.fetch_df(cur, "dataset_by_id", [dataset]).empty:
                 named = dataset_name_problem(dataset)          # a new dataset: the name rule
                 refused = f"{display_name}: {named}" if named else None
-    elif dataset_name_problem(dataset):
-        refused = f"{display_name}: {dataset_name_problem(dataset)}"
+    elif (named := dataset_name_problem(dataset)) is not None:
+        refused = f"{display_name}: {named}"
     return OntologyCheck(onto, (refused,) if refused else (), text)
 
 

@@ -191,7 +191,7 @@ def options(d: RunData) -> list[str]:
             ok = tuple(sorted(cell.loc[cell["noninferior"].astype(bool), "model"]))
             above = () if ok else tuple(sorted(cell.loc[cell["ci_low"] > DELTA, "model"]))
             groups.setdefault((ok, above, len(cell)), []).append(task)
-        for (ok, _, n), tasks in groups.items():
+        for (ok, above, n), tasks in groups.items():
             where = listing([TASK_NAMES.get(t, t) for t in tasks])
             rows = pairs[pairs["task"].isin(tasks)]
             if ok:
@@ -203,7 +203,7 @@ def options(d: RunData) -> list[str]:
                            f"more than the full output (the margin; measured: {extra} a case) for {whom}"
                            + _recovery_effect(d, by_view, list(ok)) + ".")
             else:
-                out.append(_costs_more(where, rows, n))
+                out.append(_costs_more(where, rows, n, list(above)))
     wcpq = d.defenses[d.defenses["defense"] == "wcpq"] if not d.defenses.empty else d.defenses
     if not wcpq.empty:
         kept = bool(((wcpq["plan_agreement"] == wcpq["plan_comparisons"]) & (wcpq["max_abs_cost_diff"] == 0)).all())
@@ -250,13 +250,12 @@ def _wcpq_effect(wcpq: pd.DataFrame, n_all: int) -> str:
     return text
 
 
-def _costs_more(where: str, rows: pd.DataFrame, n: int) -> str:
+def _costs_more(where: str, rows: pd.DataFrame, n: int, clear: list[str]) -> str:
     """The option where the choice alone is non-inferior for no model (``rows``: choice minus full native,
-    paired): where the whole 95% interval of the extra cost lies above the 0.1 margin, the full output is
-    what the recipient uses; where it includes the margin, the run cannot tell (too few test worlds), and
-    the sentence says so rather than advise on it."""
-    above = rows.groupby("model")["ci_low"].min() > DELTA
-    clear, unclear = sorted(above.index[above]), sorted(above.index[~above])
+    paired): for the models ``clear`` (the whole 95% interval of the extra cost above the 0.1 margin in
+    each of the sentence's tasks) the full output is what the recipient uses; for the others it includes
+    the margin, the run cannot tell (too few test worlds), and the sentence says so rather than advise."""
+    unclear = sorted(set(rows["model"]) - set(clear))
 
     def whom(models: list[str]) -> str:
         return how_many(n, n) if len(models) == n and n > 1 else _models(models, n)

@@ -32,6 +32,7 @@ from datetime import datetime, timezone
 from typing import Any, Callable, Iterator, Sequence
 
 import duckdb
+import pandas as pd
 
 from qlb.collect.answers import reason_kind
 from qlb.collect.dispatch import DispatchPlan, dispatch
@@ -244,11 +245,7 @@ def planned_worlds(con: duckdb.DuckDBPyConnection, opts: CollectOptions) -> Plan
     problem = unknown_dataset(con, opts.dataset_id)
     if problem:
         raise CollectError(problem)
-    worlds = queries.fetch_df(con, "collect_worlds", [opts.dataset_id])
-    if worlds.empty:
-        raise CollectError(f"dataset {opts.dataset_id!r} has no worlds (ingest them first)")
-    if opts.splits:
-        worlds = worlds[worlds["split"].isin(list(opts.splits))]
+    worlds = _worlds(con, opts)
     stored = stored_worlds(con, opts.dataset_id, opts.model, opts.probe)
     answered = worlds["world_id"].isin(set(stored["world_id"]))
     if opts.replace_invalid:
@@ -264,6 +261,15 @@ def planned_worlds(con: duckdb.DuckDBPyConnection, opts: CollectOptions) -> Plan
                 left_for_later=len(todo) - len(rows))
 
 
+def _worlds(con: duckdb.DuckDBPyConnection, opts: CollectOptions) -> pd.DataFrame:
+    """The dataset's worlds in the order they are asked, those of ``opts.splits`` when given
+    (CollectError when the dataset has none at all)."""
+    worlds = queries.fetch_df(con, "collect_worlds", [opts.dataset_id])
+    if worlds.empty:
+        raise CollectError(f"dataset {opts.dataset_id!r} has no worlds (ingest them first)")
+    return worlds[worlds["split"].isin(list(opts.splits))] if opts.splits else worlds
+
+
 def first_request(con: duckdb.DuckDBPyConnection, opts: CollectOptions) -> tuple[dict[str, Any], str | None]:
     """``--show-request``: the request body of the first world the command would ask, and None; when it
     would ask none, the body a new call for the first world would send, and what to say of it: whether
@@ -273,9 +279,7 @@ def first_request(con: duckdb.DuckDBPyConnection, opts: CollectOptions) -> tuple
     if plan.rows:
         world = plan.rows[0]
         return _body(con, opts, world), None
-    worlds = queries.fetch_df(con, "collect_worlds", [opts.dataset_id])
-    if opts.splits:
-        worlds = worlds[worlds["split"].isin(list(opts.splits))]
+    worlds = _worlds(con, opts)
     if worlds.empty:
         raise CollectError(f"dataset {opts.dataset_id!r} has no worlds in split {', '.join(opts.splits)}")
     world = worlds.iloc[0].to_dict()
