@@ -308,15 +308,15 @@ def _watch(page, server: str) -> tuple[list[str], list[str]]:
 
 def _settled(page) -> None:
     """Wait until the page's fonts are loaded and its script run has finished: no "running"
-    status for three looks in a row, 250 ms apart (grids that size their columns later are
+    status for three looks in a row, 150 ms apart (grids that size their columns later are
     waited for by ``_layout_holds``)."""
     page.evaluate("() => document.fonts.ready.then(() => true)")
     quiet = 0
-    for _ in range(160):
+    for _ in range(270):
         quiet = quiet + 1 if page.locator('[data-testid="stStatusWidget"]').count() == 0 else 0
         if quiet == 3:
             break
-        page.wait_for_timeout(250)
+        page.wait_for_timeout(150)
 
 
 def _whole_page_screenshot(page, path: Path) -> None:

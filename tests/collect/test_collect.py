@@ -2,6 +2,8 @@
 resumption, --replace-invalid, the archive, and what a request body may never contain."""
 from __future__ import annotations
 
+import copy
+import functools
 import json
 import math
 import os
@@ -27,7 +29,12 @@ N_PAIRS = 10
 
 
 def small_worlds(n_pairs: int = N_PAIRS) -> list[dict]:
-    """The first pairs of the simulated design (all three splits present)."""
+    """The first pairs of the simulated design (all three splits present), a fresh copy each call."""
+    return copy.deepcopy(_first_pairs(n_pairs))
+
+
+@functools.cache
+def _first_pairs(n_pairs: int) -> list[dict]:
     worlds = simulate_worlds(7)
     pairs: list[str] = []
     for w in worlds:
