@@ -124,7 +124,7 @@ def headline_findings(path: str, dataset: str) -> None:
         st.caption(md_text(options_note(spoken)))
         for sentence in supported:
             st.markdown(f"- {md_text(sentence)}")
-    checks = paper_checks(d) if d.tuple_task else []
+    checks = paper_checks(spoken) if d.tuple_task else []      # the models the findings speak for
     against = comparison_sentence(checks)
     if against:
         lead, what = comparison_lead(bool(d.dataset["simulated"]))
@@ -138,7 +138,8 @@ def headline_findings(path: str, dataset: str) -> None:
         with st.expander(f"Compared with the TUPLE paper: {held} of {known} of its findings hold on this run"
                          + (f", {bad} do not" if bad > 1 else ", 1 does not" if bad else ""), expanded=bad > 0):
             st.caption("Each band is what a run must show to tell the paper's story: its direction and rough "
-                       "size, not its exact numbers.")
+                       "size, not its exact numbers." + (" Like the findings, it leaves out the models with too few "
+                                                         "valid answers." if not spoken.left_out.empty else ""))
             paper_comparison([c for c in checks if c.holds is not None])
 
 

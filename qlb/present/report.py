@@ -566,7 +566,7 @@ def render_report(d: RunData) -> str:
     if supported:
         parts.append("<h2>What the numbers support</h2><p class='caption'>" + esc(options_note(spoken)) + "</p>"
                      "<ul class='findings'>" + "".join(f"<li>{esc(s)}</li>" for s in supported) + "</ul>")
-    against = comparison_sentence(paper_checks(d)) if d.tuple_task else None
+    against = comparison_sentence(paper_checks(spoken)) if d.tuple_task else None
     if against:
         lead, what = comparison_lead(simulated)
         parts.append(f"<p><b>{esc(lead)}</b> {esc(against + what)} The table at the end of the report has every "
@@ -697,13 +697,14 @@ def render_report(d: RunData) -> str:
             fig(figures.f1_figure(numeric), "Complete and graded group F1 per detector (test split).")
         parts.append(_table(quasileak_table(d.ql)))
     if d.tuple_task:
-        checks = paper_checks(d)
+        checks = paper_checks(spoken)
         held, known = tally(checks)
         if known:
             parts.append("<h2>Compared with the TUPLE paper</h2>"
                          f"<p>{held} of {known} of the paper's findings hold on this run. Each band is what a run "
                          "must show to tell the paper's story (its direction and rough size, not its exact numbers)."
-                         "</p>")
+                         + (" Like the findings, it leaves out the models with too few valid answers."
+                            if spoken.left_out is not None and not spoken.left_out.empty else "") + "</p>")
             rows = pd.DataFrame([{"finding": c.finding,
                                   "holds": "—" if c.holds is None else ("yes" if c.holds else "NO"),
                                   "this run": c.run, "band": c.band, "paper": c.paper} for c in checks])
