@@ -124,6 +124,14 @@ class World(BaseModel):
             raise FieldProblem("candidate_order", f"must be a permutation of {', '.join(dom.classes)}")
         if self.recipient_role != dom.recipient_role:
             raise FieldProblem("recipient_role", f"must be {dom.recipient_role!r} for domain {self.domain}")
+        # the ontology declares each domain's channels and windows: a value outside them (a typo, "Phone"
+        # for "phone") would be a category of its own in the attacker's features
+        for field, value, allowed, what in (
+                ("intake_channel", self.intake_channel, dom.intake_channels, "an intake channel"),
+                ("operating_window", self.operating_window, dom.operating_windows, "an operating window")):
+            if value not in allowed:
+                raise FieldProblem(field, f"{value!r} is not {what} of domain {self.domain} "
+                                          f"(expected one of {', '.join(allowed)})")
         return self
 
     def public_key(self) -> tuple:

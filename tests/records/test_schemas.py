@@ -260,3 +260,15 @@ def test_refusal_label_problems_name_their_field_once_and_no_article_before_the_
     assert refusal(choice=None).label_problem("delivery") == ("choice", "missing while status is ok")
     assert refusal(scores={"bgp_flap": 0.3, "ESCALATE": 0.1}).label_problem("delivery") == (
         "scores", "'ESCALATE', 'bgp_flap' are not among the delivery domain's mechanisms or WITHHOLD")
+
+
+@pytest.mark.parametrize("field, value, what, allowed", [
+    ("intake_channel", "Phone", "an intake channel", "merchant_portal, phone, email, carrier_api"),
+    ("operating_window", "night", "an operating window", "weekday_day, weekday_night, weekend, peak_season")])
+def test_a_channel_or_window_outside_the_domains_lists_is_named(field, value, what, allowed):
+    """The ontology declares each domain's intake channels and operating windows; a world outside them
+    (a typo) had been stored as a category of its own."""
+    with pytest.raises(ValidationError) as err:
+        World.model_validate(make_world("w1", "p1", "missed_transfer", **{field: value}))
+    assert f"{value!r} is not {what} of domain delivery (expected one of {allowed})" in str(err.value)
+    World.model_validate(make_world("w1", "p1", "missed_transfer"))       # phone, weekend: listed
