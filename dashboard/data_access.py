@@ -137,7 +137,7 @@ def release_readers() -> None:
 
 def forget_cached_reads() -> None:
     """Forget every cached read of this module (each page recomputes from the warehouse)."""
-    for cached in (query, run_data, report_html, robustness_checks, decoding_frame, recovery_by_class,
+    for cached in (query, run_data, report_html, report_pdf, robustness_checks, decoding_frame, recovery_by_class,
                    prepared_utility, frozen_policies):
         cached.clear()
 
@@ -472,6 +472,25 @@ def report_html(path: str, dataset: str, run_id: str | None = None) -> str:
     from qlb.runs.report import build_report
     with _cursor(path) as cur:
         return build_report(cur, run_id, dataset)
+
+
+@st.cache_data(ttl=600, max_entries=4, show_spinner=False)
+def report_pdf(path: str, dataset: str, run_id: str | None = None) -> bytes:
+    """``report_html`` printed to an A4 PDF by the local Chromium (``qlb.export.pdf``)."""
+    from qlb.export.pdf import html_to_pdf
+    with tempfile.TemporaryDirectory(prefix="qlb-report-") as tmp:
+        out = Path(tmp) / "report.pdf"
+        html_to_pdf(report_html(path, dataset, run_id), out)
+        return out.read_bytes()
+
+
+def pdf_printer() -> str | None:
+    """The browser that prints the report to PDF, or None when the machine has none."""
+    from qlb.export.pdf import NoBrowser, find_browser
+    try:
+        return find_browser()
+    except NoBrowser:
+        return None
 
 
 def all_runs(path: str, dataset: str) -> pd.DataFrame:

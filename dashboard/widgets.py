@@ -108,6 +108,12 @@ def _draw_sidebar(slot, path: str, choice: str | None, ids: list[str], empty: st
                                help="One self-contained HTML file (works offline) with the headline findings, "
                                     "figures, key tables and provenance of this dataset's newest, most complete "
                                     "audit run.")
+            if data_access.pdf_printer() is not None:
+                st.download_button("Download report as PDF", lambda: data_access.report_pdf(path, choice),
+                                   file_name=f"qlb-report-{choice}.pdf", mime="application/pdf",
+                                   icon=":material/picture_as_pdf:", key="download_report_pdf",
+                                   help="The same report printed to A4 pages by this machine's Chromium, for a "
+                                        "board that circulates documents (the charts as drawn, not interactive).")
 
 
 def audit_page_start(title: str, intro: str | Callable[[str, str], str]) -> tuple[str, str] | None:

@@ -229,16 +229,18 @@ def build_parser() -> argparse.ArgumentParser:
                      help="the decision task's ontology for --worlds (OWN_TASK.md; default: the TUPLE ontology)")
     _warehouse_arg(dfd)
 
-    rep = sub.add_parser("report", help="one self-contained HTML report of an audit run",
+    rep = sub.add_parser("report", help="one self-contained HTML (or PDF) report of an audit run",
                          description="Write one self-contained HTML file (works offline) with the headline "
                                      "findings, the main figures (interactive), the key tables and the "
-                                     "provenance of a stored audit run.")
+                                     "provenance of a stored audit run; or, with --out FILE.pdf, the same report "
+                                     "printed to an A4 PDF by a local Chromium or Google Chrome (found on the "
+                                     "PATH, or set QLB_CHROMIUM to its executable).")
     rep.add_argument("--run", metavar="ID", help="audit run (default: the newest, most complete run)")
     rep.add_argument("--dataset", metavar="NAME", help="pick the default run among this dataset's runs (with --run: "
                                                        "the run must be one of this dataset's)")
-    rep.add_argument("--out", required=True, type=Path, metavar="FILE.html",
-                     help="the HTML file to write (replaced if it exists; a folder of it that does not exist is "
-                          "created)")
+    rep.add_argument("--out", required=True, type=Path, metavar="FILE.html|FILE.pdf",
+                     help="the file to write, HTML or PDF by its suffix (replaced if it exists; a folder of it that "
+                          "does not exist is created)")
     _warehouse_arg(rep)
 
     mig = sub.add_parser("migrate", help="bring an older warehouse's tables up to this version of qlb",
@@ -1264,14 +1266,30 @@ def _cmd_report(args: argparse.Namespace) -> int:
     path = args.warehouse or default_path()
     if not Path(path).exists():
         raise _UserError(f"{path}: no warehouse here yet (run `qlb demo` or `qlb audit`)")
-    if args.out.suffix.lower() not in (".html", ".htm"):
-        raise _UsageError(f"--out {args.out}: the report is HTML; name the file *.html")
+    pdf = args.out.suffix.lower() == ".pdf"
+    if not pdf and args.out.suffix.lower() not in (".html", ".htm"):
+        raise _UsageError(f"--out {args.out}: the report is HTML or PDF; name the file *.html or *.pdf")
+    if pdf:
+        from qlb.export.pdf import NoBrowser, find_browser
+        try:
+            browser = find_browser()          # before the report is built: a missing browser is said at once
+        except NoBrowser as exc:
+            raise _UserError(f"--out {args.out}: {exc}") from None
     with reader(path) as con:
         run_id, dataset, defaulted = _report_run(con, args.run, args.dataset and _resolve_dataset(con, args.dataset))
         text = build_report(con, run_id)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(text, encoding="utf-8")
-    print(f"report of run {run_id} of dataset {dataset!r} written to {args.out} ({len(text.encode()) / 1e6:.1f} MB)"
+    if pdf:
+        from qlb.export.pdf import PrintFailed, html_to_pdf
+        try:
+            printed = html_to_pdf(text, args.out, browser)
+        except PrintFailed as exc:
+            raise _UserError(f"--out {args.out}: {exc}") from None
+        written = f"{_plural(printed.pages, 'A4 page')}, {printed.size_bytes / 1e6:.1f} MB"
+    else:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(text, encoding="utf-8")
+        written = f"{len(text.encode()) / 1e6:.1f} MB"
+    print(f"report of run {run_id} of dataset {dataset!r} written to {args.out} ({written})"
           + (f"; the newest, most complete run of {'the dataset' if args.dataset else 'the warehouse'} "
              "(--run ID picks another)" if defaulted else ""))
     return EXIT_OK

@@ -422,6 +422,18 @@ def test_report_in_browser(server, browser, tmp_path):
         layout = page.evaluate("() => [document.scrollingElement.scrollWidth, document.scrollingElement.clientWidth]")
         page.screenshot(path=str(ARTIFACTS / f"report_{width}.png"), full_page=True)
         assert layout[0] <= layout[1], (width, layout)
+    # printed (as `qlb report --out FILE.pdf` does, at an A4 page's printable width): no chart toolbar, no
+    # table wider than the page
+    from qlb.export.pdf import PRINT_WIDTH_PX
+    page.emulate_media(media="print")
+    page.set_viewport_size({"width": PRINT_WIDTH_PX, "height": 1100})
+    page.wait_for_function(f"() => document.scrollingElement.clientWidth <= {PRINT_WIDTH_PX}")
+    page.wait_for_function(DRAWN, timeout=30000)
+    page.wait_for_timeout(300)                  # Plotly's redraw on a resize is debounced
+    assert page.evaluate("() => [...document.querySelectorAll('.modebar-container')].every("
+                         "bar => getComputedStyle(bar).display === 'none')")
+    layout = page.evaluate("() => [document.scrollingElement.scrollWidth, document.scrollingElement.clientWidth]")
+    assert layout[0] <= layout[1], ("print", layout)
     assert not foreign and not errors, (foreign, errors)
     page.close()
 
@@ -449,3 +461,20 @@ def test_a_page_url_as_the_first_request_of_a_fresh_server(demo_warehouse, brows
         page.close()
     finally:
         _stop(proc)
+
+
+def test_the_sidebar_downloads_the_report_as_pdf(server, browser, tmp_path):
+    """The sidebar's "Download report as PDF" (shown where a Chromium can print) hands over an A4 PDF of the report."""
+    from qlb.export.pdf import page_count
+    from tests.export.test_pdf import A4, page_boxes
+    page = browser.new_page(viewport={"width": 1400, "height": 1100}, accept_downloads=True)
+    page.goto(f"{server}/overview?dataset=simulated-reference")
+    button = page.get_by_role("button", name="Download report as PDF")
+    button.wait_for(timeout=30000)
+    with page.expect_download(timeout=90000) as info:
+        button.click()
+    download = info.value
+    assert download.suggested_filename == "qlb-report-simulated-reference.pdf"
+    data = Path(download.path()).read_bytes()
+    assert data.startswith(b"%PDF-") and page_boxes(data) == {A4} and page_count(data) >= 5
+    page.close()

@@ -109,7 +109,7 @@ def test_report_run_selection_and_errors(decoded_warehouse, tmp_path, capsys):
     assert main(["report", "--warehouse", str(decoded_warehouse), "--run", "nope", "--out",
                  str(tmp_path / "x.html")]) == 2                  # an unknown --run is bad usage
     assert "no run 'nope'" in capsys.readouterr().err
-    assert main(["report", "--warehouse", str(decoded_warehouse), "--out", str(tmp_path / "x.pdf")]) == 2
+    assert main(["report", "--warehouse", str(decoded_warehouse), "--out", str(tmp_path / "x.docx")]) == 2
     con = duckdb.connect(str(decoded_warehouse), read_only=True)
     try:
         runs = con.execute("SELECT run_id FROM runs ORDER BY started_at").fetchall()
