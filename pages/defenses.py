@@ -194,10 +194,11 @@ def recovery_section(path: str, dataset: str, run_id: str, res: pd.DataFrame, ma
     families = da.run_parameters(path, dataset, run_id).get("defense_families")
     st.subheader("Recovery per defense")
     chart(relabel_native(defense_figure(main, colours)), main, "defense_recovery",
-          f"Paper Figure 10: defense-aware secret recovery on the test worlds per model and defense, 95% "
-          f"pair-clustered intervals; dashed line: 50% (guessing). The defenses are categories, not a scale; "
-          f"{NATIVE_ATTACKED} is the unchanged release under the same attacker. Defense-aware attacker "
-          f"families: {md_text(family_words(families)) if families else 'not recorded'}. Run {md_text(run_id)}.")
+          f"Defense-aware secret recovery on the test worlds per model and defense, 95% pair-clustered intervals; "
+          f"dashed line: 50% (guessing). The defenses are categories, not a scale; {NATIVE_ATTACKED} is the "
+          f"unchanged release under the same attacker. Defense-aware attacker families: "
+          f"{md_text(family_words(families)) if families else 'not recorded'}. Run {md_text(run_id)}. (The TUPLE "
+          f"paper's Figure 10.)")
     t3 = main[main["model"].isin(shown)]
     t3 = t3.assign(order=t3["defense"].map(ORDER.index)).sort_values(["model", "order"])
     out = pd.DataFrame({
@@ -211,9 +212,10 @@ def recovery_section(path: str, dataset: str, run_id: str, res: pd.DataFrame, ma
     tip = (f"Recovery under the defense minus the {NATIVE_ATTACKED} figure, in percentage points, with the "
            "paired 95% interval.")
     table(out.drop(columns="n") if len(sizes) == 1 else out, "defense_table3",
-          "Paper Table 3: recovery per defense and the paired difference against the native control on the same "
-          "test worlds and resamples (negative: the defense lowers recovery)"
-          + (f", {int(sizes[0]):,} test worlds each" if len(sizes) == 1 else "") + f". Run {md_text(run_id)}.",
+          "Recovery per defense and the paired difference against the native control on the same test worlds and "
+          "resamples (negative: the defense lowers recovery)"
+          + (f", {int(sizes[0]):,} test worlds each" if len(sizes) == 1 else "")
+          + f". Run {md_text(run_id)}. (The TUPLE paper's Table 3.)",
           column_config={"vs native [95% CI]": st.column_config.TextColumn("vs native [95% CI]", help=tip)})
     seeds = res[res["defense"].str.startswith("noise seed") & res["model"].isin(shown)]
     if not seeds.empty:
@@ -243,11 +245,12 @@ def verification_section(w: pd.DataFrame, run_id: str, policies: int = policy_co
         "plan agreement": [f"{int(a):,} / {int(c):,}" for a, c in zip(w["plan_agreement"], w["plan_comparisons"])],
         "max_abs_cost_diff": w["max_abs_cost_diff"].to_numpy()})
     table(out, "wcpq_verification",
-          "Paper Table 13: the main strict codebook (the static grid, then the model's training responses, then "
-          "the midpoints of its training pairs) and the canonical control (the static grid alone). Coverage: "
-          "covered / available test responses; fallbacks: responses released unchanged; plan agreement: "
-          f"complete plans kept, of test worlds × {policies} frozen policies; largest cost change: over every world "
-          f"and all {policies} policies, in cost units. Run {md_text(run_id)}.",
+          "Verification per model of the main strict codebook (the static grid, then the model's training "
+          "responses, then the midpoints of its training pairs) and of the canonical control (the static grid "
+          "alone). Coverage: covered / available test responses; fallbacks: responses released unchanged; plan "
+          f"agreement: complete plans kept, of test worlds × {policies} frozen policies; largest cost change: over "
+          f"every world and all {policies} policies, in cost units. Run {md_text(run_id)}. (The TUPLE paper's "
+          "Table 13.)",
           column_config={
               "codebook": st.column_config.TextColumn(
                   "codebook", help="main: the 0.1 grid, then the model's training responses, then the midpoints of "
@@ -269,9 +272,9 @@ def learned_section(info: pd.DataFrame, res: pd.DataFrame, costs: pd.DataFrame, 
     finding(learned_sentence(points, info), lead="What a cost budget buys.")
     chart(learned_figure(points), points, "learned_wcpq_figure11", figure11_caption(md_text(run_id)))
     wide_table(table15(points), "learned_wcpq_table15",
-               "Paper Table 15: secret recovery on the test worlds [95% pair-clustered intervals] under WCPQ strict "
-               "and the learned variants, for each model (budget in review costs; with or without the loss that "
-               f"pushes a pair's two worlds to the same codeword). Run {md_text(run_id)}.")
+               "Secret recovery on the test worlds [95% pair-clustered intervals] under WCPQ strict and the learned "
+               "variants, for each model (budget in review costs; with or without the loss that pushes a pair's two "
+               f"worlds to the same codeword). Run {md_text(run_id)}. (The TUPLE paper's Table 15.)")
     with st.expander("How each learned variant was chosen and verified"):
         table(verification_table(info), "learned_wcpq_verification",
               "Pooled over the domains: coverage of the available test responses; responses the final verification "

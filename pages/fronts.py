@@ -172,9 +172,9 @@ def members_by_task(front: Front, tasks: list[str], profiles: list[str], profile
     caption = ("Models whose full native release is on the front" if front.key == "model"
                else f"Release views of {front.points['model'].iloc[0]} that are on the front")
     table(pd.DataFrame(rows), f"front_members_{profile}",
-          f"{md_text(caption)} for at least one task and profile (paper Appendix I.3)"
+          f"{md_text(caption)} for at least one task and profile"
           + (f"; the other {never} never are" if never > 1 else "; the other one never is" if never else "")
-          + f". Run {md_text(run_id)}.",
+          + f". Run {md_text(run_id)}. (The TUPLE paper's Appendix I.3.)",
           column_config={name("task", t): st.column_config.TextColumn(name("task", t), help=tip) for t in tasks})
 
 

@@ -42,6 +42,12 @@ SECTIONS: list[tuple[str, list[tuple[str, str]]]] = [
                                   "audits as unavailable, never repaired."),
         ("SIMULATED", "Data qlb generated itself to the papers' shapes and sizes; no real model produced it. "
                       "qlb demo builds the simulated reference dataset, the dashboard's default."),
+        ("The papers (TUPLE, QuasiLeak)", "The two published benchmarks qlb implements: TUPLE audits decision "
+                                          "outputs, QuasiLeak audits text detectors. A caption, tooltip or title "
+                                          "may end with a pointer in parentheses, such as (the TUPLE paper's "
+                                          "Table 2): the table, figure or appendix of that paper the chart or "
+                                          "table corresponds to, for readers who know the paper. The caption "
+                                          "itself says what is shown; no page needs the paper."),
         ("Quarantine", "Where the lines of a loaded file that break a rule are kept, with the file, the line, the "
                        "field at fault and the raw text as received (Data page). A quarantined line is in no "
                        "audit; fix the file and load it again."),
@@ -95,18 +101,17 @@ SECTIONS: list[tuple[str, list[tuple[str, str]]]] = [
                             "unavailable answer counts as wrong)."),
         ("Log loss", "The attacker's mean test log loss (natural log; 0.693 is guessing between two)."),
         ("Both-worlds-correct subset", "The test pairs whose released choice is the true coarse class in both "
-                                       "worlds. The frozen full-native attacker is scored on them alone, as the "
-                                       "benchmark's paper does in its check of that question (its Table 29), to "
-                                       "see whether coarse errors explain the recovery; chosen from the answers "
-                                       "after the fact, so descriptive only."),
-        ("Attack track", "One saved way of attacking the full native release, scored on the same test worlds, as "
-                         f"the paper compares them side by side (its Table 30): the {TRACK_NAMES['selected']} (the "
+                                       "worlds. The frozen full-native attacker is scored on them alone, to see "
+                                       "whether coarse errors explain the recovery; chosen from the answers after "
+                                       "the fact, so descriptive only. (The TUPLE paper's Table 29.)"),
+        ("Attack track", "One saved way of attacking the full native release, scored on the same test worlds as "
+                         f"the others so that they compare side by side: the {TRACK_NAMES['selected']} (the "
                          "one the run froze), the "
                          f"{TRACK_NAMES['best_configuration']} and each family's best (chosen per domain on "
                          f"validation), the {TRACK_NAMES['family_winners']}, the {TRACK_NAMES['all_configurations']} "
                          f"and the {TRACK_NAMES['stack']} (a logistic regression on every configuration's out-of-fold "
                          f"log-odds). Descriptive: the {TRACK_NAMES['selected']} is still the one chosen on "
-                         "validation."),
+                         "validation. (The TUPLE paper's Table 30.)"),
         ("Test worlds kept out of every choice", "The test worlds were not used to choose the attacker, nor any "
                                                  "recipient policy or factor: every choice is made on the "
                                                  "validation worlds and frozen before the test worlds are scored. "
@@ -163,13 +168,12 @@ SECTIONS: list[tuple[str, list[tuple[str, str]]]] = [
                  f"public workflow signature is kept). Shown as {DEFENSE_NAMES['wcpq']}, its grid-only control and "
                  "the learned variants."),
     ] + [(DEFENSE_NAMES[d], DEFENSE_HELP[d]) for d in DEFENSE_NAMES if d not in LEARNED] + [
-        ("WCPQ learned (budget, pair loss)", "The learned bounded-cost extension of WCPQ (the paper's appendix "
-                                             "on a learned quantizer, its section H.2): a small "
+        ("WCPQ learned (budget, pair loss)", "The learned bounded-cost extension of WCPQ: a small "
                                              "network picks each response's codeword among those within the cost "
                                              "budget, trained against a critic that tries to recover the "
                                              "protected mechanism; with the pair loss it also pushes a pair's two "
                                              "worlds to the same codeword. Six variants: budgets 0, 0.2 and 0.5, with and without the "
-                                             "pair loss."),
+                                             "pair loss. (The TUPLE paper's Appendix H.2.)"),
         ("Mapper", "In the learned WCPQ figure and table: WCPQ strict or one of its learned variants, each a way of "
                    "mapping a response to the codeword released in its place."),
         ("Budget", "For a learned WCPQ variant: how much more, in review costs of each policy's profile, a released "

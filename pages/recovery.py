@@ -147,8 +147,8 @@ def render() -> None:
 
     st.subheader("Secret recovery per release view")
     chart(recovery_chart(pooled), shown_frame(pooled)[0], "recovery_by_view",
-          f"Paper Figure 4: test recovery per model and release view ({worlds}), with 95% intervals; dashed line: "
-          f"50%, guessing. Run {md_text(run_id)}.")
+          f"Secret recovery per model and release view ({worlds}), with 95% intervals; dashed line: 50%, "
+          f"guessing. Run {md_text(run_id)}. (The TUPLE paper's Figure 4.)")
     inverted = nesting_note(pooled)
     if inverted:
         st.caption(md_text(inverted))
@@ -194,15 +194,16 @@ def one_view_tables(path: str, dataset: str, run_id: str, rec: pd.DataFrame, wor
     })
     view_name = md_text(names.name("view", view))
     table(shown, "recovery_pooled",
-          f"Paper Table 22 for the {view_name} view, each rate with its 95% interval in brackets: test recovery over "
+          f"Per model for the {view_name} view, each rate with its 95% interval in brackets: test recovery over "
           f"all domains and averaged over domains, the attacker's mean test log loss (natural log; 0.693 is "
           f"guessing) and the coarse accuracy (the released choice is the true class; an unavailable response counts "
-          f"as wrong). {worlds.capitalize()}; run {md_text(run_id)}.", column_config=POOLED_COLUMNS)
+          f"as wrong). {worlds.capitalize()}; run {md_text(run_id)}. (The TUPLE paper's Table 22.)",
+          column_config=POOLED_COLUMNS)
     domains = here[~here["scope"].isin(["pooled", "macro"])]
     wide = model_domain_grid(domains.assign(cell=recovery_cells(domains)), n_models, domain="scope")
     table(wide, "recovery_by_domain",
-          f"Paper Table 24 for the {view_name} view: test recovery per domain with its 95% interval. "
-          f"Run {md_text(run_id)}.")
+          f"Test recovery per domain for the {view_name} view, with its 95% interval. Run {md_text(run_id)}. "
+          f"(The TUPLE paper's Table 24.)")
     by_class = da.recovery_by_class(path, dataset, run_id, view)
     by_class = by_class[by_class["model"].isin(pooled.index)]
     sentence = class_sentence(by_class, names.name("view", view))
@@ -249,9 +250,9 @@ def differences_table(diff: pd.DataFrame, run_id: str) -> None:
     shown = pd.DataFrame({"model": d["model"], "difference [95% CI]": [points(r) for _, r in d.iterrows()],
                           "reading": [verdict(r) for _, r in d.iterrows()]})
     table(shown, "recovery_differences",
-          f"Paper Table 23: recovery with {md_text(names.name('view', a))} minus recovery with "
+          f"Recovery with {md_text(names.name('view', a))} minus recovery with "
           f"{md_text(names.name('view', b))}, in percentage points, on the same test worlds and the same pair "
-          f"resamples (paired 95% interval). Run {md_text(run_id)}.",
+          f"resamples (paired 95% interval). Run {md_text(run_id)}. (The TUPLE paper's Table 23.)",
           column_config={"difference [95% CI]": st.column_config.TextColumn(
               help="In percentage points; positive: the first view gives the attacker more.")})
 
@@ -381,7 +382,8 @@ def robustness_section(path: str, run_id: str, full_native: pd.DataFrame, models
     attacker within the pairs both of whose coarse answers are correct, and the saved full-native attack tracks per
     model (descriptive)."""
     # computed only while open (the expander reruns the page when toggled): about 2.6 s for nine models
-    section = st.expander("Robustness checks (paper Tables 29 and 30)", key="recovery_robustness", on_change="rerun")
+    section = st.expander("Robustness checks (the TUPLE paper's Tables 29 and 30)", key="recovery_robustness",
+                          on_change="rerun")
     if not section.open:
         return
     with section:
@@ -399,11 +401,11 @@ def robustness_section(path: str, run_id: str, full_native: pd.DataFrame, models
             st.info("This run has no full-native test predictions to check.")
             return
         table(both_correct_table(both, full_native), "recovery_both_correct",
-              f"Paper Table 29: recovery of the already-frozen full-native attacker within the test pairs whose "
-              f"released choice is the true coarse class in both worlds (an unavailable answer counts as wrong), "
-              f"beside its recovery on all test worlds. Worlds count both worlds of each kept pair. No attacker is "
-              f"refitted or reselected; the subset is chosen after the fact from the answers, so it is descriptive, "
-              f"not a new test. Run {md_text(run_id)}.",
+              f"Recovery of the already-frozen full-native attacker within the test pairs whose released choice is "
+              f"the true coarse class in both worlds (an unavailable answer counts as wrong), beside its recovery on "
+              f"all test worlds. Worlds count both worlds of each kept pair. No attacker is refitted or reselected; "
+              f"the subset is chosen after the fact from the answers, so it is descriptive, not a new test. Run "
+              f"{md_text(run_id)}. (The TUPLE paper's Table 29.)",
               column_config={SUBSET_COLUMN: st.column_config.TextColumn(help="With its 95% interval (bootstrap over "
                                                                              "the kept pairs)."),
                              ALL_COLUMN: st.column_config.TextColumn(help="The stored result, with its 95% interval.")})
@@ -412,14 +414,15 @@ def robustness_section(path: str, run_id: str, full_native: pd.DataFrame, models
                     "tracks cannot be rebuilt; a new `qlb audit` stores them.")
             return
         model = st.selectbox("Attack tracks of", sorted(tracks["model"].unique()), key="tracks_model",
-                             help="Paper Table 30 one model at a time; the sentence above covers every model.")
+                             help="The attack tracks of one model at a time; the sentence above covers every "
+                                  "model. (The TUPLE paper's Table 30.)")
         table(model_tracks(tracks, model), f"recovery_tracks_{model}",
-              f"Paper Table 30 for {md_text(model)}: test recovery of the "
-              f"{md_text(names.name('view', 'full_native'))} release under each saved attack track, on the same test "
-              f"worlds and pair resamples (95% interval). The selected attacker is the one the run froze (it may "
-              f"read a nested subview); each best configuration is chosen per domain on validation; the averages "
-              f"and the stack combine every configuration. Descriptive: no track is chosen by its test value. Run "
-              f"{md_text(run_id)}.",
+              f"Test recovery of the {md_text(names.name('view', 'full_native'))} release of {md_text(model)} "
+              f"under each saved attack track, on the same test worlds and pair resamples (95% interval). The "
+              f"selected attacker is the one the run froze (it may read a nested subview); each best configuration "
+              f"is chosen per domain on validation; the averages and the stack combine every configuration. "
+              f"Descriptive: no track is chosen by its test value. Run {md_text(run_id)}. (The TUPLE paper's "
+              f"Table 30.)",
               column_config={"attack track": st.column_config.TextColumn(help=TRACKS_HELP)})
 
 

@@ -148,10 +148,10 @@ def render() -> None:
     st.subheader("How the mechanism is recovered")
     routes = recovery_routes(scope.assign(domain="all"))
     chart(routes_chart(routes, scope, reference), shown_frame(routes)[0], "refusal_recovery_routes",
-          f"Paper Figure 12. Per model, the share of all refusal probes that give the mechanism away, by route: "
-          f"named directly (blue), or withheld while the residual scores rank it uniquely first (orange, stacked "
-          f"on top). Black whisker: the Wilson 95% interval of the total; dashed line: a uniform guess among a "
-          f"domain's mechanisms ({names.chance_pct(reference)}). {where}")
+          f"Per model, the share of all refusal probes that give the mechanism away, by route: named directly "
+          f"(blue), or withheld while the residual scores rank it uniquely first (orange, stacked on top). Black "
+          f"whisker: the Wilson 95% interval of the total; dashed line: a uniform guess among a domain's mechanisms "
+          f"({names.chance_pct(reference)}). {where} (The TUPLE paper's Figure 12.)")
     per_model_table(scope, where)
     outcome_tables(scope, where)
     per_domain_table(view, run_id, len(models))
@@ -173,8 +173,10 @@ def per_model_table(scope: pd.DataFrame, where: str) -> None:
     st.subheader("Withholding and recovery per model")
     rates = ["withhold_rate", "conditional_residual_recovery", "overall_recovery"]
     table(pd.concat([scope[["model", "n"]], interval_cells(scope, rates)], axis=1), "refusal_by_model",
-          f"Paper Table 2. Each rate with its Wilson 95% interval in brackets; recovered when withheld is N/A "
-          f"when a model never withholds. {unavailable_note(scope)} {where}", column_config=interval_help(rates))
+          f"Per model, how often it withholds and how often the mechanism is recovered, when withheld and overall, "
+          f"each rate with its Wilson 95% interval in brackets; recovered when withheld is N/A when a model never "
+          f"withholds. {unavailable_note(scope)} {where} (The TUPLE paper's Table 2.)",
+          column_config=interval_help(rates))
 
 
 def outcome_tables(scope: pd.DataFrame, where: str) -> None:
@@ -187,15 +189,15 @@ def outcome_tables(scope: pd.DataFrame, where: str) -> None:
               for label, words in zip(SHORT_OUTCOMES.values(), SHORT_OUTCOME_HELP)}
     table(pd.concat([outcomes, interval_cells(scope, ["unique_winner_coverage"])], axis=1),
           "refusal_residual_partition",
-          f"Paper Table 19, withheld part. The four outcomes split the withheld responses (checked in this order: "
+          f"Per model, the withheld responses split by what their residual scores show (checked in this order: "
           f"no mass, tied, true first, other first); only true first gives the mechanism away. Single top score: "
-          f"true or other first, with its Wilson 95% interval. {where}",
+          f"true or other first, with its Wilson 95% interval. {where} (The TUPLE paper's Table 19, withheld part.)",
           column_config={**config, **interval_help(["unique_winner_coverage"])})
     st.subheader("Answers that named a mechanism")
     table(scope[["model", "direct_correct", "direct_incorrect", "choice_not_argmax"]], "refusal_direct_answers",
-          f"Paper Table 19, direct part. Naming any mechanism breaks the refusal policy; naming the true one also "
-          f"gives it away. Choice not the top score counts every response whose choice is not its largest released "
-          f"score. {where}")
+          f"Per model, the answers that named a mechanism, the true one or another: naming any mechanism breaks the "
+          f"refusal policy; naming the true one also gives it away. Choice not the top score counts every response "
+          f"whose choice is not its largest released score. {where} (The TUPLE paper's Table 19, direct part.)")
 
 
 def per_domain_table(view: pd.DataFrame, run_id: str, n_models: int) -> None:
@@ -213,8 +215,8 @@ def per_domain_table(view: pd.DataFrame, run_id: str, n_models: int) -> None:
     cases = f"{int(sizes[0]):,} cases per model and domain" if len(sizes) == 1 else \
         f"{int(sizes.min()):,} to {int(sizes.max()):,} cases per model and domain"
     table(wide, "refusal_by_domain",
-          f"Paper Table 18: {INTERVAL_LABELS[rate]} per model and domain, with its Wilson 95% interval ({cases}). "
-          f"Run {md_text(run_id)}.",
+          f"{INTERVAL_LABELS[rate][:1].upper()}{INTERVAL_LABELS[rate][1:]} per model and domain, with its Wilson "
+          f"95% interval ({cases}). Run {md_text(run_id)}. (The TUPLE paper's Table 18.)",
           column_config={d: st.column_config.TextColumn(d, help=names.COLUMNS[rate].help) for d in wide.columns[1:]})
 
 

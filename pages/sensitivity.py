@@ -144,7 +144,7 @@ def heatmap_section(diff: pd.DataFrame, task: str, view: str, profiles: list[str
           f"Mean test cost per case of {md_text(name('view', view))} minus full native for "
           f"{md_text(name('task', task))}, in cost units (red: full native is cheaper; blue: the lower-information "
           f"release is cheaper); ✓ marks non-inferiority (upper 95% bound ≤ {DELTA}). Hover a cell for its "
-          f"interval and what the profile changes. Paper Tables 35-37. Run {md_text(run_id)}.")
+          f"interval and what the profile changes. Run {md_text(run_id)}. (The TUPLE paper's Tables 35-37.)")
     with st.expander("What each cost profile changes"):
         data_table(pd.DataFrame({"profile": profiles, "what changes": [described.get(p, "") for p in profiles]}))
 
@@ -165,8 +165,8 @@ def noninferiority_table(diff: pd.DataFrame, tasks: list[str], view: str, profil
     table(long, f"noninferiority_{view}_{profile}",
           column_config={interval: st.column_config.TextColumn(interval, help=tip)},
           caption=f"Extra mean test cost per case of {md_text(name('view', view))} over full native [95% paired "
-          f"interval], per task and model; ✓: non-inferior (upper bound ≤ {DELTA}; paper Appendix I.8). "
-          f"Run {md_text(run_id)}.")
+          f"interval], per task and model; ✓: non-inferior (upper bound ≤ {DELTA}). Run {md_text(run_id)}. "
+          "(The TUPLE paper's Appendix I.8.)")
 
 
 def mean_cost_tables(path: str, dataset: str, res: pd.DataFrame, task: str, profile: str, view: str,

@@ -35,9 +35,10 @@ def temperature_note(costs: pd.DataFrame) -> str:
             f"models shown (mean {mean:+z.3f})")
     if mean >= 0 or binomtest(cheaper, len(both), 0.5, alternative="greater").pvalue >= SYSTEMATIC:
         return text + ", within what refitting and reselecting moves."
-    return (text + ": recipients read the released scores as they are (paper H.3), and a logistic recipient fits "
+    return (text + ": recipients read the released scores as they are, and a logistic recipient fits "
             "square-rooted scores better than raw ones. The gain comes from how the scores are written, not from the "
-            "release: read through its public inverse, the release gives exactly the native recipients' costs.")
+            "release: read through its public inverse, the release gives exactly the native recipients' costs. "
+            "(The TUPLE paper's Appendix H.3.)")
 
 
 # --- the page's plain-language framing (board review: intro, the two native figures, codewords, costs) ---------------

@@ -84,15 +84,16 @@ def table15(points: pd.DataFrame) -> pd.DataFrame:
 def figure11_caption(run: str) -> str:
     """The Defenses page's caption of Figure 11 (``qlb.present.figures.learned_figure``), saying what is drawn:
     ``run`` is the run id as the caption shows it (already Markdown-safe)."""
-    return ("Paper Figure 11, one panel per model: secret recovery (95% pair-clustered intervals) against what the "
-            "frozen full-native recipients pay under the authored costs (the mean of the three tasks). Shape: WCPQ "
+    return ("Secret recovery (95% pair-clustered intervals) against what the frozen full-native recipients pay "
+            "under the authored costs (the mean of the three tasks), one panel per model. Shape: WCPQ "
             "strict or a learned variant (with or without the pair loss); colour: its budget, how much more, in "
             "review costs, a release may cost any policy for any true class. Each point sits at its exact cost: "
             "mappers that cost the same share one vertical line (the strict diamond drawn largest, the squares of "
             "the pair loss smallest, so that a mapper of each kind stays visible; two budgets of one kind at one "
-            "cost and recovery cover each other, their intervals overlap there, and Table 15 below gives each one). "
+            "cost and recovery cover each other, their intervals overlap there, and the recovery table below gives "
+            "each one). "
             "Hover a cost to read every mapper at it. Lower and further left is better. "
-            f"Run {run}.")
+            f"Run {run}. (The TUPLE paper's Figure 11.)")
 
 
 def column_name(defense: str) -> str:

@@ -427,7 +427,7 @@ def robustness_parts(checks: RobustnessChecks, full_native: pd.DataFrame) -> lis
     if checks.both_correct.empty and checks.tracks.empty:
         return []
     esc = html.escape
-    out = ["<h3>Robustness checks (paper Tables 29 and 30)</h3>"]
+    out = ["<h3>Robustness checks (the TUPLE paper's Tables 29 and 30)</h3>"]
     sentences = [both_correct_sentence(checks.both_correct, full_native), tracks_sentence(checks.tracks)]
     out.append("<ul class='findings'>" + "".join(f"<li>{esc(s)}</li>" for s in sentences if s) + "</ul>")
     if checks.data_changed:
@@ -435,19 +435,19 @@ def robustness_parts(checks: RobustnessChecks, full_native: pd.DataFrame) -> lis
     if not checks.both_correct.empty:
         shown = both_correct_table(checks.both_correct, full_native)
         out.append(_table(shown, {c: "figure" for c in shown.columns if c != "model"}))
-        out.append("<p class='caption'>Paper Table 29: the already-frozen full-native attacker within the test pairs "
+        out.append("<p class='caption'>Recovery of the already-frozen full-native attacker within the test pairs "
                    "whose released choice is the true coarse class in both worlds; worlds count both worlds of each "
                    "kept pair. No attacker is refitted or reselected; the subset is chosen from the answers after "
-                   "the fact, so it is descriptive, not a new test.</p>")
+                   "the fact, so it is descriptive, not a new test. (The TUPLE paper's Table 29.)</p>")
     if not checks.tracks.empty:
         for which in (MAIN_TRACKS, FAMILY_TRACKS):          # the saved tracks, then each family's best
             shown = tracks_table(checks.tracks, which)
             out.append(_table(shown, {c: "figure" for c in shown.columns if c != "model"}))
-        out.append("<p class='caption'>Paper Table 30: full-native test recovery per saved attack track on the same "
+        out.append("<p class='caption'>Full-native test recovery per saved attack track on the same "
                    "test worlds and pair resamples (95% interval). The selected attacker is the one the run froze "
                    "(it may read a nested subview); each best configuration is chosen per domain on "
                    "validation; the first table holds the saved tracks, the second each attacker family's best. "
-                   "Descriptive: no track is chosen by its test value.</p>")
+                   "Descriptive: no track is chosen by its test value. (The TUPLE paper's Table 30.)</p>")
     return out
 
 
@@ -616,7 +616,7 @@ def render_report(d: RunData) -> str:
             wide.insert(0, "coarse accuracy", d.coarse[d.coarse["scope"] == "pooled"].set_index("model")["accuracy"])
         parts.append(_table(wide.reset_index(), {c: "rate" for c in wide.columns}))
         parts.append("<p class='caption'>Test coarse accuracy (the released choice is the true class) and recovery "
-                     "per release view (paper Table 22).</p>")
+                     "per release view. (The TUPLE paper's Table 22.)</p>")
         dd = d.recovery_diff[(d.recovery_diff["view_b"] == "choice")].copy()
         if not dd.empty:
             dd["comparison"] = [f"{VIEW_NAMES[a]} − {VIEW_NAMES[b]} [95% CI]" for a, b in zip(dd["view_a"], dd["view_b"])]

@@ -20,7 +20,7 @@ def test_recovery_page_shows_the_robustness_checks(decoded_warehouse, monkeypatc
                                   "AND scope = 'pooled'").fetchall())
     with opened(decoded_warehouse, "pages/recovery.py", monkeypatch, 120) as at:
         assert not at.exception, [e.value for e in at.exception]
-        assert "Robustness checks (paper Tables 29 and 30)" in [e.label for e in at.expander]
+        assert "Robustness checks (the TUPLE paper's Tables 29 and 30)" in [e.label for e in at.expander]
         assert not [m for m in at.markdown if m.value.startswith("**Coarse errors.**")]    # folded: not computed
         at.session_state["recovery_robustness"] = True                                     # the reader opens it
         at.run(timeout=120)

@@ -173,7 +173,9 @@ def test_the_glossary_defines_the_pages_terms_in_plain_words(demo_warehouse, mon
     assert "0% or 100%" in terms["Wilson interval"] and "at all" not in terms["Wilson interval"]
     shown = "\n".join(lines)
     assert not re.search(r"paper (Table|H\.)", shown)                  # a reference follows its words
-    assert "(its Table 29)" in terms["Both-worlds-correct subset"] and "section H.2" in shown
+    assert terms["Both-worlds-correct subset"].endswith("(The TUPLE paper's Table 29.)")      # the pointer comes last
+    assert terms["WCPQ learned (budget, pair loss)"].endswith("(The TUPLE paper's Appendix H.2.)")
+    assert "(the TUPLE paper's Table 2)" in terms["The papers (TUPLE, QuasiLeak)"]           # the pattern, explained
     assert "6.25%" in terms["Uniform guess"]                             # 1/16 exactly; no 14.29%-style cells
     assert not re.search(r"\d\.\d\d%", terms["Uniform guess"].replace("6.25%", ""))
 

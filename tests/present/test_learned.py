@@ -188,4 +188,4 @@ def test_figure_11_draws_equal_costs_at_one_position_and_its_caption_says_so():
     assert fig.data[0].error_y.width > fig.data[1].error_y.width > fig.data[2].error_y.width
     caption = figure11_caption("run-1")
     assert "side by side" not in caption and "exact cost" in caption and "one vertical line" in caption
-    assert caption.endswith("Run run-1.")
+    assert caption.startswith("Secret recovery") and caption.endswith("Run run-1. (The TUPLE paper's Figure 11.)")
