@@ -529,9 +529,11 @@ def wide_table(grid: pd.DataFrame, name: str, caption: str) -> None:
     parts = fitted_grids(grid)
     for part, px in parts:
         data_table(part, column_config=column_widths(px))
-    if len(parts) > 1:
-        caption += (f" The {len(grid.columns) - 1} columns are split over {len(parts)} tables, each with the "
-                    f"{md_text(grid.columns[0])} column again, so that each fits the screen; the CSV holds them all.")
+    if len(parts) > 1:               # said before the caption's closing pointer to the paper, which stays last
+        body, pointer = re.match(r"(.*?)( \(The \w+ paper's [^)]*\.\))?$", caption, re.S).groups()
+        caption = (body + f" The {len(grid.columns) - 1} columns are split over {len(parts)} tables, each with the "
+                   f"{md_text(grid.columns[0])} column again, so that each fits the screen; the CSV holds them all."
+                   + (pointer or ""))
     cols = st.columns([4, 1])
     cols[0].caption(caption)
     cols[1].download_button("CSV", csv_bytes(shown_frame(grid)[0]), file_name=f"{name}.csv", mime="text/csv",

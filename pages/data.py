@@ -116,7 +116,12 @@ def upload_section(path: str, dataset: str | None, simulated: bool) -> None:
     anything is written, then ingest the accepted lines."""
     st.subheader("Load a file")
     c1, c2, c3 = st.columns(3)
-    kind = c1.selectbox("Kind", KINDS, format_func=lambda k: KIND_NAMES.get(k, k),
+    rows = da.datasets(path) if dataset is not None and da.warehouse_exists(path) else None
+    held = rows[rows["dataset_id"] == dataset] if rows is not None else None
+    corpus_only = held is not None and not held.empty and int(held["worlds"].iloc[0]) == 0 \
+        and int(held["documents"].iloc[0]) > 0          # a detector team's dataset: its next file is predictions
+    kind = c1.selectbox("Kind", KINDS, index=KINDS.index("predictions") if corpus_only else 0,
+                        format_func=lambda k: KIND_NAMES.get(k, k),
                         help="What the file holds. " + " ".join(f"{KIND_NAMES[k]}: {v}" for k, v in KIND_HELP.items()))
     target = c2.text_input("Into dataset", value=proposed_dataset(path, dataset, simulated), max_chars=80,
                            help="Loaded into this dataset (created if new). User datasets are not marked "
@@ -232,7 +237,14 @@ def ontology_section(path: str, dataset: str | None, simulated: bool) -> None:
     st.subheader("Decision task (ontology)")
     if dataset is not None:
         onto, stored = da.dataset_ontology(path, dataset)
-        if stored is None:
+        rows = da.datasets(path)
+        no_worlds = rows.loc[rows["dataset_id"] == dataset, "worlds"].fillna(0).astype(int).sum() == 0
+        if stored is None and no_worlds:          # nothing decided yet (a QuasiLeak corpus needs no decision task)
+            st.markdown(f"Dataset **{md_text(dataset)}** holds no decision worlds: worlds loaded into it will be "
+                        f"checked against the default **TUPLE** ontology (version `{onto.sha256[:12]}`) unless "
+                        "you attach your own below first. "
+                        + md_text(tuple_sentence([d.title for d in onto.domains.values()])) + ".")
+        elif stored is None:
             st.markdown(f"Dataset **{md_text(dataset)}** uses the default **TUPLE** ontology (version "
                         f"`{onto.sha256[:12]}`). "
                         + md_text(tuple_sentence([d.title for d in onto.domains.values()])) + ".")

@@ -218,7 +218,10 @@ def render() -> None:
     st.subheader("What the dataset holds")
 
     splits = da.query(path, "split_counts", (dataset,))
-    stat_row([("Worlds", f"{int(row['worlds']):,}"),
+    corpus_only = int(row["worlds"]) == 0 and int(row["documents"]) > 0       # detectors, no decision task
+    stat_row([("QuasiLeak documents", f"{int(row['documents']):,}"),
+              ("Prediction lines", f"{int(row['prediction_lines']):,}")] if corpus_only else
+             [("Worlds", f"{int(row['worlds']):,}"),
               ("Pairs", f"{int(splits['pairs'].sum()) if not splits.empty else 0:,}"),
               ("Models", f"{int(row['models']):,}"),
               ("Native responses", f"{int(row['responses']):,}"),
@@ -226,8 +229,9 @@ def render() -> None:
               ("QuasiLeak documents", f"{int(row['documents']):,}")])
 
     sections = ["TUPLE worlds and models", "QuasiLeak corpus", "Ingests and quarantine"]
-    section = st.segmented_control("Section", sections, default=sections[0], key="overview_section",
-                                   label_visibility="collapsed") or sections[0]
+    first = sections[1] if corpus_only else sections[0]
+    section = st.segmented_control("Section", sections, default=first, key="overview_section",
+                                   label_visibility="collapsed") or first
     if section == sections[0]:
         if splits.empty:
             st.info("No TUPLE worlds in this dataset.")

@@ -14,12 +14,16 @@ from dashboard.routing import page_entry
 from dashboard.widgets import (audit_page_start, chart, finding, html_block, md_text, run_select, table,
                                warehouse_args)
 from qlb.present.answers import shell_command
+from qlb.present.coverage import COLUMN as COVERAGE_COLUMN
+from qlb.present.coverage import HELP as COVERAGE_HELP
+from qlb.present.coverage import coverage_column, coverage_on, coverage_sentence, unanswered
 from qlb.present.figures import f1_figure, plot_text, plot_texts
 from qlb.present.names import QL_METRIC_HELP, QL_METRIC_NAMES, pct, pct_interval, points_interval
 from qlb.present.report import best_detector_sentence
 from qlb.quasileak.scoring import HEADLINE, METRIC_KEYS, explain_targets, verify_group
 
 DETECTOR_PALETTE = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#999999"]
+HATCHES = ["", "/", "x", "."]
 
 
 INTRO = (
@@ -41,10 +45,11 @@ REFERENCE_METRICS = ("document_flag_recall", "span_f1")
 INTERVAL_NOTE = "each cell is a percent with its 95% interval"
 
 
-def leaderboard_frame(scores: pd.DataFrame) -> tuple[list[pd.DataFrame], pd.DataFrame]:
+def leaderboard_frame(scores: pd.DataFrame, on: pd.DataFrame | None = None) -> tuple[list[pd.DataFrame], pd.DataFrame]:
     """The leaderboard's tables (headline, errors, graded credit, reference scores; at most four
     columns each) and the numeric table, from the run's 'all' slice, best complete F1 first; rates
-    as percent with their 95% intervals where the run has one."""
+    as percent with their 95% intervals where the run has one; with ``on`` (``coverage_on``), the
+    documents each detector answered beside its name when one did not answer all."""
     a = scores[scores["slice_kind"] == "all"]
     numeric = a.pivot_table(index="detector", columns="metric", values="value", aggfunc="first")
     lo = a.pivot_table(index="detector", columns="metric", values="ci_low", aggfunc="first")
@@ -58,6 +63,9 @@ def leaderboard_frame(scores: pd.DataFrame) -> tuple[list[pd.DataFrame], pd.Data
                 for m in metrics}
 
     main = pd.DataFrame([{"detector": det, "simulated": bool(sim[det]), **cells(MAIN_METRICS, det)} for det in order])
+    answered = coverage_column(pd.Series(order), on) if on is not None else None
+    if answered is not None:
+        main.insert(2, COVERAGE_COLUMN, answered.to_numpy())
     errors = pd.DataFrame([{"detector": det, **cells(ERROR_METRICS, det)} for det in order])
     graded = pd.DataFrame([{"detector": det, **cells(GRADED_METRICS, det)} for det in order])
     reference = pd.DataFrame([{"detector": det, "predicted groups": int(numeric.loc[det, "predicted_groups"]),
@@ -70,11 +78,18 @@ def leaderboard_frame(scores: pd.DataFrame) -> tuple[list[pd.DataFrame], pd.Data
     return [main, errors, graded, reference], out
 
 
-def findings(numeric: pd.DataFrame) -> None:
-    """The leaderboard in sentences: the best detector, how far span-level scores overstate group
-    detection, and over-flagging; every figure from the run."""
+def findings(numeric: pd.DataFrame, on: pd.DataFrame, split: str) -> None:
+    """The leaderboard in sentences: the best detector, the detectors that answered none or part of the
+    documents, how far span-level scores overstate group detection, and over-flagging; every figure
+    from the run. A detector that answered no document measures nothing and is left out of them."""
+    numeric = numeric[~numeric["detector"].isin(unanswered(on))]
+    if not numeric.empty:
+        finding(best_detector_sentence(numeric), "Best detector.")
+    if (said := coverage_sentence(on, split)) is not None:
+        finding(said, "Unanswered documents.")
+    if numeric.empty:
+        return
     d = numeric.set_index("detector")
-    finding(best_detector_sentence(numeric), "Best detector.")
     gap = (d["span_f1"] - d["complete_f1"]).dropna()
     if not gap.empty:
         over = gap[gap >= 0.10]
@@ -109,13 +124,18 @@ def breakdown_figure(data: pd.DataFrame, metric: str, kind: str) -> go.Figure:
     """Grouped bars of ``metric`` per detector over the slices of one breakdown (arity, attribute, distance or
     context)."""
     fig = go.Figure()
+    n = data["detector"].nunique()
     for i, (det, sub) in enumerate(data.groupby("detector", sort=True)):
+        # past the palette's eight colours, a hatch tells two detectors of one colour apart
         fig.add_bar(name=plot_text(det), x=plot_texts(sub["slice"]), y=sub["value"],
-                    marker_color=DETECTOR_PALETTE[i % len(DETECTOR_PALETTE)],
+                    marker=dict(color=DETECTOR_PALETTE[i % len(DETECTOR_PALETTE)],
+                                pattern_shape=HATCHES[(i // len(DETECTOR_PALETTE)) % len(HATCHES)]),
                     hovertemplate="%{x}<br>%{fullData.name}: %{y:.1%}<extra></extra>")
-    fig.update_layout(barmode="group", height=360, margin=dict(l=10, r=10, t=30, b=10),
-                      xaxis_title=kind, yaxis=dict(title=f"{QL_METRIC_NAMES.get(metric, metric)} (%)", tickformat=".0%"),
-                      legend=dict(orientation="h", y=1.15, title_text="detector"))
+    rows = -(-n // 4)                 # the legend below the plot, about four names a row: never over the bars
+    fig.update_layout(barmode="group", height=340 + 22 * rows, margin=dict(l=10, r=10, t=10, b=10),
+                      xaxis_title=kind, yaxis=dict(title=f"{QL_METRIC_NAMES.get(metric, metric)} (%)", tickformat=".0%",
+                                                   range=[0, 1.02]),
+                      legend=dict(orientation="h", yanchor="top", y=-0.22, x=0, title_text="detector"))
     return fig
 
 
@@ -159,8 +179,9 @@ def render() -> None:
     scores = da.query(path, "ql_scores", (run_id,))
     split = scores["split"].iloc[0]
 
-    (main, errors, graded, reference), numeric = leaderboard_frame(scores)
-    findings(numeric)
+    on = coverage_on(da.query(path, "ql_coverage", (dataset, dataset)), split)
+    (main, errors, graded, reference), numeric = leaderboard_frame(scores, on)
+    findings(numeric, on, split)
     chart(f1_figure(numeric), numeric, "quasileak_f1",
           f"Complete-group F1 (strict precision with complete recall) and graded F1 (lenient precision with graded "
           f"recall) per detector with 95% bootstrap intervals; split '{md_text(split)}', run {md_text(run_id)}.")
@@ -170,7 +191,9 @@ def render() -> None:
           f"Micro over the {int(numeric['targets'].max()):,} target groups and each detector's predicted groups of "
           f"split '{md_text(split)}', best complete-group F1 first ({INTERVAL_NOTE}); run {md_text(run_id)}. "
           "Simulated detectors are derived from the gold groups. Hover a header for its definition (also in "
-          "the Glossary).", column_config=metric_help(main))
+          "the Glossary).", column_config=metric_help(main) | (
+              {COVERAGE_COLUMN: st.column_config.TextColumn(COVERAGE_COLUMN, help=COVERAGE_HELP)}
+              if COVERAGE_COLUMN in main else {}))
     table(errors, "quasileak_errors",
           f"The errors the policy cares about, same order ({INTERVAL_NOTE}): the share of predicted groups that "
           "complete a target (strict precision; the rest are errors), of targets found whole but under a wrong "
@@ -217,10 +240,15 @@ def document_viewer(path: str, dataset: str, scores: pd.DataFrame, split: str) -
     gold = [(a, [tuple(c) for c in json.loads(c)]) for a, c in zip(gold_rows["attribute"], gold_rows["cues"])]
     pred_row = da.query(path, "ql_document_prediction", (dataset, detector, doc_id))
     predicted = []
-    if not pred_row.empty:
+    failed = not pred_row.empty and isinstance(pred_row["failure"].iloc[0], str)
+    if pred_row.empty:
+        st.warning(f"{md_text(detector)} has no prediction for this document: the scores count it as reporting "
+                   "nothing.")
+    else:
         predicted = [(g["attribute"], [tuple(c) for c in g["cues"]]) for g in json.loads(pred_row["groups"].iloc[0])]
         if isinstance(pred_row["failure"].iloc[0], str):
-            st.error(f"The detector failed on this document: {md_text(pred_row['failure'].iloc[0])}")
+            st.error(f"The detector failed on this document: {md_text(pred_row['failure'].iloc[0])}. The scores "
+                     "count it as reporting nothing.")
     policy = json.loads(doc["policy"])
     # HTML blocks (html_block): the text in them is html.escape'd and never read as Markdown
     st.markdown(html_block("<div><b>Policy</b> " + policy_chips(policy) + "</div>"), unsafe_allow_html=True)
@@ -239,7 +267,7 @@ def document_viewer(path: str, dataset: str, scores: pd.DataFrame, split: str) -
         st.markdown("\n".join(f"- **Predicted group {i + 1}**, {md_text(a)} ({md_text(policy.get(a, '?'))}): "
                                + "; ".join(f"\u201c{md_text(doc['text'][s_:e_])}\u201d" for s_, e_ in cues)
                                for i, (a, cues) in enumerate(predicted)))
-    else:
+    elif not failed and not pred_row.empty:      # a failure or a missing prediction is said above
         st.caption(f"{md_text(detector)} predicted no group in this document.")
     if gold:
         construction_check(doc["text"], gold)

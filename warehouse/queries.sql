@@ -786,3 +786,13 @@ RETURNING line_no;
 -- How many quarantined lines of a dataset's kind other ingests left (none: nothing to clear).
 -- Parameters: dataset_id, kind, ingest_id.
 SELECT count(*) AS n FROM rejects WHERE dataset_id = ? AND kind = ? AND ingest_id <> ?;
+
+-- name: ql_coverage
+-- Per detector and split of the dataset's corpus: its documents, those the detector has a prediction line
+-- for, and those whose line records a failure (an endpoint detector that could not answer).
+SELECT dets.detector, d.split, count(*) AS documents, count(p.doc_id) AS predicted, count(p.failure) AS failed
+FROM (SELECT DISTINCT detector FROM ql_predictions WHERE dataset_id = ?) dets
+CROSS JOIN ql_documents d
+LEFT JOIN ql_predictions p ON p.dataset_id = d.dataset_id AND p.doc_id = d.doc_id AND p.detector = dets.detector
+WHERE d.dataset_id = ?
+GROUP BY dets.detector, d.split ORDER BY dets.detector, d.split;

@@ -55,10 +55,11 @@ DEFENSE_HELP = {
     "wcpq": "The workflow-constrained quantizer: each response is replaced by the first codeword that makes "
             "every frozen recipient policy (one per task and cost profile) act exactly as it would on the "
             "original.",
-    **{ep: (f"A learned quantizer (paper H.2): a small network picks, per response, a codeword that keeps every "
+    **{ep: (f"A learned quantizer: a small network picks, per response, a codeword that keeps every "
             f"frozen policy's chosen class and costs at most {b:g} review costs more for any true class, trained "
             f"against a critic that tries to recover the protected mechanism"
-            + (", and to give a pair's two worlds the same codeword." if w else "."))
+            + (", and to give a pair's two worlds the same codeword." if w else ".")
+            + " (The TUPLE paper's Appendix H.2.)")
        for ep, (b, w) in LEARNED.items()},
 }
 TASK_NAMES = {"selective": "selective routing", "clarification": "one-step clarification",

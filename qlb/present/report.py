@@ -24,6 +24,9 @@ from qlb.present.answers import answers_finding, answers_lead, answers_table, st
 from qlb.present.defense_notes import control_sentence, recovery_label, relabel_native
 from qlb.present.fronts import front_of, who_sentence
 from qlb.present.learned import learned_points, learned_sentence, table15
+from qlb.present.coverage import COLUMN as COVERAGE_COLUMN
+from qlb.present.coverage import HELP as COVERAGE_HELP
+from qlb.present.coverage import coverage_column, coverage_on, coverage_sentence, unanswered
 from qlb.present.left_out import findings_run, left_out_sentence
 from qlb.present.names import (AUDIT_NAMES, QL_METRIC_NAMES, TASK_NAMES, VIEW_NAMES, chance_pct, cost_interval, count_of,
                                exactly_half,
@@ -266,9 +269,14 @@ def headline(d: RunData) -> list[tuple[str, str]]:
             each = "" if len(q) == 1 else ", model by model"
             out.append(("defenses", f"Gaussian noise (three seeds) {change}{each}{noise_cost(d.defense_costs)}."))
     if not d.ql.empty:
+        split = str(d.ql["split"].iloc[0])
+        on = coverage_on(d.ql_coverage, split)
         allm = d.ql[(d.ql["slice_kind"] == "all") & (d.ql["metric"] == "complete_f1")]
+        allm = allm[~allm["detector"].isin(unanswered(on))]          # a detector that answered nothing measures nothing
         if not allm.empty:
             out.append(("quasileak", quasileak_sentence(allm)))
+        if (said := coverage_sentence(on, split)) is not None:
+            out.append(("quasileak", said))
     if answered is not None and not lead:                        # housekeeping: after the findings on the leak
         out.append(answers_item)
     return out
@@ -465,19 +473,25 @@ def refusal_table(ref: pd.DataFrame) -> pd.DataFrame:
         label: [pct_interval(*v) for v in zip(r[rate], r[f"{rate}_lo"], r[f"{rate}_hi"])] for label, rate in cells.items()})
 
 
-def quasileak_table(ql: pd.DataFrame) -> pd.DataFrame:
+def quasileak_table(ql: pd.DataFrame, coverage: pd.DataFrame | None = None) -> pd.DataFrame:
     """The QuasiLeak leaderboard's headline metrics per detector, best complete-group F1 first, as
-    percent with their 95% intervals."""
+    percent with their 95% intervals; a simulated detector (derived from the gold groups) named as such;
+    with ``coverage`` (``coverage_on``), the documents each detector answered when one did not answer all."""
     a = ql[ql["slice_kind"] == "all"]
     value, lo, hi = (a.pivot_table(index="detector", columns="metric", values=v, aggfunc="first")
                      for v in ("value", "ci_low", "ci_high"))
+    simulated = a.groupby("detector")["simulated"].first().astype(bool) if "simulated" in a else None
     metrics = [m for m in ("complete_f1", "complete_recall", "strict_precision", "binding_error_rate",
                            "over_flag_rate", "span_f1") if m in value.columns]
     order = value.sort_values("complete_f1", ascending=False).index if "complete_f1" in value else value.index
-    return pd.DataFrame([{"detector": det, **{
+    out = pd.DataFrame([{"detector": det + (" (simulated)" if simulated is not None and simulated[det] else ""), **{
         QL_METRIC_NAMES[m]: pct_interval(value.loc[det, m], lo.loc[det, m] if m in lo else None,
                                          hi.loc[det, m] if m in hi else None) for m in metrics}}
         for det in order])
+    answered = coverage_column(pd.Series(order), coverage) if coverage is not None else None
+    if answered is not None:
+        out.insert(1, COVERAGE_COLUMN, answered.to_numpy())
+    return out
 
 
 def provenance_table(d: RunData, params: dict) -> pd.DataFrame:
@@ -503,6 +517,9 @@ def provenance_table(d: RunData, params: dict) -> pd.DataFrame:
         ("Test split used for any choice", "yes" if bool(d.run["test_used_for_selection"]) else "no: every choice was "
                                                                                                "made on validation"),
     ]
+    if not d.models:            # detectors only: the rows about decision models say nothing
+        rows = [r for r in rows if r[0] not in ("Models", "Release views", "Defended models",
+                                                "Recovery attacker families", "Defense-aware attacker families")]
     return pd.DataFrame(rows, columns=["", "value"])
 
 
@@ -577,7 +594,7 @@ def render_report(d: RunData) -> str:
         lead, what = comparison_lead(simulated)
         parts.append(f"<p><b>{esc(lead)}</b> {esc(against + what)} The table at the end of the report has every "
                      f"finding.</p>")
-    if d.ontology is not None:
+    if d.ontology is not None and (d.models or int(d.dataset.get("worlds", 0) or 0)):   # a corpus alone has no task
         parts.append(task_section(d.ontology))
     if not d.answers.empty:
         parts.append("<h2>The answers audited</h2>" + _table(answers_table(d.answers), {"answers": "count", "valid": "count", "invalid (kept)": "count",
@@ -699,9 +716,16 @@ def render_report(d: RunData) -> str:
             if "ci_low" in lo:
                 numeric[f"{m}_ci_low"] = numeric["detector"].map(lo["ci_low"])
                 numeric[f"{m}_ci_high"] = numeric["detector"].map(lo["ci_high"])
+        split = str(d.ql["split"].iloc[0])
+        on = coverage_on(d.ql_coverage, split)
         if "complete_f1" in numeric:
-            fig(figures.f1_figure(numeric), "Complete and graded group F1 per detector (test split).")
-        parts.append(_table(quasileak_table(d.ql)))
+            fig(figures.f1_figure(numeric), f"Complete and graded group F1 per detector ({split} split).")
+        board = quasileak_table(d.ql, on)
+        parts.append(_table(board))
+        parts.append(f"<p class='caption'>Micro over the {split} split's target groups, best complete-group F1 "
+                     "first, each a percent with its 95% interval. A simulated detector is derived from the gold "
+                     "groups (the answer key): an upper reference, not a detector one could run."
+                     + (f" {esc(COVERAGE_HELP)}" if COVERAGE_COLUMN in board else "") + "</p>")
     if d.tuple_task:
         checks = paper_checks(spoken)
         held, known = tally(checks)

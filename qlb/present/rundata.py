@@ -37,3 +37,4 @@ class RunData:
     changes: pd.DataFrame = field(default_factory=pd.DataFrame)   # loaded or collected after the run started
     audited: frozenset[str] | None = None                         # the models the run audited (``audited_models``)
     left_out: pd.DataFrame = field(default_factory=pd.DataFrame)  # models the findings leave out (``left_out``)
+    ql_coverage: pd.DataFrame = field(default_factory=pd.DataFrame)  # documents each detector answered (``coverage``)

@@ -125,6 +125,8 @@ def scope_sentence(d: RunData) -> str:
     which models the defenses were tried on, and which audits it did not run."""
     params = parameters(d)
     held = ran(d)
+    if not d.models and not int(d.dataset.get("worlds", 0) or 0) and held["quasileak"]:
+        return corpus_scope(d)
     ran_on = set().union(*(set(f["model"]) for f in (d.recovery, d.utility, d.refusal) if "model" in f))
     audited = sorted(params.get("models") or ran_on or d.models)      # all the models there were, at the time
     n_all = len(d.models)
@@ -165,6 +167,24 @@ def scope_sentence(d: RunData) -> str:
         why = {a: "no QuasiLeak corpus" for a in ("QuasiLeak",) if "quasileak" in (params.get("audits") or [])}
         text += " Not run: " + listing([f"{a} ({why[a]})" if a in why else a for a in skipped]) + "."
     return text
+
+
+def corpus_scope(d: RunData) -> str:
+    """The scope of a run of a dataset that holds a QuasiLeak corpus and no decision task: the
+    detectors scored (the simulated ones among them) and the test split's target groups."""
+    rows = d.ql[(d.ql["slice_kind"] == "all") & (d.ql["metric"] == "targets")]
+    detectors = sorted(set(d.ql["detector"]))
+    simulated = sorted(set(d.ql.loc[d.ql["simulated"].astype(bool), "detector"])) if "simulated" in d.ql else []
+    targets = int(rows["value"].max()) if not rows.empty else 0
+    text = (f"This run scored {count_of(len(detectors), 'privacy detector')} on the QuasiLeak corpus's test split "
+            f"({count_of(targets, 'target group')}: sets of weak cues that together reveal an attribute the policy "
+            "hides)")
+    if simulated:
+        one = len(simulated) == 1
+        text += (f"; {listing(simulated)} {'is' if one else 'are'} simulated from the answer key: an upper "
+                 f"reference, not {'a detector' if one else 'detectors'} one could run")
+    return text + (". The dataset holds no decision task (no worlds), so the audits of a model's decision outputs "
+                   "(refusal, recovery, utility, defenses) do not apply to it.")
 
 
 def options(d: RunData) -> list[str]:

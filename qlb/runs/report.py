@@ -47,7 +47,8 @@ def load_run(con: duckdb.DuckDBPyConnection, run_id: str | None = None, dataset:
                    get("defense_costs"), get("ql_scores"), models, uniform_reference(ontology),
                    ontology.sha256 == load_ontology().sha256, get("coarse_accuracy"), learned=get("learned_wcpq"),
                    ontology=ontology, answers=run_answers(con, run),
-                   data_changed=since.changed, changes=since.changes, audited=since.audited)
+                   data_changed=since.changed, changes=since.changes, audited=since.audited,
+                   ql_coverage=queries.fetch_df(con, "ql_coverage", [run["dataset_id"]] * 2))
 
 
 def run_answers(con: duckdb.DuckDBPyConnection, run: pd.Series) -> pd.DataFrame:

@@ -196,3 +196,20 @@ def test_a_run_of_all_models_then_says_how_many_it_audited_after_a_new_model_cam
     """A walk-through's run of 'all' models read 'audited all 5 models' once a fifth was collected after it."""
     d = _run({}, REC, models=("a", "b", "late"))
     assert scope_sentence(d).startswith("This run audited 2 of the dataset's 3 models (a and b) on 288 test worlds")
+
+
+def test_a_corpus_only_run_is_scoped_as_detectors_scored_not_as_no_model_audited():
+    """A detector team's dataset (a QuasiLeak corpus, no worlds) read "This run audited no decision model. Not
+    run: refusal, recovery, utility and defenses."."""
+    ql = pd.DataFrame([{"detector": det, "split": "test", "slice_kind": "all", "slice": "all", "metric": metric,
+                        "value": value, "ci_low": value, "ci_high": value, "simulated": det.startswith("sim-")}
+                       for det in ("acme", "pattern-pii", "sim-det-strong")
+                       for metric, value in (("complete_f1", 0.4), ("targets", 100.0))])
+    d = _run({"audits": ["quasileak"]}, EMPTY, models=())
+    d.ql = ql
+    d.dataset = pd.Series({"dataset_id": "court", "simulated": False, "worlds": 0, "documents": 144})
+    assert scope_sentence(d) == (
+        "This run scored 3 privacy detectors on the QuasiLeak corpus's test split (100 target groups: sets of weak "
+        "cues that together reveal an attribute the policy hides); sim-det-strong is simulated from the answer key: "
+        "an upper reference, not a detector one could run. The dataset holds no decision task (no worlds), so the "
+        "audits of a model's decision outputs (refusal, recovery, utility, defenses) do not apply to it.")
