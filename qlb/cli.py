@@ -719,7 +719,8 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
         return _cmd_ingest_ontology(args)
     from warehouse.db import default_path, open_reader, writer
     from qlb.records.readers import count_lines, detect_format, has_lines, whole_file_problem
-    from warehouse.ingest import IngestRequest, ingest_file, validate_file
+    from warehouse.ingest import (IngestRequest, coverage_of_detectors, detectors_of_ingest, ingest_file,
+                                  validate_file)
     from warehouse import queries
 
     path = args.warehouse or default_path()
@@ -746,6 +747,9 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
         try:
             datasets, worlds_before, own_ontology = _datasets_before(con, args.dataset)
             report = validate_file(con, IngestRequest(args.kind, args.file, args.dataset, model=args.model), progress=progress)
+            coverage = (coverage_of_detectors(con, args.dataset, report.detectors,
+                                              [(p.detector, p.doc_id) for _, p in report.accepted])
+                        if args.kind == "predictions" and con is not None else None)
         finally:
             if con is not None:
                 con.close()
@@ -755,6 +759,9 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
             datasets, worlds_before, own_ontology = _datasets_before(con, args.dataset)
             result = ingest_file(con, IngestRequest(args.kind, args.file, args.dataset, model=args.model), progress=progress)
             unpaired = (queries.fetch_df(con, "unpaired_worlds", [args.dataset]) if args.kind == "worlds" else None)
+            coverage = (coverage_of_detectors(con, args.dataset, detectors_of_ingest(con, result.ingest_id)
+                                              if result.duplicate else result.report.detectors)
+                        if args.kind == "predictions" else None)
         report, ingest_id, duplicate = result.report, result.ingest_id, result.duplicate
     bar.close()
     for msg in report.messages(group_repeats=True) + report.invalid_messages():
@@ -764,6 +771,9 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
         print(f"qlb ingest: hint: {cause}", file=sys.stderr)
     if unpaired is not None and not unpaired.empty:
         print(_unpaired_warning(args.dataset, unpaired), file=sys.stderr)
+    for cov in coverage or ():
+        if _partial_splits(cov):
+            print(_coverage_warning(args.dataset, cov, args.dry_run), file=sys.stderr)
     if args.kind == "worlds" and report.foreign_domains and not own_ontology:
         worlds_now = worlds_before + (0 if args.dry_run or duplicate else len(report.accepted))   # some may be in
         print(_foreign_domains_hint(args.dataset, report.foreign_domains, datasets, worlds_now), file=sys.stderr)
@@ -777,9 +787,17 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
     out["rejected_lines"], out["rejected_lines_not_listed"] = report.rejects_located()
     if unpaired is not None:
         out["unpaired_worlds"] = len(unpaired)
+    if coverage is not None:
+        out["detector_coverage"] = [
+            {"detector": c.detector, "predicted": c.predicted, "documents": c.documents,
+             "splits": {split: {"predicted": k, "documents": n} for split, (k, n) in _in_split_order(c.by_split)},
+             "partial_splits": _partial_splits(c)} for c in coverage]
     if args.json:
         print(json.dumps(out, indent=2))
-    elif duplicate:
+        return EXIT_REJECTED if report.rejects else EXIT_OK
+    for cov in coverage or ():
+        print(_coverage_line(cov, args.dry_run))
+    if duplicate:
         print(f"{args.file}: already ingested into {args.dataset!r} as ingest #{ingest_id} "
               f"(same sha256); nothing changed (warehouse {path})")
     else:
@@ -802,6 +820,43 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
                       f"{_warehouse_words(path, new_warehouse)}")
         print(f"{args.file}: {_plural(report.n_lines, 'line')}; {stored}; {rejected}{where}")
     return EXIT_REJECTED if report.rejects else EXIT_OK
+
+
+def _in_split_order(by_split: dict[str, tuple[int, int]]) -> list[tuple[str, tuple[int, int]]]:
+    """A detector's coverage per split, in the order train, validation, test (another split last)."""
+    from qlb.records.ontology import SPLITS
+
+    return sorted(by_split.items(), key=lambda item: (SPLITS.index(item[0]) if item[0] in SPLITS else len(SPLITS),
+                                                      item[0]))
+
+
+def _partial_splits(cov) -> list[str]:
+    """The splits whose documents a detector (``DetectorCoverage``) does not all have predictions for,
+    where that changes its scores: the split the audits score (test; every split of a corpus without
+    one), and any other split it has some but not all documents of (a detector run on the test
+    documents alone is not warned about the train documents)."""
+    scored = {"test"} if "test" in cov.by_split else set(cov.by_split)      # qlb.quasileak.leaderboard.scoring_split
+    return [split for split, (k, n) in _in_split_order(cov.by_split) if k < n and (k > 0 or split in scored)]
+
+
+def _coverage_line(cov, dry_run: bool) -> str:
+    """What a predictions ingest leaves a detector with: ``detector 'x': predictions for 9 of the
+    corpus's 144 documents (test 9 of 144)``."""
+    splits = ", ".join(f"{split} {k:,} of {n:,}" for split, (k, n) in _in_split_order(cov.by_split))
+    return (f"detector {cov.detector!r}: {'would have ' if dry_run else ''}predictions for {cov.predicted:,} of the "
+            f"corpus's {cov.documents:,} documents ({splits})")
+
+
+def _coverage_warning(dataset: str, cov, dry_run: bool) -> str:
+    """The warning after a predictions ingest that leaves a detector without predictions for some
+    documents of a split that counts (``_partial_splits``): how many, and what it does to its scores."""
+    parts = [(split, *cov.by_split[split]) for split in _partial_splits(cov)]
+    covered = " and ".join(f"{k:,} of the {n:,} documents of split {split}" for split, k, n in parts)
+    missing = sum(n - k for _, k, n in parts)
+    return (f"qlb ingest: warning: detector {cov.detector!r} {'would have' if dry_run else 'has'} predictions for "
+            f"{covered} of dataset {dataset!r}: the other {missing:,} count as reporting nothing when it is scored "
+            "(their targets missed). If the detector ran on them, ingest their predictions under the same detector "
+            "name.")
 
 
 def _unpaired_warning(dataset: str, unpaired) -> str:

@@ -43,7 +43,7 @@ from qlb.records.readers import (
 )
 from qlb.records.schemas import (
     PAIR_SHARED_FIELDS, NativeResponse, QLDocument, QLPrediction, RefusalResponse, World,
-    describe_error, invalid_field, model_name_problem,
+    MAX_ID_LENGTH, describe_error, invalid_field, model_name_problem,
 )
 from qlb.records.ontology import Ontology, load_ontology
 from warehouse import bulk, queries
@@ -202,6 +202,12 @@ class ValidationReport:
         return grouped_messages(self.file_name, [(r.line_no, r.field, r.reason) for r in self.rejects])
 
     @property
+    def detectors(self) -> list[str]:
+        """The detectors a predictions file's lines name (rejected lines too, where they name one), in
+        file order."""
+        return list(getattr(self.validator, "detectors", None) or ())
+
+    @property
     def foreign_domains(self) -> dict[str, int]:
         """Domains the dataset's ontology lacks, named by rejected worlds, with their number of lines."""
         return dict(getattr(self.validator, "foreign_domains", None) or {})
@@ -209,7 +215,10 @@ class ValidationReport:
 
 # a duplicate's reason: the record's key, then what was kept (``_Kind.duplicate``, ``_Kind.differs``)
 _DUPLICATE = re.compile(r"^duplicate (.+?) (\(the first is kept\)|with other values than the one ingest #\d+ stored "
-                        r"\(the stored one is kept\))$")
+                        r"\(the stored one is kept[^()]*\))$")
+# what a stored prediction's conflict adds (``_Predictions.differs``): no ingest replaces a stored record
+PREDICTIONS_NOT_REPLACED = ("; qlb ingest never replaces a stored prediction: to store corrected predictions, give "
+                            "them a new detector name in the file's detector field")
 
 
 def grouped_messages(file_name: str, rejects: Iterable[tuple[int, str | None, str]]) -> list[str]:
@@ -263,6 +272,49 @@ class IngestResult:
     def empty(self) -> bool:
         """The file held no lines: nothing was stored and no ingest recorded."""
         return self.ingest_id is None
+
+
+@dataclass(frozen=True)
+class DetectorCoverage:
+    """Which of a dataset's corpus documents one detector has predictions for, per split: (documents
+    with a prediction line that is not a recorded failure, documents of the split). A document without
+    one counts as "reported nothing" when the detector is scored (QUASILEAK.md section 4), so a partial
+    predictions file scores like a detector that missed everything in the rest."""
+
+    detector: str
+    by_split: dict[str, tuple[int, int]]
+
+    @property
+    def predicted(self) -> int:
+        """Documents of the whole corpus with a prediction from the detector."""
+        return sum(p for p, _ in self.by_split.values())
+
+    @property
+    def documents(self) -> int:
+        """Documents of the whole corpus."""
+        return sum(n for _, n in self.by_split.values())
+
+
+def coverage_of_detectors(con: duckdb.DuckDBPyConnection, dataset_id: str, detectors: Iterable[str],
+                      pending: Iterable[tuple[str, str]] = ()) -> list[DetectorCoverage]:
+    """Per detector (in the order given), how many of the dataset's corpus documents it has predictions
+    for, per split (``coverage_of_detectors``). ``pending``: (detector, doc_id) pairs not stored yet that
+    count as predicted (what a dry run would store). No rows for a dataset without a corpus."""
+    detectors = list(dict.fromkeys(detectors))
+    if not detectors:
+        return []
+    pending = list(pending)
+    rows = queries.fetch_df(con, "coverage_of_detectors", [detectors, dataset_id, [d for d, _ in pending],
+                                                       [doc for _, doc in pending], dataset_id])
+    by_detector: dict[str, dict[str, tuple[int, int]]] = {}
+    for r in rows.itertuples(index=False):
+        by_detector.setdefault(r.detector, {})[r.split] = (int(r.predicted) - int(r.failed), int(r.documents))
+    return [DetectorCoverage(d, by_detector[d]) for d in detectors if d in by_detector]
+
+
+def detectors_of_ingest(con: duckdb.DuckDBPyConnection, ingest_id: int) -> list[str]:
+    """The detectors whose predictions ingest ``ingest_id`` stored."""
+    return queries.fetch_df(con, "detectors_of_ingest", [ingest_id])["detector"].tolist()
 
 
 @dataclass(frozen=True)
@@ -366,7 +418,8 @@ class _Kind:
         """Read what validation needs from the warehouse (known ids, worlds, documents)."""
 
     def check(self, obj: BaseModel) -> str | None:
-        """Cross-record rules (duplicates, pairs); a reason when the record must be rejected."""
+        """Cross-record rules (duplicates, pairs); a reason when the record must be rejected (or
+        ``_RecordRejected`` raised, when the rule is about one field)."""
         return None
 
     def validate(self, rec: Record) -> BaseModel:
@@ -457,6 +510,17 @@ def _block_datasets(rows: pa.Table | pd.DataFrame) -> list[str]:
     return rows["dataset_id"].unique().tolist()
 
 
+
+def _object_of(rec: Record) -> object:
+    """The parsed JSON of a line (what a rejected line names: its domain, its detector), None when it
+    is not JSON."""
+    if rec.obj is not None or rec.text is None:
+        return rec.obj
+    try:
+        return json.loads(rec.text)
+    except ValueError:
+        return None
+
 class _Worlds(_Kind):
     model = World
     stored_table = "worlds"
@@ -481,12 +545,7 @@ class _Worlds(_Kind):
     def _note_foreign_domain(self, rec: Record) -> None:
         """Count the domain of a rejected line when the ontology lacks it: many such lines usually
         mean the dataset's ontology is not the one the worlds were written for."""
-        obj = rec.obj
-        if obj is None and rec.text is not None:
-            try:
-                obj = json.loads(rec.text)
-            except ValueError:
-                return
+        obj = _object_of(rec)
         domain = obj.get("domain") if isinstance(obj, dict) else None
         if isinstance(domain, str) and domain and domain not in self.ontology.domains:
             self.foreign_domains[domain] = self.foreign_domains.get(domain, 0) + 1
@@ -725,8 +784,9 @@ class _Corpus(_Kind):
         if self.attributes is None:
             self.attributes = keys
         elif keys != self.attributes:
-            return (f"policy keys {', '.join(sorted(keys))} differ from the corpus's attribute set "
-                    f"{', '.join(sorted(self.attributes))} (every document labels the same attributes)")
+            raise _RecordRejected("policy", f"keys {', '.join(sorted(keys))} differ from the corpus's attribute set "
+                                            f"{', '.join(sorted(self.attributes))} (every document labels the same "
+                                            "attributes)")
         return self.claim(d)
 
     def frames(self, accepted, ingest_id):
@@ -759,6 +819,10 @@ class _Predictions(_Kind):
     ledger_key = ("dataset_id", "detector", "doc_id")
     key_fields = ("detector", "doc_id")
 
+    def __init__(self, con, dataset_id, model_name, **options):
+        self.detectors: dict[str, None] = {}     # the detectors the file's lines name, in order (a set)
+        super().__init__(con, dataset_id, model_name, **options)
+
     def empty_context(self):
         return {"documents": {}}
 
@@ -766,13 +830,33 @@ class _Predictions(_Kind):
 
     def load(self, con):
         docs = queries.fetch_df(con, "document_texts", [self.dataset_id])
-        self.context = {"documents": {d: len(t) for d, t in zip(docs["doc_id"], docs["text"])}}
+        # QLPrediction checks a line against the stored corpus: its documents, and its attributes
+        self.context = {"documents": {d: len(t) for d, t in zip(docs["doc_id"], docs["text"])},
+                        "dataset": self.dataset_id}
         first = queries.fetch_df(con, "corpus_attributes", [self.dataset_id])
         if not first.empty:
             self.attributes = frozenset(json.loads(first["policy"][0]))
+            self.context["attributes"] = self.attributes
         if not self.keys_in_warehouse:
             existing = queries.fetch_df(con, "existing_predictions", [self.dataset_id])
             self.seen = dict(zip(zip(existing["detector"], existing["doc_id"]), existing["ingest_id"]))
+
+    def validate(self, rec):
+        try:
+            p = super().validate(rec)
+        except ValidationError:
+            self._note_detector(rec)
+            raise
+        self.detectors[p.detector] = None
+        return p
+
+    def _note_detector(self, rec: Record) -> None:
+        """The detector a rejected line names, when it names one: its coverage is said after the ingest
+        even when none of its lines was stored."""
+        obj = _object_of(rec)
+        name = obj.get("detector") if isinstance(obj, dict) else None
+        if isinstance(name, str) and 0 < len(name) <= MAX_ID_LENGTH:
+            self.detectors[name] = None
 
     def key(self, p: QLPrediction) -> Any:
         return (p.detector, p.doc_id)
@@ -780,11 +864,15 @@ class _Predictions(_Kind):
     def describe(self, p: QLPrediction) -> str:
         return f"prediction for detector {p.detector!r} and doc {p.doc_id!r}"
 
+    @staticmethod
+    def differs(described: str, stored_by: int) -> str:
+        """As ``_Kind.differs``, with the way to store corrected predictions: an ingest never replaces
+        a stored prediction, so they go under a new detector name."""
+        return (f"duplicate {described} with other values than the one ingest #{stored_by} stored (the stored one "
+                f"is kept{PREDICTIONS_NOT_REPLACED})")
+
     def check(self, p: QLPrediction) -> str | None:
-        if self.attributes is not None:
-            bad = sorted({g.attribute for g in p.groups} - self.attributes)
-            if bad:
-                return f"group attribute {', '.join(bad)} is not one of the corpus's attributes"
+        # the corpus's attributes are checked by QLPrediction (context ``attributes``)
         return None if self.keys_in_warehouse else self.claim(p)
 
     def frames(self, accepted, ingest_id):
@@ -839,13 +927,13 @@ def _validate_stream(kind: _Kind, records: Iterable[Record], report: ValidationR
         else:
             try:
                 obj = validate(rec)
+                reason = check(obj)
             except ValidationError as exc:
                 fld, reason = describe_error(exc)
                 reject(Reject(rec.line_no, fld, reason, rec.raw))
-            except _RecordRejected as exc:
+            except _RecordRejected as exc:         # a rule of the record (or, from check, across records) on one field
                 reject(Reject(rec.line_no, exc.field, exc.reason, rec.raw))
             else:
-                reason = check(obj)
                 if reason is None:
                     accept((rec.line_no, obj, rec.raw))
                 elif reason is RESTATED:

@@ -23,6 +23,27 @@ SELECT doc_id, text FROM ql_documents WHERE dataset_id = ?;
 -- name: existing_predictions
 SELECT detector, doc_id, ingest_id FROM ql_predictions WHERE dataset_id = ?;
 
+-- name: coverage_of_detectors
+-- After (or for a dry run, before) a predictions ingest: per named detector and split of the dataset's corpus,
+-- its documents, those the detector has a prediction line for (stored, or among the (detector, doc_id) pairs a
+-- dry run would store), and those whose stored line records a failure (as ql_coverage). A document without
+-- a line counts as "reported nothing" when the detector is scored (QUASILEAK.md section 4).
+-- Parameters: detectors, dataset_id, pending detectors, pending doc_ids (one pair per position), dataset_id.
+SELECT t.detector, d.split, count(*) AS documents, count(p.doc_id) AS predicted, count(p.failure) AS failed
+FROM (SELECT DISTINCT unnest(?::VARCHAR[]) AS detector) t
+CROSS JOIN ql_documents d
+LEFT JOIN (SELECT detector, doc_id, failure FROM ql_predictions WHERE dataset_id = ?
+           UNION ALL
+           SELECT detector, doc_id, NULL AS failure
+           FROM (SELECT unnest(?::VARCHAR[]) AS detector, unnest(?::VARCHAR[]) AS doc_id)) p
+       ON p.detector = t.detector AND p.doc_id = d.doc_id
+WHERE d.dataset_id = ?
+GROUP BY t.detector, d.split ORDER BY t.detector, d.split;
+
+-- name: detectors_of_ingest
+-- The detectors whose predictions an ingest stored (a file ingested again: its coverage is said again).
+SELECT DISTINCT detector FROM ql_predictions WHERE ingest_id = ? ORDER BY detector;
+
 -- name: ingest_by_sha
 SELECT ingest_id, file_format, n_rejected FROM ingests WHERE dataset_id = ? AND kind = ? AND sha256 = ?;
 

@@ -17,13 +17,13 @@ from __future__ import annotations
 import math
 import re
 from functools import lru_cache
-from typing import Any, Literal, Mapping
+from typing import Any, Iterable, Literal, Mapping
 
 from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationInfo, field_validator, model_validator, ValidationError
 
-from qlb.records.ontology import SPLITS, WITHHOLD, load_ontology
+from qlb.records.ontology import SPLITS, WITHHOLD, _format_loc, load_ontology
 
 ATTRIBUTES: tuple[str, ...] = (
     "age", "gender", "nationality", "education", "occupation", "income", "relationship", "health",
@@ -66,11 +66,27 @@ def _context(info: ValidationInfo, key: str) -> Any:
     return (info.context or {}).get(key)
 
 
+def field_path(loc: Iterable[str | int]) -> str:
+    """Where in a record a problem lies, as every reject names it: keys joined by dots, list
+    positions in brackets (``groups[0].cues[1]``, ``probabilities.DELAY``), the notation of an
+    ontology file's problems too. ``""`` for the record as a whole."""
+    return _format_loc(tuple(loc))
+
+
+def _joined_path(outer: str, inner: str) -> str:
+    """``inner`` (a path below ``outer``: ``cues``, ``[2]``, ``groups[0].attribute``) written from the record."""
+    if not outer or not inner:
+        return outer or inner
+    return outer + inner if inner.startswith("[") else f"{outer}.{inner}"
+
+
 class FieldProblem(ValueError):
-    """A rule broken by one field, found by a check of the whole record (a model validator, which
-    pydantic reports without a field): ``describe_error`` reads the field from here, so a rejected
-    line reads ``FILE:LINE: field: reason``. The reason does not repeat the field's name; the
-    exception's own text is ``field: reason`` (pydantic shows that one, without a field)."""
+    """A rule broken by one field, found by a check of the whole record or of a part of it (a model
+    validator, which pydantic reports at the part, or a list item's check): ``describe_error`` reads
+    the field from here, below where pydantic reports the error (``[0]`` under ``groups[0].cues`` is
+    ``groups[0].cues[0]``), so a rejected line reads ``FILE:LINE: field: reason``. The reason does
+    not repeat the field's name; the exception's own text is ``field: reason`` (pydantic shows that
+    one, without a field)."""
 
     def __init__(self, field: str, reason: str) -> None:
         super().__init__(f"{field}: {reason}")
@@ -258,25 +274,27 @@ class RefusalResponse(BaseModel):
 Span = tuple[int, int]
 
 
-def _spans(value: Any, what: str) -> list[Span]:
+def _spans(value: Any) -> list[Span]:
+    """A list of spans as read (a field validator's: an item's problem names its position)."""
     if not isinstance(value, (list, tuple)):
-        raise ValueError(f"{what} must be a list of [start, end] pairs")
+        raise ValueError("must be a list of [start, end] pairs")
     out = []
     for i, sp in enumerate(value):
         if (not isinstance(sp, (list, tuple)) or len(sp) != 2
                 or any(isinstance(x, bool) or not isinstance(x, int) for x in sp)):
-            raise ValueError(f"{what}[{i}] must be [start, end] with integer offsets, got {sp!r:.40}")
+            raise FieldProblem(f"[{i}]", f"must be [start, end] with integer offsets (got {sp!r:.40})")
         out.append((sp[0], sp[1]))
     return out
 
 
 def check_span_bounds(spans: list[Span], length: int, what: str) -> None:
-    """Raise ValueError for a span that is empty, reversed or outside a text of ``length`` characters."""
+    """Raise FieldProblem (a ValueError) naming ``what[i]`` for a span that is empty, reversed or
+    outside a text of ``length`` characters."""
     for i, (s, e) in enumerate(spans):
         if s >= e:
-            raise ValueError(f"{what}[{i}] = [{s}, {e}] is empty or reversed")
+            raise FieldProblem(f"{what}[{i}]", f"[{s}, {e}] is empty or reversed")
         if s < 0 or e > length:
-            raise ValueError(f"{what}[{i}] = [{s}, {e}] is outside the text (length {length})")
+            raise FieldProblem(f"{what}[{i}]", f"[{s}, {e}] is outside the text (length {length})")
 
 
 def first_overlap(spans: list[Span]) -> tuple[Span, Span] | None:
@@ -299,7 +317,7 @@ class CueGroup(BaseModel):
     @field_validator("cues", mode="before")
     @classmethod
     def _cue_shape(cls, v: Any) -> Any:
-        spans = _spans(v, "cues")
+        spans = _spans(v)
         if not spans:
             raise ValueError("a group needs at least 1 cue")
         return spans
@@ -308,7 +326,7 @@ class CueGroup(BaseModel):
     def _cues_do_not_overlap(self) -> "CueGroup":
         clash = first_overlap(list(self.cues))
         if clash:
-            raise ValueError(f"cues {list(clash[0])} and {list(clash[1])} overlap")
+            raise FieldProblem("cues", f"{list(clash[0])} and {list(clash[1])} overlap")
         return self
 
 
@@ -331,7 +349,7 @@ class QLDocument(BaseModel):
     @field_validator("distractors", mode="before")
     @classmethod
     def _distractor_shape(cls, v: Any) -> Any:
-        return () if v is None else _spans(v, "distractors")
+        return () if v is None else _spans(v)
 
     @model_validator(mode="after")
     def _document_rules(self) -> "QLDocument":
@@ -339,31 +357,33 @@ class QLDocument(BaseModel):
         # eight TAB-derived attributes are the default corpus's, not a rule); the corpus-wide
         # "same keys in every document" rule is checked across lines by the ingest
         if not self.policy:
-            raise ValueError("policy must label at least one attribute")
+            raise FieldProblem("policy", "must label at least one attribute")
         unknown = sorted(set(self.profile) - set(self.policy))
         if unknown:
-            raise ValueError(f"profile has attributes the policy does not label: {', '.join(unknown)}")
+            raise FieldProblem("profile", f"has attributes the policy does not label: {', '.join(unknown)}")
         for gi, g in enumerate(self.groups):
             if g.attribute not in self.policy:
-                raise ValueError(f"groups[{gi}].attribute {g.attribute!r} is not one of the policy's attributes "
-                                 f"({', '.join(self.policy)})")
+                raise FieldProblem(f"groups[{gi}].attribute", f"{g.attribute!r} is not one of the policy's "
+                                                              f"attributes ({', '.join(self.policy)})")
         n = len(self.text)
-        all_cues: list[Span] = []
         for gi, g in enumerate(self.groups):
             if not 2 <= len(g.cues) <= 4:
-                raise ValueError(f"groups[{gi}] has {len(g.cues)} cues; gold groups have 2-4")
+                raise FieldProblem(f"groups[{gi}].cues", f"has {len(g.cues)} cues; gold groups have 2-4")
             check_span_bounds(list(g.cues), n, f"groups[{gi}].cues")
-            all_cues.extend(g.cues)
-        clash = first_overlap(all_cues)
-        if clash:
-            raise ValueError(f"gold cues {list(clash[0])} and {list(clash[1])} overlap")
+        # gold cues never overlap, within a group (CueGroup) or across groups: the later cue is named
+        cues = sorted((c, gi, ci) for gi, g in enumerate(self.groups) for ci, c in enumerate(g.cues))
+        for (a, ga, ca), (b, gb, cb) in zip(cues, cues[1:]):
+            if b[0] < a[1]:
+                raise FieldProblem(f"groups[{gb}].cues[{cb}]",
+                                   f"{list(b)} overlaps the gold cue groups[{ga}].cues[{ca}] = {list(a)}")
         check_span_bounds(list(self.distractors), n, "distractors")
         return self
 
 
 class QLPrediction(BaseModel):
     """A detector's flagged groups for one document. Context: ``documents`` maps doc_id -> text
-    length."""
+    length; ``dataset``, the dataset whose stored corpus those are (absent for a corpus read from a
+    file); ``attributes``, the corpus's attributes a group may name (absent: not checked here)."""
 
     model_config = _config
 
@@ -378,9 +398,19 @@ class QLPrediction(BaseModel):
             return self
         length = docs.get(self.doc_id)
         if length is None:
-            raise ValueError(f"unknown doc_id {self.doc_id!r} (ingest the corpus first)")
+            dataset = _context(info, "dataset")
+            raise FieldProblem("doc_id", f"unknown doc_id {self.doc_id!r}" + (
+                f": not a document of dataset {dataset!r}'s corpus" if dataset is not None and docs
+                else f" (dataset {dataset!r} has no corpus: ingest the corpus first)" if dataset is not None
+                else " (ingest the corpus first)"))
         for gi, g in enumerate(self.groups):
             check_span_bounds(list(g.cues), length, f"groups[{gi}].cues")
+        attributes = _context(info, "attributes")
+        if attributes:
+            for gi, g in enumerate(self.groups):
+                if g.attribute not in attributes:
+                    raise FieldProblem(f"groups[{gi}].attribute", f"{g.attribute!r} is not one of the corpus's "
+                                                                  f"attributes ({', '.join(sorted(attributes))})")
         return self
 
 
@@ -414,9 +444,9 @@ def describe_error(exc: ValidationError) -> tuple[str | None, str]:
     """(field, reason) for the first error of a pydantic ValidationError, in plain words."""
     err = exc.errors(include_url=False)[0]
     problem = (err.get("ctx") or {}).get("error")
-    if isinstance(problem, FieldProblem):              # a record-wide check that names its field
-        return problem.field, problem.reason
-    loc = ".".join(str(p) for p in err["loc"])
+    loc = field_path(err["loc"])
+    if isinstance(problem, FieldProblem):              # a check that names its field below the error's place
+        return _joined_path(loc, problem.field), problem.reason
     msg = err["msg"]
     if msg.startswith("Value error, "):
         msg = msg[len("Value error, "):]
