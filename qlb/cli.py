@@ -285,15 +285,19 @@ def build_parser() -> argparse.ArgumentParser:
     qv.add_argument("--json", action="store_true", help="print every verdict as JSON on stdout (else a table)")
     qr = qsub.add_parser("run", help="run a detector on a stored corpus and store predictions and scores",
                          description="Run a built-in detector (or an OpenAI-compatible chat endpoint with "
-                                     "--detector chat) on the dataset's corpus, store its predictions, then "
-                                     "score every detector into a new audit run.")
+                                     "--detector chat, named chat:ENDPOINT_MODEL) on the dataset's corpus, store its "
+                                     "predictions, then score every detector into a new audit run and print their "
+                                     "leaderboard. Documents the detector failed on are listed by reason and count "
+                                     "as reporting nothing; when every document failed, or the first five failed "
+                                     "alike, or the endpoint stopped answering, nothing is stored (exit 1).")
     qr.add_argument("--detector", required=True, metavar="NAME",
                     help="pattern-pii, lexicon-cues, sim-det-strong, sim-det-local, sim-det-binder, or chat")
     qr.add_argument("--split", default="test", choices=(*SPLITS, "all"),
                     help="corpus split to run on (default test; 'all' for every document)")
     qr.add_argument("--dataset", metavar="NAME",
                     help="dataset whose stored corpus to run on (default: the only one, or simulated-reference)")
-    qr.add_argument("--base-url", help="chat endpoint base URL, e.g. http://127.0.0.1:8080/v1")
+    qr.add_argument("--base-url", help="chat endpoint base URL, e.g. http://127.0.0.1:8080/v1 (requests go to "
+                                       "URL/chat/completions)")
     qr.add_argument("--endpoint-model", help="model name the endpoint serves")
     qr.add_argument("--api-key-env", default="QLB_API_KEY", help="environment variable holding the API key")
     qr.add_argument("--timeout", type=float, default=60.0, help="seconds per request (default 60)")
@@ -1467,6 +1471,8 @@ def _cmd_audit(args: argparse.Namespace, argv: Sequence[str] = ()) -> int:
     if run.refusal_summary is not None:
         print("\nRefusal audit (all domains):")
         print(refusal.format_table(run.refusal_summary, ontology))
+    if run.ql_scores is not None:
+        print("\n" + "\n".join(_quasileak_board(*_stored_ql_scores(path, run))))
     if run.recovery is not None:
         pooled = _in_audit_order(run.recovery[run.recovery["scope"] == "pooled"])
         print("\nSecret recovery on the test split (all domains, with 95% intervals):")
@@ -1757,14 +1763,21 @@ def _predictions_of_corpus_attributes(accepted: list, docs: list) -> tuple[list,
 def _cmd_ql_run(args: argparse.Namespace) -> int:
     import os
 
+    from qlb.collect.transports import base_url_problem
     from qlb.runs.audit import run_audits
     from qlb.quasileak.detectors import ChatEndpointDetector, builtin_detectors
-    from qlb.runs.quasileak import DetectorStopped, run_detector
+    from qlb.runs.quasileak import (DetectorFailed, DetectorStopped, detector_coverage, failure_tally, run_detector,
+                                    stored_scores)
     from warehouse.db import default_path, writer
 
     if args.detector == "chat":
         if not args.base_url or not args.endpoint_model:
             raise _UsageError("--detector chat needs --base-url and --endpoint-model")
+        problem = base_url_problem(args.base_url, "http://HOST:PORT/v1")        # as qlb collect checks it
+        if problem:
+            raise _UsageError(problem)
+        if args.timeout <= 0:
+            raise _UsageError(f"--timeout {args.timeout:g}: expected a number of seconds above 0")
         detector = ChatEndpointDetector(args.base_url, args.endpoint_model, os.environ.get(args.api_key_env),
                                         timeout=args.timeout)
     else:
@@ -1782,20 +1795,131 @@ def _cmd_ql_run(args: argparse.Namespace) -> int:
         bar.n = done
         bar.refresh()
 
+    tally, failed = failure_tally(), None
     try:
         with writer(path) as con:
-            dataset = _resolve_dataset(con, args.dataset)
-            stats = run_detector(con, dataset, detector, None if args.split == "all" else args.split, progress)
+            dataset = _resolve_dataset(con, args.dataset, _close_dataset_hint(con, args.dataset))
+            stats = run_detector(con, dataset, detector, None if args.split == "all" else args.split, progress,
+                                 tally=tally)
             run = run_audits(con, dataset, decode=False, utility=False)
-    except DetectorStopped as exc:          # an unreachable endpoint: one line, no run of failures (exit 1)
+            scores, coverage = stored_scores(con, run.run_id), detector_coverage(con, dataset)
+    except DetectorFailed as exc:           # scored, it would look like a detector that found nothing
+        failed = exc
+    except DetectorStopped as exc:          # an unreachable endpoint, or the first documents failing alike
         raise _UserError(str(exc)) from None
     finally:
         bar.close()
         if isinstance(detector, ChatEndpointDetector):
             detector.close()
-    print(f"{detector.name}: {stats['documents']} documents, {stats['failures']} failures; "
-          f"scores stored in run {run.run_id}")
+    if failed is not None:                  # the reasons, then the one-line error (exit 1)
+        print("\n".join(_detector_failure_lines(failed.reasons, sum(r["count"] for r in failed.reasons), stored=False)))
+        raise _UserError(str(failed))
+    documents, failures = stats["documents"], stats["failures"]
+    print(f"{detector.name}: {_plural(documents, 'document')}"
+          + (f", {failures:,} failed" if failures else ", none failed")
+          + f"; predictions stored; scores in run {run.run_id}" + (" (reused: same data)" if run.reused else ""))
+    if failures:
+        print("\n".join(_detector_failure_lines(tally.most_frequent(), failures)))
+    board = _quasileak_board(scores, coverage, detector.name)
+    if board:
+        print("\n" + "\n".join(board))
+        scored = scores["split"].iloc[0]
+        if args.split not in ("all", scored) and scored != "all":     # a run on another split than the scored one
+            print(f"  (the detector ran on the {args.split} split; the scores are of the {scored} split, where it has "
+                  f"no predictions from this run: rerun with --split {scored} or --split all)")
+    if failures and failures / documents >= QL_FAILURE_WARNING:
+        print(f"qlb quasileak: warning: {failures:,} of {documents:,} documents ({100 * failures / documents:.0f}%) "
+              f"failed; the scores count each as reporting nothing, so {detector.name}'s recall above is lower than "
+              "it would be had they been answered (the reasons are listed under the summary)", file=sys.stderr)
     return EXIT_OK
+
+
+QL_FAILURE_WARNING = 0.10     # a detector run whose failures are at least this share of its documents gets a warning
+QL_BOARD_METRICS = ("complete_f1", "complete_recall", "strict_precision", "over_flag_rate")
+
+
+def _stored_ql_scores(path: str, run) -> tuple:
+    """An audit run's stored QuasiLeak scores (each detector's simulated flag with them) and the documents each
+    detector answered, read from the warehouse."""
+    from qlb.runs.quasileak import detector_coverage, stored_scores
+    from warehouse.db import reader
+
+    with reader(path) as con:
+        return stored_scores(con, run.run_id), detector_coverage(con, run.dataset_id)
+
+
+def _close_dataset_hint(con, name: str | None) -> str:
+    """``; did you mean 'tab-court'?`` for a --dataset the warehouse lacks but has a close name to (a typo)."""
+    import difflib
+
+    from warehouse import queries
+    if not name:
+        return ""
+    ids = queries.fetch_df(con, "datasets")["dataset_id"].tolist()
+    near = difflib.get_close_matches(name, [d for d in ids if d != name], n=1) if name not in ids else []
+    return f"; did you mean {near[0]!r}?" if near else ""
+
+
+def _detector_failure_lines(reasons: list[dict], failures: int, stored: bool = True) -> list[str]:
+    """Why a detector's documents failed, most frequent first, each with its first document, as
+    `qlb collect` lists why answers are not valid; a stored failed document counts as reporting nothing."""
+    lines = [f"  why {_plural(failures, 'document')} failed (each counts as reporting nothing in the scores; every "
+             "document's reason: the QuasiLeak page's document viewer), most frequent first:" if stored else
+             f"  why the {_plural(failures, 'document')} failed, most frequent first:"]
+    for r in reasons[:REASONS_SHOWN]:
+        lines.append(f"  {r['count']:>6}  {r['reason']} (e.g. document {r['example_world']})")
+    rest = reasons[REASONS_SHOWN:]
+    if rest:
+        lines.append(f"  {sum(r['count'] for r in rest):>6}  with {_plural(len(rest), 'other reason')}")
+    return lines
+
+
+def _split_words(split: str) -> str:
+    return "every document" if split == "all" else f"{split} split"
+
+
+def _quasileak_board(scores, coverage=None, just_run: str | None = None) -> list[str]:
+    """The QuasiLeak leaderboard of a run as text: each detector's complete-group F1, complete recall,
+    strict precision and over-flag rate on the scored split, with 95% document-bootstrap intervals,
+    best complete-group F1 first, and the documents each answered when one did not answer all (as
+    the QuasiLeak page shows them); ``just_run`` marked with ``*``, a simulated detector named so.
+    ``scores``: ``stored_scores`` rows; ``coverage``: ``detector_coverage`` rows."""
+    import pandas as pd
+
+    from qlb.present.coverage import COLUMN, coverage_column, coverage_on, coverage_sentence
+    from qlb.present.names import QL_METRIC_NAMES, pct_interval
+
+    a = scores[scores["slice_kind"] == "all"]
+    if a.empty:
+        return []
+    split = a["split"].iloc[0]
+    rows = []
+    for det, sub in a.groupby("detector", sort=True):
+        m = sub.set_index("metric")
+        simulated = "simulated" in sub and bool(sub["simulated"].any())
+        f1 = m["value"].get("complete_f1")
+        rank = 1.0 if f1 is None or pd.isna(f1) else -f1          # no F1 (nothing predicted, no target): last
+        rows.append((rank, det, [("* " if det == just_run else "  ") + det + (" (SIMULATED)" if simulated else "")]
+                     + [pct_interval(m["value"].get(k), m["ci_low"].get(k), m["ci_high"].get(k))
+                        for k in QL_BOARD_METRICS]))
+    rows.sort(key=lambda r: r[:2])
+    header = ["  detector", *(QL_METRIC_NAMES[k] for k in QL_BOARD_METRICS)]
+    table = [cells for *_, cells in rows]
+    if coverage is not None and split == "all":          # a corpus without a test split is scored whole
+        coverage = (coverage.groupby("detector", as_index=False)[["documents", "predicted", "failed"]].sum()
+                    .assign(split="all"))
+    on = coverage_on(coverage, split) if coverage is not None else None
+    answered = coverage_column(pd.Series([det for _, det, _ in rows]), on) if on is not None else None
+    if answered is not None:
+        header.insert(1, COLUMN)
+        table = [[cells[0], cell, *cells[1:]] for cells, cell in zip(table, answered)]
+    widths = [max(len(c[i]) for c in [header, *table]) for i in range(len(header))]
+    lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
+             for cells in [header, *table]]
+    marked = f"; * {just_run}, just run" if just_run in set(a["detector"]) else ""
+    said = coverage_sentence(on, "corpus" if split == "all" else split) if on is not None else None
+    return [f"QuasiLeak detectors on the {_split_words(split)}, best complete-group F1 first "
+            f"(with 95% intervals{marked}):", *lines] + ([said] if said else [])
 
 
 class _UserError(Exception):

@@ -6,8 +6,9 @@
   reports only the attributes the policy labels hide.
 * ``ChatEndpointDetector``: any OpenAI-compatible chat endpoint (llama.cpp, vLLM, Ollama ...),
   sent the sender's profile, the policy and the message (as the paper's detector sees them), with
-  a published prompt, strict JSON parsing, a timeout and retries; bad model output becomes a
-  recorded failure, never a crash.
+  a published prompt naming the corpus's attributes, strict JSON parsing, a timeout and retries of
+  what may be answered next time; an error reply or bad model output becomes a recorded failure
+  (the server's own message quoted), never a crash.
 * ``SimulatedDetector``: SIMULATED, derived from the gold groups with set miss, partial-group,
   binding-error and over-flag rates, for the demo leaderboard.
 """
@@ -22,7 +23,9 @@ from typing import Mapping, Protocol, Sequence
 import httpx
 import numpy as np
 
-from qlb.collect.redact import redact
+from qlb.collect.answers import EXCERPT_MARK, AnswerError, chat_content, content_json, excerpt, parse_json_text
+from qlb.collect.redact import redact, without_key
+from qlb.collect.transports import CHAT_PATH, endpoint_url, error_message
 from qlb.quasileak.scoring import Group
 from qlb.records.schemas import ATTRIBUTES
 
@@ -115,15 +118,40 @@ policy, which labels each attribute keep, hide or neutral; and "message", the te
 groups of 2-4 short text spans (cues) in the message that are each weak on their own but together \
 reveal the sender's value of an attribute the policy labels hide. Quote every cue exactly as it \
 appears in the message. Answer with JSON only, in this form:
-{"groups": [{"attribute": "<one of: age, gender, nationality, education, occupation, income, \
-relationship, health>", "cues": ["<exact quote>", "<exact quote>"]}]}
-Report nothing for attributes labelled keep or neutral. If nothing is revealed, answer {"groups": []}."""
+{{"groups": [{{"attribute": "<one of: {attributes}>", "cues": ["<exact quote>", "<exact quote>"]}}]}}
+Report nothing for attributes labelled keep or neutral. If nothing is revealed, answer {{"groups": []}}."""
+
+REQUEST_FAILED = "request failed: "     # how a failure of the request itself begins (no usable reply came back)
+UNREADABLE_REPLY = "unreadable reply: "  # HTTP 200 whose body is not a chat completion
+MODEL_OUTPUT = "model output: "          # a chat completion whose content is not the groups the prompt asks for
+RETRY_STATUSES = frozenset({408, 429})   # and every 5xx: a later attempt may be answered
+
+
+def system_prompt(attributes: Sequence[str]) -> str:
+    """The published instruction, naming the attributes a group may be bound to (the corpus's: its
+    policies' keys)."""
+    return PROMPT.format(attributes=", ".join(attributes))
+
+
+def _request_failure(exc: BaseException) -> str:
+    """A request that got no reply, in words (httpx's may name the full URL: a credential in it is masked)."""
+    return redact(f"{REQUEST_FAILED}{type(exc).__name__}: {str(exc) or 'no details'}")
+
+
+class _Failed(Exception):
+    """One attempt that gave no model output: why, and whether asking again may be answered."""
+
+    def __init__(self, reason: str, retry: bool) -> None:
+        super().__init__(reason)
+        self.reason, self.retry = reason, retry
 
 
 class ChatEndpointDetector:
     """Any OpenAI-compatible ``/chat/completions`` endpoint, sent the profile, the policy and the message. Cues
     come back as exact quotes and are located in the text (first unused occurrence); anything else is a
-    recorded failure."""
+    recorded failure. Only what a later attempt may fix is retried (a timeout, a connection error, HTTP
+    408, 429 or 5xx); another 4xx, a reply that is not a chat completion and model output that does not
+    parse fail at once."""
 
     simulated = False
 
@@ -154,60 +182,81 @@ class ChatEndpointDetector:
         """The user turn: the sender's profile, the policy and the message as one JSON object."""
         return json.dumps({"profile": dict(profile), "policy": dict(policy), "message": text}, ensure_ascii=False)
 
-    def _request(self, text: str, profile: Mapping[str, object], policy: Mapping[str, str]) -> str:
-        body = {"model": self.model, "temperature": 0,
-                "messages": [{"role": "system", "content": PROMPT},
+    def request_body(self, text: str, profile: Mapping[str, object], policy: Mapping[str, str]) -> dict:
+        """What is POSTed for one document: the system prompt naming the policy's attributes, and the user turn."""
+        return {"model": self.model, "temperature": 0,
+                "messages": [{"role": "system", "content": system_prompt(tuple(policy))},
                              {"role": "user", "content": self.user_message(text, profile, policy)}]}
-        resp = self._http().post(f"{self.base_url}/chat/completions", json=body)
-        resp.raise_for_status()
-        return resp.json()["choices"][0]["message"]["content"]
+
+    def _ask(self, text: str, profile: Mapping[str, object], policy: Mapping[str, str]) -> str:
+        """The model's message content for one document; ``_Failed`` when there is none."""
+        url = endpoint_url(self.base_url, CHAT_PATH)
+        try:
+            resp = self._http().post(url, json=self.request_body(text, profile, policy))
+        except (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError) as exc:
+            raise _Failed(_request_failure(exc), retry=True) from None
+        except (httpx.HTTPError, httpx.InvalidURL, OSError) as exc:
+            raise _Failed(_request_failure(exc), retry=False) from None
+        if not resp.is_success:
+            why = f"HTTP {resp.status_code} {resp.reason_phrase}".strip()
+            message = error_message(redact(without_key(resp.text, self.api_key)))    # the server's own words
+            raise _Failed(REQUEST_FAILED + why + (f": {message}" if message else ""),
+                          retry=resp.status_code in RETRY_STATUSES or resp.status_code >= 500)
+        try:
+            return chat_content(parse_json_text(resp.text))
+        except AnswerError as exc:
+            raise _Failed(f"{UNREADABLE_REPLY}{exc}", retry=False) from None
 
     def detect(self, text, profile, policy, gold=()):
-        """The endpoint's groups located in ``text``; a request that still fails after the retries (exponential
-        backoff) becomes a recorded failure."""
-        last = "no attempt"
-        for attempt in range(self.retries + 1):
+        """The endpoint's groups located in ``text``. A failure a later attempt may fix is retried
+        (exponential backoff); one that still fails, and every other, becomes a recorded failure."""
+        attempt = 0
+        while True:
             try:
-                content = self._request(text, profile, policy)
-                break
-            except (httpx.HTTPError, httpx.InvalidURL, OSError, ValueError, KeyError, IndexError, TypeError) as exc:
-                last = redact(f"request failed: {type(exc).__name__}: {exc}")     # httpx names the full URL
-                if attempt < self.retries:
+                content = self._ask(text, profile, policy)
+            except _Failed as exc:
+                if exc.retry and attempt < self.retries:
                     time.sleep(self.backoff * (2 ** attempt))
-        else:
-            return Detection(failure=last)
-        return parse_model_output(content, text, tuple(policy))
+                    attempt += 1
+                    continue
+                tries = f" (after {attempt} {'retry' if attempt == 1 else 'retries'})" if attempt else ""
+                return Detection(failure=exc.reason + tries)
+            return parse_model_output(content, text, tuple(policy))
 
 
 def parse_model_output(content: str, text: str, attributes: Sequence[str] = ATTRIBUTES) -> Detection:
-    """Strictly parse ``{"groups": [{"attribute", "cues": [quotes]}]}``; locate every quote."""
-    cleaned = content.strip()
-    if cleaned.startswith("```"):
-        cleaned = re.sub(r"^```(?:json)?\s*|\s*```$", "", cleaned)
+    """Strictly parse ``{"groups": [{"attribute", "cues": [quotes]}]}`` (alone, or in one fenced
+    block); locate every quote at its first occurrence no earlier cue holds. Anything else fails
+    the whole document, with the reason."""
     try:
-        data = json.loads(cleaned)
-    except ValueError as exc:
-        return Detection(failure=f"model output is not JSON: {exc}")
+        data = content_json(content)
+    except AnswerError as exc:
+        return Detection(failure=f"{MODEL_OUTPUT}{exc}")
     if not isinstance(data, dict) or not isinstance(data.get("groups"), list):
-        return Detection(failure="model output lacks a 'groups' list")
+        return Detection(failure=f'{MODEL_OUTPUT}no "groups" list{EXCERPT_MARK}{excerpt(content)}')
     groups: list[Group] = []
     used: list[tuple[int, int]] = []
-    for i, g in enumerate(data["groups"]):
-        if not isinstance(g, dict) or g.get("attribute") not in attributes:
-            return Detection(failure=f"group {i}: unknown or missing attribute")
+    for g in data["groups"]:
+        attr = g.get("attribute") if isinstance(g, dict) else None
+        if attr not in attributes:
+            named = "a group without an attribute" if attr is None else f"group attribute {attr!r}"
+            return Detection(failure=f"{MODEL_OUTPUT}{named}: expected one of the document's attributes "
+                                     f"({', '.join(attributes)})")
         cues = g.get("cues")
         if not isinstance(cues, list) or not cues or not all(isinstance(c, str) and c for c in cues):
-            return Detection(failure=f"group {i}: cues must be a non-empty list of quotes")
+            return Detection(failure=f"{MODEL_OUTPUT}the {attr!r} group's cues are not a non-empty list of quotes")
         spans = []
         for quote in cues:
             start = text.find(quote)
             while start >= 0 and any(start < e and start + len(quote) > s for s, e in used):
                 start = text.find(quote, start + 1)
             if start < 0:
-                return Detection(failure=f"group {i}: cue {quote[:40]!r} is not in the message")
+                where = ("every occurrence of it in the message is already an earlier cue's" if quote in text
+                         else "it is not in the message (a cue is an exact quote)")
+                return Detection(failure=f"{MODEL_OUTPUT}cue {quote[:40]!r} of the {attr!r} group: {where}")
             spans.append((start, start + len(quote)))
             used.append(spans[-1])
-        groups.append((g["attribute"], tuple(sorted(spans))))
+        groups.append((attr, tuple(sorted(spans))))
     return Detection(tuple(groups))
 
 

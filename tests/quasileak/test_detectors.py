@@ -10,7 +10,7 @@ import pytest
 
 from dashboard.highlight import document_html, policy_chips
 from qlb.quasileak.detectors import (
-    ChatEndpointDetector, LexiconDetector, PatternDetector, SIMULATED_DETECTORS, parse_model_output,
+    ChatEndpointDetector, Detection, LexiconDetector, PatternDetector, SIMULATED_DETECTORS, parse_model_output,
 )
 from qlb.quasileak.scoring import corpus_metrics, score_detector
 
@@ -36,18 +36,27 @@ def test_lexicon_detector_groups_by_attribute_and_applies_policy():
 
 
 class _Stub(BaseHTTPRequestHandler):
+    """Each reply: (200, the message content) for a chat completion; (status, the raw body) for any other
+    status, or for a 200 whose raw body is given as bytes."""
+
     replies: list = []
     seen: list = []
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True          # headers and body in two writes: no 40 ms wait for the delayed ACK
 
     def do_POST(self):  # noqa: N802
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         _Stub.seen.append((self.path, self.headers.get("Authorization"), body))
         status, content = _Stub.replies.pop(0)
+        if isinstance(content, bytes):
+            data = content
+        else:
+            data = (json.dumps({"choices": [{"message": {"content": content}}]}) if status == 200 else content).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
         self.end_headers()
-        if status == 200:
-            self.wfile.write(json.dumps({"choices": [{"message": {"content": content}}]}).encode())
+        self.wfile.write(data)
 
     def log_message(self, *args):
         pass
@@ -56,7 +65,7 @@ class _Stub(BaseHTTPRequestHandler):
 @pytest.fixture
 def stub_server():
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Stub)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     _Stub.replies, _Stub.seen = [], []
     yield f"http://127.0.0.1:{server.server_address[1]}/v1"
@@ -94,8 +103,8 @@ def test_chat_endpoint_sends_profile_policy_and_message(stub_server):
     assert user["role"] == "user" and json.loads(user["content"]) == {"profile": PROFILE, "policy": POLICY,
                                                                         "message": TEXT}
     failed = det.detect(TEXT, PROFILE, POLICY)                        # a 500 with no retries left
-    assert failed.groups == () and failed.failure.startswith("request failed: HTTPStatusError")
-    assert "500" in failed.failure and len(_Stub.seen) == 2
+    assert failed.groups == () and failed.failure == "request failed: HTTP 500 Internal Server Error"
+    assert len(_Stub.seen) == 2
     det.close()
 
 
@@ -107,9 +116,61 @@ def test_chat_endpoint_retries_then_records_failures(stub_server):
     failed = det.detect(TEXT, {}, POLICY)
     assert failed.groups == () and failed.failure.startswith("request failed")
     _Stub.replies = [(200, "I think it is health")]
-    assert "not JSON" in ChatEndpointDetector(stub_server, "m", retries=0).detect(TEXT, {}, POLICY).failure
+    assert ChatEndpointDetector(stub_server, "m", retries=0).detect(TEXT, {}, POLICY).failure == (
+        'model output: the answer is not valid JSON (Expecting value); it starts: "I think it is health"')
     unreachable = ChatEndpointDetector("http://127.0.0.1:9/v1", "m", retries=0, timeout=1)
     assert unreachable.detect(TEXT, {}, POLICY).failure.startswith("request failed")
+
+
+@pytest.mark.parametrize("reply, failure", [
+    ((400, json.dumps({"error": {"message": "context too long", "type": "invalid_request_error"}})),
+     "request failed: HTTP 400 Bad Request: context too long"),
+    ((404, '{"detail": "Not Found"}'), "request failed: HTTP 404 Not Found: Not Found"),
+    ((200, b"<html>proxy error</html>"),
+     'unreadable reply: the answer is not valid JSON (Expecting value); it starts: "<html>proxy error</html>"'),
+    ((200, b'{"choices": []}'), "unreadable reply: not a chat completion: no choices[0].message.content"),
+    ((200, "no JSON here"), 'model output: the answer is not valid JSON (Expecting value); it starts: "no JSON here"'),
+])
+def test_chat_endpoint_fails_at_once_on_what_a_retry_cannot_fix(stub_server, reply, failure):
+    """A 4xx other than 408/429, a reply that is not a chat completion and model output that does not parse are
+    asked once, the server's own words quoted."""
+    _Stub.replies = [reply] * 3
+    det = ChatEndpointDetector(stub_server, "m", retries=2, backoff=0.001)
+    result = det.detect(TEXT, {}, POLICY)
+    det.close()
+    assert result.groups == () and result.failure == failure
+    assert len(_Stub.seen) == 1
+
+
+@pytest.mark.parametrize("status, body, said", [
+    (503, '{"error": "busy"}', "HTTP 503 Service Unavailable: busy"),
+    (429, '{"error": {"message": "slow down"}}', "HTTP 429 Too Many Requests: slow down"),
+    (408, "", "HTTP 408 Request Timeout"),
+])
+def test_chat_endpoint_retries_what_may_be_answered_next_time(stub_server, status, body, said):
+    _Stub.replies = [(status, body), (200, json.dumps({"groups": []}))]
+    det = ChatEndpointDetector(stub_server, "m", retries=2, backoff=0.001)
+    assert det.detect(TEXT, {}, POLICY) == Detection(())
+    _Stub.replies = [(status, body)] * 3
+    assert det.detect(TEXT, {}, POLICY).failure == f"request failed: {said} (after 2 retries)"
+    det.close()
+    assert len(_Stub.seen) == 2 + 3
+
+
+def test_chat_endpoint_prompt_names_the_corpus_attributes(stub_server):
+    """A corpus brings its own attribute set (its policies' keys): the prompt names those, not the default eight,
+    and a group bound to another attribute is a failure."""
+    policy = {"religion": "hide", "employer": "keep"}
+    text = "She lights candles on Friday evening and skips the office party."
+    _Stub.replies = [(200, json.dumps({"groups": [{"attribute": "health", "cues": ["lights candles"]}]}))]
+    det = ChatEndpointDetector(stub_server, "m", retries=0)
+    result = det.detect(text, {}, policy)
+    det.close()
+    system = _Stub.seen[0][2]["messages"][0]["content"]
+    assert '"attribute": "<one of: religion, employer>"' in system
+    assert "occupation" not in system and "nationality" not in system
+    assert result.failure == ("model output: group attribute 'health': expected one of the document's attributes "
+                              "(religion, employer)")
 
 
 @pytest.mark.parametrize("content,fragment", [
@@ -147,3 +208,25 @@ def test_viewer_escapes_document_text():
     assert "&amp;" in html
     chips = policy_chips({"<img src=x onerror=alert(1)>": "hide"})
     assert "<img" not in chips and "&lt;img" in chips
+
+
+def test_the_readme_example_is_what_the_chat_detector_sends_and_reads():
+    """README, "What a detector endpoint receives and must send back": its request is the detector's own (the
+    system prompt elided in the middle) and its answer parses into the quoted spans."""
+    import re
+
+    from tests.conftest import ROOT
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("### What a detector endpoint receives and must send back"):]
+    request, answer = (json.loads(block) for block in re.findall(r"```json\n(.*?)\n```", section, re.S)[:2])
+    user = json.loads(request["messages"][1]["content"])
+    sent = ChatEndpointDetector("http://127.0.0.1:8080/v1", "NAME").request_body(user["message"], user["profile"],
+                                                                                  user["policy"])
+    assert {k: v for k, v in sent.items() if k != "messages"} == {k: v for k, v in request.items() if k != "messages"}
+    assert sent["messages"][1] == request["messages"][1]
+    head, tail = request["messages"][0]["content"].split(" ... ")
+    assert sent["messages"][0]["content"].startswith(head) and sent["messages"][0]["content"].endswith(tail)
+    result = parse_model_output(json.dumps(answer), user["message"], tuple(user["policy"]))
+    (attr, spans), = result.groups
+    assert result.failure is None and attr == answer["groups"][0]["attribute"]
+    assert [user["message"][s:e] for s, e in spans] == answer["groups"][0]["cues"]

@@ -1,0 +1,168 @@
+"""`qlb quasileak run --detector chat` against a stub OpenAI-compatible endpoint on loopback: what a
+run whose documents fail prints, stores and exits with; what is retried; the leaderboard after a
+run and in `qlb audit`; bad usage up front."""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from qlb.cli import main
+from tests.collect.stubs import StubServer, chat
+from tests.conftest import write_lines
+from warehouse.db import writer
+from warehouse.ingest import IngestRequest, ingest_file
+
+TEXT = "The juice box by the bed, and the fridge stays cold."
+CUES = ["juice box", "fridge"]
+FOUND = json.dumps({"groups": [{"attribute": "health", "cues": CUES}]})
+DATASET = "tab-court"
+
+
+def _corpus_warehouse(tmp_path: Path, n: int) -> Path:
+    """``n`` test documents d1..dn (each text its own: "... Doc i."), one health group to find in each."""
+    spans = [[TEXT.index(c), TEXT.index(c) + len(c)] for c in CUES]
+    docs = [{"doc_id": f"d{i}", "split": "test", "context_id": "c", "text": f"{TEXT} Doc {i}.",
+             "profile": {"health": "diabetes"}, "policy": {"religion": "keep", "health": "hide"},
+             "groups": [{"attribute": "health", "cues": spans}]} for i in range(1, n + 1)]
+    path = tmp_path / "ql.duckdb"
+    with writer(path) as con:
+        ingest_file(con, IngestRequest("corpus", write_lines(tmp_path / "c.jsonl", docs), DATASET))
+    return path
+
+
+def _doc(body: dict) -> int:
+    """Which document a request is about (its text ends "Doc i.")."""
+    return int(re.search(r"Doc (\d+)\.$", json.loads(body["messages"][1]["content"])["message"]).group(1))
+
+
+def _run(stub: StubServer, warehouse: Path, *extra: str) -> int:
+    return main(["quasileak", "run", "--detector", "chat", "--base-url", stub.url + "/v1", "--endpoint-model", "m",
+                 "--dataset", DATASET, "--warehouse", str(warehouse), *extra])
+
+
+def _stored(warehouse: Path) -> tuple[int, int, list]:
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        runs = con.execute("SELECT count(*) FROM runs").fetchone()[0]
+        rows = con.execute("SELECT doc_id, failure FROM ql_predictions ORDER BY doc_id").fetchall()
+    return runs, len(rows), rows
+
+
+def test_some_documents_failing_are_stored_counted_and_scored_as_reporting_nothing(tmp_path, capsys):
+    """A 400 is the document's own: not retried, its reason (the server's words) listed and stored,
+    the rest scored; the leaderboard follows, the detector just run marked."""
+    warehouse = _corpus_warehouse(tmp_path, 4)
+    refuse = (400, {}, json.dumps({"error": {"message": "context too long", "type": "invalid_request_error"}}))
+    with StubServer(lambda p, b, h, n: refuse if _doc(b) == 1 else chat(FOUND)) as stub:
+        code = _run(stub, warehouse)
+        sent = len(stub.requests)
+    out, err = capsys.readouterr()
+    assert code == 0 and sent == 4                                  # the 400 was asked once
+    assert "chat:m: 4 documents, 1 failed; predictions stored; scores in run run-" in out
+    assert "why 1 document failed (each counts as reporting nothing in the scores" in out
+    assert "     1  request failed: HTTP 400 Bad Request: context too long (e.g. document d1)" in out
+    assert "warning: 1 of 4 documents (25%) failed; the scores count each as reporting nothing" in err
+    runs, n, rows = _stored(warehouse)
+    assert runs == 1 and n == 4
+    assert rows[0] == ("d1", "request failed: HTTP 400 Bad Request: context too long")
+    assert [f for _, f in rows[1:]] == [None, None, None]
+    board = out[out.index("QuasiLeak detectors on the test split"):].splitlines()
+    assert "* chat:m, just run" in board[0]
+    assert board[1].split() == ["detector", "answered", "documents", "complete-group", "F1", "complete", "recall",
+                                "strict", "precision", "over-flag"]
+    row = board[2]
+    assert row.startswith("* chat:m ") and "3 of 4 (1 failed)" in row
+    assert "75.0% [" in row and "100.0% [100.0, 100.0]" in row                 # recall 3/4, precision 3/3
+    assert board[3] == ("Answered only part of the test documents: chat:m 3 of 4; the others count as reporting "
+                        "nothing, which lowers recall.")
+
+
+def test_a_detector_whose_every_document_failed_is_not_stored(tmp_path, capsys):
+    """Mixed reasons (so no early stop): each counted, most frequent first; nothing stored, exit 1."""
+    warehouse = _corpus_warehouse(tmp_path, 7)
+    misquote = json.dumps({"groups": [{"attribute": "health", "cues": ["no such words", "fridge"]}]})
+    with StubServer(lambda p, b, h, n: chat(misquote if _doc(b) % 2 else "I think it is health")) as stub:
+        code = _run(stub, warehouse)
+    out, err = capsys.readouterr()
+    assert code == 1
+    assert ("error: detector chat:m: every one of its 7 documents failed, most often (4 of 7): model output: cue "
+            "'no such words' of the 'health' group: it is not in the message (a cue is an exact quote) (e.g. "
+            "document 'd1'); nothing stored; the model does not answer in the JSON form the prompt asks for") in err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    lines = out.splitlines()
+    assert lines[0] == "  why the 7 documents failed, most frequent first:"
+    assert lines[1].startswith("       4  model output: cue 'no such words'")
+    assert lines[2].startswith("       3  model output: the answer is not valid JSON")
+    assert lines[2].endswith("(e.g. document d2)")
+    assert _stored(warehouse)[:2] == (0, 0)
+
+
+@pytest.mark.parametrize("respond, said", [
+    (lambda p, b, h, n: (200, {}, "<html>proxy error</html>"),
+     'unreadable reply: the answer is not valid JSON (Expecting value); it starts: "<html>proxy error</html>"'),
+    (lambda p, b, h, n: (400, {}, json.dumps({"error": "context too long"})),
+     "request failed: HTTP 400 Bad Request: context too long; nothing stored; the endpoint refuses the requests"),
+    (lambda p, b, h, n: chat(json.dumps({"groups": [{"attribute": "health", "cues": [f"quote {n}", "fridge"]}]})),
+     "model output: cue 'quote 1' of the 'health' group: it is not in the message"),
+])
+def test_the_first_five_documents_failing_alike_stop_the_run_without_retries(tmp_path, capsys, respond, said):
+    """What cannot succeed on a retry is asked once; five documents failing alike (quotes aside) stop the run, as
+    `qlb collect` stops on its first five answers refused alike."""
+    warehouse = _corpus_warehouse(tmp_path, 9)
+    with StubServer(respond) as stub:
+        code = _run(stub, warehouse)
+        sent = len(stub.requests)
+    err = capsys.readouterr().err
+    assert code == 1 and sent == 5
+    assert "detector chat:m stopped: its first 5 documents all failed alike: " + said in err
+    assert _stored(warehouse)[:2] == (0, 0)
+
+
+def test_an_endpoint_failing_midway_is_quoted_and_said_to_have_failed_midway(tmp_path, capsys):
+    warehouse = _corpus_warehouse(tmp_path, 3)
+    drained = (500, {}, json.dumps({"error": {"message": "GPU node drained"}}))
+    with StubServer(lambda p, b, h, n: chat(FOUND) if n <= 2 else drained) as stub:
+        code = _run(stub, warehouse)
+        sent = len(stub.requests)
+    err = capsys.readouterr().err
+    assert code == 1 and sent == 5                                  # the 500 asked three times (two retries)
+    assert ("stopped at document 'd3' (2 of 3): request failed: HTTP 500 Internal Server Error: GPU node drained "
+            "(after 2 retries); nothing stored; the endpoint failed midway, after answering 2 documents") in err
+    assert "mozilla" not in err and "--base-url right" not in err and "HTTPStatusError" not in err
+    assert _stored(warehouse)[:2] == (0, 0)
+
+
+def test_a_base_url_without_scheme_is_bad_usage(tmp_path, capsys):
+    warehouse = _corpus_warehouse(tmp_path, 1)
+    code = main(["quasileak", "run", "--detector", "chat", "--base-url", "127.0.0.1:8901", "--endpoint-model", "m",
+                 "--dataset", DATASET, "--warehouse", str(warehouse)])
+    assert code == 2
+    assert ("--base-url 127.0.0.1:8901: no http:// or https:// in front; expected http://HOST:PORT/v1; did you mean "
+            "http://127.0.0.1:8901?") in capsys.readouterr().err
+
+
+def test_a_misspelt_dataset_suggests_the_close_name(tmp_path, capsys):
+    warehouse = _corpus_warehouse(tmp_path, 1)
+    assert main(["quasileak", "run", "--detector", "pattern-pii", "--dataset", "tab-courts",
+                 "--warehouse", str(warehouse)]) == 2
+    assert "no dataset 'tab-courts' in the warehouse (have: tab-court); did you mean 'tab-court'?" in \
+        capsys.readouterr().err
+
+
+def test_audit_prints_the_quasileak_leaderboard(tmp_path, capsys):
+    warehouse = _corpus_warehouse(tmp_path, 2)
+    with StubServer(lambda p, b, h, n: chat(FOUND)) as stub:
+        assert _run(stub, warehouse) == 0
+    assert main(["quasileak", "run", "--detector", "sim-det-strong", "--dataset", DATASET,
+                 "--warehouse", str(warehouse)]) == 0
+    capsys.readouterr()
+    assert main(["audit", "--dataset", DATASET, "--warehouse", str(warehouse)]) == 0
+    out = capsys.readouterr().out
+    board = out[out.index("QuasiLeak detectors on the test split, best complete-group F1 first (with 95% intervals):"):]
+    rows = board.splitlines()[2:4]
+    assert rows[0].startswith("  chat:m ") and rows[0].count("100.0% [100.0, 100.0]") == 3
+    assert rows[1].startswith("  sim-det-strong (SIMULATED)")
+    assert "just run" not in board
