@@ -651,8 +651,6 @@ def _datasets_before(con, dataset: str) -> tuple[list[str], int, bool]:
 def _foreign_domains_hint(dataset: str, foreign: dict[str, int], datasets: list[str], worlds: int) -> str:
     """One paragraph for worlds whose domains the built-in TUPLE ontology lacks, ingested into a
     dataset without an ontology of its own (a mistyped --dataset, or the ontology step forgotten)."""
-    import difflib
-
     from qlb.records.ontology import load_ontology
 
     new = dataset not in datasets
@@ -666,9 +664,9 @@ def _foreign_domains_hint(dataset: str, foreign: dict[str, int], datasets: list[
     else:
         text += ("A dataset with worlds keeps its ontology: ingest them into a new dataset, its ontology "
                  "attached first (`qlb ingest ontology FILE --dataset NEW`).")
-    near = difflib.get_close_matches(dataset, [d for d in datasets if d != dataset], n=1)
+    near = _close_name(dataset, datasets)
     if near:
-        text += f" Or did you mean dataset {near[0]!r}?"
+        text += f" Or did you mean dataset {near!r}?"
     return text
 
 
@@ -1390,7 +1388,9 @@ def _resolve_dataset(con, name: str | None, hint: str = "") -> str:
     ids = queries.fetch_df(con, "datasets")["dataset_id"].tolist()
     if name:
         if name not in ids:
-            raise _UsageError(f"no dataset {name!r} in the warehouse (have: {', '.join(ids) or 'none'})" + hint)
+            near = _close_name(name, ids)
+            raise _UsageError(f"no dataset {name!r} in the warehouse (have: {', '.join(ids) or 'none'})"
+                              + (f"; did you mean {near!r}?" if near else "") + hint)
         return name
     if len(ids) == 1:
         return ids[0]
@@ -1798,7 +1798,7 @@ def _cmd_ql_run(args: argparse.Namespace) -> int:
     tally, failed = failure_tally(), None
     try:
         with writer(path) as con:
-            dataset = _resolve_dataset(con, args.dataset, _close_dataset_hint(con, args.dataset))
+            dataset = _resolve_dataset(con, args.dataset)
             stats = run_detector(con, dataset, detector, None if args.split == "all" else args.split, progress,
                                  tally=tally)
             run = run_audits(con, dataset, decode=False, utility=False)
@@ -1848,16 +1848,11 @@ def _stored_ql_scores(path: str, run) -> tuple:
         return stored_scores(con, run.run_id), detector_coverage(con, run.dataset_id)
 
 
-def _close_dataset_hint(con, name: str | None) -> str:
-    """``; did you mean 'tab-court'?`` for a --dataset the warehouse lacks but has a close name to (a typo)."""
+def _close_name(name: str, names: Sequence[str]) -> str | None:
+    """The one of ``names`` closest to ``name`` (a typo: ``tab-courts`` for ``tab-court``), or None."""
     import difflib
-
-    from warehouse import queries
-    if not name:
-        return ""
-    ids = queries.fetch_df(con, "datasets")["dataset_id"].tolist()
-    near = difflib.get_close_matches(name, [d for d in ids if d != name], n=1) if name not in ids else []
-    return f"; did you mean {near[0]!r}?" if near else ""
+    near = difflib.get_close_matches(name, [n for n in names if n != name], n=1)
+    return near[0] if near else None
 
 
 def _detector_failure_lines(reasons: list[dict], failures: int, stored: bool = True) -> list[str]:
