@@ -171,7 +171,8 @@ def _json_message(payload: Any) -> str | None:
     return None
 
 
-def _retry_after(response: httpx.Response) -> float | None:
+def retry_after(response: httpx.Response) -> float | None:
+    """The seconds a server's Retry-After header asks to wait (None: no header, or an HTTP date)."""
     value = response.headers.get("retry-after")
     try:
         return max(0.0, float(value)) if value is not None else None
@@ -250,7 +251,7 @@ class _HTTPTransport:
         if message:
             why = f"{why}: {message}"
         if status in RETRYABLE or status >= 500:
-            return Reply("stop", status, latency, truncate(text), reason=why, retry_after=_retry_after(response))
+            return Reply("stop", status, latency, truncate(text), reason=why, retry_after=retry_after(response))
         if 400 <= status < 500:
             return Reply("unavailable", status, latency, truncate(text), reason=why)
         return Reply("invalid", status, latency, truncate(text), reason=f"unexpected {why}")

@@ -25,7 +25,7 @@ import numpy as np
 
 from qlb.collect.answers import EXCERPT_MARK, AnswerError, chat_content, content_json, excerpt, parse_json_text
 from qlb.collect.redact import redact, without_key
-from qlb.collect.transports import CHAT_PATH, endpoint_url, error_message
+from qlb.collect.transports import CHAT_PATH, endpoint_url, error_message, retry_after
 from qlb.quasileak.scoring import Group
 from qlb.records.schemas import ATTRIBUTES
 
@@ -141,9 +141,9 @@ def _request_failure(exc: BaseException) -> str:
 class _Failed(Exception):
     """One attempt that gave no model output: why, and whether asking again may be answered."""
 
-    def __init__(self, reason: str, retry: bool) -> None:
+    def __init__(self, reason: str, retry: bool, wait: float | None = None) -> None:
         super().__init__(reason)
-        self.reason, self.retry = reason, retry
+        self.reason, self.retry, self.wait = reason, retry, wait      # wait: the server's Retry-After
 
 
 class ChatEndpointDetector:
@@ -201,7 +201,8 @@ class ChatEndpointDetector:
             why = f"HTTP {resp.status_code} {resp.reason_phrase}".strip()
             message = error_message(redact(without_key(resp.text, self.api_key)))    # the server's own words
             raise _Failed(REQUEST_FAILED + why + (f": {message}" if message else ""),
-                          retry=resp.status_code in RETRY_STATUSES or resp.status_code >= 500)
+                          retry=resp.status_code in RETRY_STATUSES or resp.status_code >= 500,
+                          wait=retry_after(resp))
         try:
             return chat_content(parse_json_text(resp.text))
         except AnswerError as exc:
@@ -209,14 +210,14 @@ class ChatEndpointDetector:
 
     def detect(self, text, profile, policy, gold=()):
         """The endpoint's groups located in ``text``. A failure a later attempt may fix is retried
-        (exponential backoff); one that still fails, and every other, becomes a recorded failure."""
+        (exponential backoff, or the server's Retry-After when it says longer); one that still fails, and every other, becomes a recorded failure."""
         attempt = 0
         while True:
             try:
                 content = self._ask(text, profile, policy)
             except _Failed as exc:
-                if exc.retry and attempt < self.retries:
-                    time.sleep(self.backoff * (2 ** attempt))
+                if exc.retry and attempt < self.retries:        # the server's Retry-After when it asks longer
+                    time.sleep(max(self.backoff * (2 ** attempt), exc.wait or 0.0))
                     attempt += 1
                     continue
                 tries = f" (after {attempt} {'retry' if attempt == 1 else 'retries'})" if attempt else ""

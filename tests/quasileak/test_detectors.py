@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -47,7 +48,7 @@ class _Stub(BaseHTTPRequestHandler):
     def do_POST(self):  # noqa: N802
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         _Stub.seen.append((self.path, self.headers.get("Authorization"), body))
-        status, content = _Stub.replies.pop(0)
+        status, content, *headers = _Stub.replies.pop(0)          # optional: a dict of extra headers
         if isinstance(content, bytes):
             data = content
         else:
@@ -55,6 +56,8 @@ class _Stub(BaseHTTPRequestHandler):
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
+        for name, value in (headers[0] if headers else {}).items():
+            self.send_header(name, value)
         self.end_headers()
         self.wfile.write(data)
 
@@ -155,6 +158,16 @@ def test_chat_endpoint_retries_what_may_be_answered_next_time(stub_server, statu
     assert det.detect(TEXT, {}, POLICY).failure == f"request failed: {said} (after 2 retries)"
     det.close()
     assert len(_Stub.seen) == 2 + 3
+
+
+def test_a_429_waits_as_long_as_its_retry_after_says(stub_server):
+    """The server's Retry-After, when longer than the backoff, is the wait (as `qlb collect` honours it)."""
+    _Stub.replies = [(429, '{"error": "slow down"}', {"Retry-After": "0.4"}), (200, json.dumps({"groups": []}))]
+    det = ChatEndpointDetector(stub_server, "m", retries=2, backoff=0.001)
+    started = time.monotonic()
+    assert det.detect(TEXT, {}, POLICY) == Detection(())
+    det.close()
+    assert time.monotonic() - started >= 0.4 and len(_Stub.seen) == 2
 
 
 def test_chat_endpoint_prompt_names_the_corpus_attributes(stub_server):
