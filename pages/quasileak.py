@@ -90,12 +90,14 @@ def findings(numeric: pd.DataFrame, on: pd.DataFrame, split: str) -> None:
     if numeric.empty:
         return
     d = numeric.set_index("detector")
+    # a detector that predicted no group has no precision or F1 (N/A): the counts below are of the others
+    of = "of the {} detectors that predicted any group" if (d["predicted_groups"] == 0).any() else "of {} detectors"
     gap = (d["span_f1"] - d["complete_f1"]).dropna()
     if not gap.empty:
         over = gap[gap >= 0.10]
         worst = gap.idxmax()
         if len(over):
-            finding(f"For {len(over)} of {len(gap)} detectors the usual span-level F1 is at least 10 points "
+            finding(f"For {len(over)} {of.format(len(gap))} the usual span-level F1 is at least 10 points "
                     f"higher than the complete-group F1 (largest gap: {worst}, span F1 {pct(d.loc[worst, 'span_f1'])} "
                     f"against {pct(d.loc[worst, 'complete_f1'])}): finding the cues is not finding the groups.",
                     "Span scores overstate.")
@@ -106,7 +108,7 @@ def findings(numeric: pd.DataFrame, on: pd.DataFrame, split: str) -> None:
     if not flags.empty:
         high = flags[flags > 0.10]
         top = flags.idxmax()
-        finding(f"{len(high)} of {len(flags)} detectors report more than 10% of their groups for attributes the "
+        finding(f"{len(high)} {of.format(len(flags))} report more than 10% of their groups for attributes the "
                 f"policy keeps or leaves neutral (highest: {top}, "
                 f"{pct_interval(flags[top], d.loc[top, 'over_flag_rate_ci_low'], d.loc[top, 'over_flag_rate_ci_high'])})."
                 if len(high) else
@@ -190,8 +192,8 @@ def render() -> None:
     table(main, "quasileak_leaderboard",
           f"Micro over the {int(numeric['targets'].max()):,} target groups and each detector's predicted groups of "
           f"split '{md_text(split)}', best complete-group F1 first ({INTERVAL_NOTE}); run {md_text(run_id)}. "
-          "Simulated detectors are derived from the gold groups. Hover a header for its definition (also in "
-          "the Glossary).", column_config=metric_help(main) | (
+          "Simulated detectors are derived from the gold groups. N/A: the detector predicted no group, so its "
+          "precision and F1 are undefined. Hover a header for its definition (also in the Glossary).", column_config=metric_help(main) | (
               {COVERAGE_COLUMN: st.column_config.TextColumn(COVERAGE_COLUMN, help=COVERAGE_HELP)}
               if COVERAGE_COLUMN in main else {}))
     table(errors, "quasileak_errors",

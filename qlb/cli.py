@@ -799,6 +799,9 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
         return EXIT_REJECTED if report.rejects else EXIT_OK
     for cov in coverage or ():
         print(_coverage_line(cov, args.dry_run))
+    if coverage and not args.dry_run:         # an ingest stores predictions; an audit scores them
+        print(f"score them: {shlex.join(['qlb', 'audit', '--dataset', args.dataset])} (every detector of the "
+              "dataset into a new run, its leaderboard printed), or Recompute now on the QuasiLeak page")
     if duplicate:
         print(f"{args.file}: already ingested into {args.dataset!r} as ingest #{ingest_id} "
               f"(same sha256); nothing changed (warehouse {path})")

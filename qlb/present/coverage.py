@@ -12,8 +12,8 @@ import pandas as pd
 from qlb.present.names import count_of, listing
 
 COLUMN = "answered documents"
-HELP = ("Documents of the split with a prediction from the detector that is not a failure. The others (an "
-        "endpoint that failed, a document missing from a predictions file) count as reporting nothing.")
+HELP = ("Answered documents: those of the split the detector returned a prediction for, not a failure; the "
+        "others (an endpoint that failed, a document missing from a predictions file) count as reporting nothing.")
 
 
 def coverage_on(coverage: pd.DataFrame, split: str) -> pd.DataFrame:

@@ -74,7 +74,8 @@ def test_the_report_marks_the_simulated_detector_counts_answers_and_has_no_decis
     assert "Among 3 privacy detectors" in findings                   # the failed one is not ranked
     assert "chat:broken answered none of the 24 test documents" in findings
     assert "This run scored 4 privacy detectors on the QuasiLeak corpus's test split" in html
-    assert "<td>Models</td>" not in html                               # no decision model to name
+    assert "<td>Models</td>" not in html and "Test split used" not in html   # no decision model, no choice made
+    assert "<h1>Privacy detector audit report</h1>" in html
 
 
 def test_the_overview_and_the_quasileak_page_speak_to_a_detector_team(corpus_only, monkeypatch):

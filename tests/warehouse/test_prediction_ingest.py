@@ -54,6 +54,8 @@ def test_a_partial_predictions_file_says_its_coverage_and_warns_naming_the_split
     out, err = capsys.readouterr()
     assert out.splitlines()[0] == ("detector 'acme': predictions for 2 of the corpus's 5 documents "
                                    "(train 0 of 2, test 2 of 3)")
+    assert out.splitlines()[1] == ("score them: qlb audit --dataset court (every detector of the dataset into a new "
+                                   "run, its leaderboard printed), or Recompute now on the QuasiLeak page")
     assert f"{part}: 2 lines; stored 2; 0 rejected -> dataset 'court'" in out.splitlines()[-1]
     assert err.splitlines() == [
         "qlb ingest: warning: detector 'acme' has predictions for 2 of the 3 documents of split test of dataset "
