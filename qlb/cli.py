@@ -1723,14 +1723,22 @@ def _cmd_ql_score(args: argparse.Namespace) -> int:
             raise _UserError(f"{f}: no such file")
     corpus_report = validate_file(None, IngestRequest("corpus", args.corpus, "stateless"))
     docs = [d for _, d in corpus_report.accepted]
-    pred_report = validate_file(None, IngestRequest("predictions", args.predictions, "stateless"), documents={d.doc_id: len(d.text) for d in docs})
-    accepted, foreign = _predictions_of_corpus_attributes(pred_report.accepted, docs)
+    # a group must name one of the corpus's attributes (QUASILEAK.md section 4), as a stored corpus checks it
+    pred_report = validate_file(None, IngestRequest("predictions", args.predictions, "stateless"),
+                                documents={d.doc_id: len(d.text) for d in docs},
+                                attributes=frozenset(a for d in docs for a in d.policy))
     where = {"corpus": args.corpus}
     _print_rejects(args.corpus, _reject_lines(corpus_report.rejects), where)
-    _print_rejects(args.predictions, _reject_lines(pred_report.rejects) + foreign, where)
+    _print_rejects(args.predictions, _reject_lines(pred_report.rejects), where)
     corpus = quasileak.documents_from_records(docs)
     ids = [d for d, doc in corpus.items() if args.split is None or doc["split"] == args.split]
-    preds = quasileak.predictions_from_records(accepted)
+    preds = quasileak.predictions_from_records([p for _, p in pred_report.accepted])
+    for det, p in sorted(preds.items()):      # as `qlb ingest predictions` warns: a document left out is "nothing"
+        missing = len(set(ids) - set(p))
+        if missing:
+            print(f"qlb quasileak score: warning: detector {det!r} has predictions for {len(ids) - missing:,} of the "
+                  f"{len(ids):,} documents{f' of split {args.split}' if args.split else ''}: the other {missing:,} "
+                  "count as reporting nothing (their targets missed)", file=sys.stderr)
     out = {"detectors": {det: quasileak.detector_report(quasileak.score_detector(corpus, p, ids))
                          for det, p in sorted(preds.items())}}
     if args.json:
@@ -1742,25 +1750,7 @@ def _cmd_ql_score(args: argparse.Namespace) -> int:
             f = lambda v: "N/A" if v is None else f"{v:.3f}"  # noqa: E731
             print(f"{det:<22}{a['targets']:>8}{f(a['complete_recall']):>12}{f(a['graded_recall']):>10}"
                   f"{f(a['strict_precision']):>10}{f(a['complete_f1']):>13}")
-    return EXIT_REJECTED if corpus_report.rejects or pred_report.rejects or foreign else EXIT_OK
-
-
-def _predictions_of_corpus_attributes(accepted: list, docs: list) -> tuple[list, list[tuple[int, str]]]:
-    """The accepted predictions whose groups name only attributes of the corpus (QUASILEAK.md section
-    4, as `qlb ingest predictions` checks them against a stored corpus), and a reject line for each
-    other one."""
-    attributes = frozenset(a for d in docs for a in d.policy)
-    if not attributes:                      # no document accepted: every prediction is already an unknown doc_id
-        return [p for _, p in accepted], []
-    kept, rejects = [], []
-    for line_no, p in accepted:
-        bad = sorted({g.attribute for g in p.groups} - attributes)
-        if bad:
-            rejects.append((line_no, f"groups: group attribute {', '.join(bad)} is not one of the corpus's "
-                                     f"attributes ({', '.join(sorted(attributes))})"))
-        else:
-            kept.append(p)
-    return kept, rejects
+    return EXIT_REJECTED if corpus_report.rejects or pred_report.rejects else EXIT_OK
 
 
 def _cmd_ql_run(args: argparse.Namespace) -> int:

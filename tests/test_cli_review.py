@@ -133,8 +133,9 @@ def test_quasileak_score_rejects_an_attribute_the_corpus_lacks(tmp_path, capsys)
         {"doc_id": "d9", "detector": "det", "groups": []}])
     assert main(["quasileak", "score", "--corpus", str(_corpus(tmp_path)), "--predictions", str(preds), "--json"]) == 3
     out, err = capsys.readouterr()
-    assert (f"{preds}:2: groups: group attribute zodiac is not one of the corpus's attributes (health, religion)"
+    assert (f"{preds}:2: groups[0].attribute: 'zodiac' is not one of the corpus's attributes (health, religion)"
             in err)
+    assert "warning: detector 'det' has predictions for 1 of the 2 documents: the other 1 count" in err
     assert f"unknown doc_id 'd9' (not in --corpus {tmp_path / 'c.jsonl'})" in err and "ingest" not in err
     scores = json.loads(out)["detectors"]["det"]["all"]
     assert scores["targets"] == 2 and scores["complete_recall"] == 0.5 and scores["predicted_groups"] == 1

@@ -1048,14 +1048,16 @@ def _stored_lines(con: duckdb.DuckDBPyConnection, ingest_id: int) -> Callable[[i
 
 def validate_file(con: duckdb.DuckDBPyConnection | None, request: IngestRequest, progress: Progress | None = None,
                   *, retry_of: int | None = None, worlds: dict[str, World] | None = None,
-                  documents: dict[str, int] | None = None, ontology: Ontology | None = None) -> ValidationReport:
+                  documents: dict[str, int] | None = None, attributes: frozenset[str] | None = None,
+                  ontology: Ontology | None = None) -> ValidationReport:
     """Validate ``request.path`` as ``request.kind`` against the dataset's current contents;
     write nothing. The report holds every accepted record (memory grows with the file: use
     ``ingest_file`` to store a large one).
 
     ``con`` may be a read-only handle, or None for a warehouse that does not exist yet; the
     stateless commands pass ``worlds`` (validated from a file) or ``documents`` instead of a
-    warehouse, and ``ontology`` (``--ontology FILE``) instead of the dataset's. ``retry_of`` names
+    warehouse (with ``documents``, the corpus's ``attributes`` a prediction's group may name), and
+    ``ontology`` (``--ontology FILE``) instead of the dataset's. ``retry_of`` names
     an earlier ingest of the same file whose stored lines are skipped."""
     fmt = _file_format(request)
     k = _make_kind(request.kind, con, request.dataset_id, request.model)
@@ -1064,7 +1066,7 @@ def validate_file(con: duckdb.DuckDBPyConnection | None, request: IngestRequest,
     if worlds is not None and isinstance(k, _ResponsesBase):
         k.context = {"worlds": {wid: k.world_key(w) for wid, w in worlds.items()}}
     if documents is not None and isinstance(k, _Predictions):
-        k.context = {"documents": dict(documents)}
+        k.context = {"documents": dict(documents)} | ({"attributes": attributes} if attributes else {})
     report = ValidationReport(kind=request.kind, file_name=request.file_name, file_format=fmt,
                               sha256=file_sha256(request.path), dataset_id=request.dataset_id, model=request.model,
                               validator=k)
