@@ -75,7 +75,9 @@ def validation_summary(report: ValidationReport, problems: pd.DataFrame) -> str:
             + f"; {n_rejected:,} will be quarantined")
     if n_rejected:
         text += f", with {n_problems:,} problem{'' if n_problems == 1 else 's'} between them (all listed below)"
-        fields = problems.loc[problems["outcome"] == "rejected", "field"].fillna("").value_counts()
+        # one problem, one field: groups[0].cues[1] and groups[3].cues[0] count as groups[].cues
+        fields = (problems.loc[problems["outcome"] == "rejected", "field"].fillna("")
+                  .str.replace(r"\[\d+\]", "[]", regex=True).value_counts())
         top, count = fields.index[0], int(fields.iloc[0])
         if len(fields) > 1:
             where = "whole lines" if top == "" else f"the field {top}"

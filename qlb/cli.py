@@ -285,13 +285,19 @@ def build_parser() -> argparse.ArgumentParser:
     qv.add_argument("--json", action="store_true", help="print every verdict as JSON on stdout (else a table)")
     qr = qsub.add_parser("run", help="run a detector on a stored corpus and store predictions and scores",
                          description="Run a built-in detector (or an OpenAI-compatible chat endpoint with "
-                                     "--detector chat, named chat:ENDPOINT_MODEL) on the dataset's corpus, store its "
-                                     "predictions, then score every detector into a new audit run and print their "
-                                     "leaderboard. Documents the detector failed on are listed by reason and count "
-                                     "as reporting nothing; when every document failed, or the first five failed "
-                                     "alike, or the endpoint stopped answering, nothing is stored (exit 1).")
+                                     "--detector chat, named chat:ENDPOINT_MODEL, or a local Python function with "
+                                     "--detector python --target MODULE:FUNCTION, named python:MODULE.FUNCTION) on "
+                                     "the dataset's corpus, store its predictions, then score every detector into a "
+                                     "new audit run and print their leaderboard. Documents the detector failed on "
+                                     "are listed by reason and count as reporting nothing; when every document "
+                                     "failed, or the first five failed alike, or the endpoint stopped answering, "
+                                     "nothing is stored (exit 1).")
     qr.add_argument("--detector", required=True, metavar="NAME",
-                    help="pattern-pii, lexicon-cues, sim-det-strong, sim-det-local, sim-det-binder, or chat")
+                    help="pattern-pii, lexicon-cues, sim-det-strong, sim-det-local, sim-det-binder, chat or python")
+    qr.add_argument("--target", metavar="MODULE:FUNCTION",
+                    help="--detector python: the function called once per document with one dict (profile, policy, "
+                         "message) that returns {\"groups\": [...]}: module:function importable from the current "
+                         "folder or the Python path, or path/to/file.py:function")
     qr.add_argument("--split", default="test", choices=(*SPLITS, "all"),
                     help="corpus split to run on (default test; 'all' for every document)")
     qr.add_argument("--dataset", metavar="NAME",
@@ -799,9 +805,11 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
         return EXIT_REJECTED if report.rejects else EXIT_OK
     for cov in coverage or ():
         print(_coverage_line(cov, args.dry_run))
-    if coverage and not args.dry_run:         # an ingest stores predictions; an audit scores them
-        print(f"score them: {shlex.join(['qlb', 'audit', '--dataset', args.dataset])} (every detector of the "
-              "dataset into a new run, its leaderboard printed), or Recompute now on the QuasiLeak page")
+    if coverage and not args.dry_run and not duplicate:      # an ingest stores predictions; an audit scores them
+        audit = ["qlb", "audit", "--dataset", args.dataset] + (["--warehouse", str(args.warehouse)]
+                                                               if args.warehouse else [])
+        print(f"score them: {shlex.join(audit)} (every detector of the dataset into a new run, its leaderboard "
+              "printed), or Recompute now on the QuasiLeak page")
     if duplicate:
         print(f"{args.file}: already ingested into {args.dataset!r} as ingest #{ingest_id} "
               f"(same sha256); nothing changed (warehouse {path})")
@@ -1758,12 +1766,18 @@ def _cmd_ql_run(args: argparse.Namespace) -> int:
 
     from qlb.collect.transports import base_url_problem
     from qlb.runs.audit import run_audits
-    from qlb.quasileak.detectors import ChatEndpointDetector, builtin_detectors
+    from qlb.quasileak.detectors import ChatEndpointDetector, PythonDetector, builtin_detectors
     from qlb.runs.quasileak import (DetectorFailed, DetectorStopped, detector_coverage, failure_tally, run_detector,
                                     stored_scores)
     from warehouse.db import default_path, writer
 
-    if args.detector == "chat":
+    if args.target is not None and args.detector != "python":
+        raise _UsageError(f"--target names the function of --detector python; --detector {args.detector} takes none")
+    if args.detector == "python":           # its target is imported once the warehouse is known to be there
+        if not args.target:
+            raise _UsageError("--detector python needs --target module:function (or path/to/file.py:function), the "
+                              "function called once per document")
+    elif args.detector == "chat":
         if not args.base_url or not args.endpoint_model:
             raise _UsageError("--detector chat needs --base-url and --endpoint-model")
         problem = base_url_problem(args.base_url, "http://HOST:PORT/v1")        # as qlb collect checks it
@@ -1776,11 +1790,17 @@ def _cmd_ql_run(args: argparse.Namespace) -> int:
     else:
         known = builtin_detectors()
         if args.detector not in known:
-            raise _UsageError(f"unknown detector {args.detector!r}; expected one of {', '.join(known)} or chat")
+            raise _UsageError(f"unknown detector {args.detector!r}; expected one of {', '.join(known)}, chat or "
+                              "python")
         detector = known[args.detector]
     path = args.warehouse or default_path()
     if not Path(path).exists():
         raise _UserError(f"{path}: no warehouse here yet (run `qlb demo` or ingest a corpus)")
+    if args.detector == "python":
+        try:
+            detector = PythonDetector(args.target)      # qlb collect's loader and its words
+        except ValueError as exc:                       # no such module, file or function, or its import raised
+            raise _UsageError(str(exc)) from None
     bar = _progress(detector.name, None)
 
     def progress(done: int, total: int) -> None:
@@ -1862,10 +1882,6 @@ def _detector_failure_lines(reasons: list[dict], failures: int, stored: bool = T
     return lines
 
 
-def _split_words(split: str) -> str:
-    return "every document" if split == "all" else f"{split} split"
-
-
 def _quasileak_board(scores, coverage=None, just_run: str | None = None) -> list[str]:
     """The QuasiLeak leaderboard of a run as text: each detector's complete-group F1, complete recall,
     strict precision and over-flag rate on the scored split, with 95% document-bootstrap intervals,
@@ -1874,7 +1890,7 @@ def _quasileak_board(scores, coverage=None, just_run: str | None = None) -> list
     ``scores``: ``stored_scores`` rows; ``coverage``: ``detector_coverage`` rows."""
     import pandas as pd
 
-    from qlb.present.coverage import COLUMN, coverage_column, coverage_on, coverage_sentence
+    from qlb.present.coverage import COLUMN, coverage_column, coverage_on, coverage_sentence, split_words
     from qlb.present.names import QL_METRIC_NAMES, pct_interval
 
     a = scores[scores["slice_kind"] == "all"]
@@ -1893,10 +1909,7 @@ def _quasileak_board(scores, coverage=None, just_run: str | None = None) -> list
     rows.sort(key=lambda r: r[:2])
     header = ["  detector", *(QL_METRIC_NAMES[k] for k in QL_BOARD_METRICS)]
     table = [cells for *_, cells in rows]
-    if coverage is not None and split == "all":          # a corpus without a test split is scored whole
-        coverage = (coverage.groupby("detector", as_index=False)[["documents", "predicted", "failed"]].sum()
-                    .assign(split="all"))
-    on = coverage_on(coverage, split) if coverage is not None else None
+    on = coverage_on(scores, coverage)          # what the run stored when it scored (today's for an older run)
     answered = coverage_column(pd.Series([det for _, det, _ in rows]), on) if on is not None else None
     if answered is not None:
         header.insert(1, COLUMN)
@@ -1905,8 +1918,8 @@ def _quasileak_board(scores, coverage=None, just_run: str | None = None) -> list
     lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
              for cells in [header, *table]]
     marked = f"; * {just_run}, just run" if just_run in set(a["detector"]) else ""
-    said = coverage_sentence(on, "corpus" if split == "all" else split) if on is not None else None
-    return [f"QuasiLeak detectors on the {_split_words(split)}, best complete-group F1 first "
+    said = coverage_sentence(on, split)
+    return [f"QuasiLeak detectors on {split_words(split)}, best complete-group F1 first "
             f"(with 95% intervals{marked}):", *lines] + ([said] if said else [])
 
 

@@ -1,10 +1,14 @@
 """`qlb quasileak run --detector chat` against a stub OpenAI-compatible endpoint on loopback: what a
 run whose documents fail prints, stores and exits with; what is retried; the leaderboard after a
-run and in `qlb audit`; bad usage up front."""
+run and in `qlb audit`; bad usage up front. `--detector python --target` on simulated documents: the
+same, for a local function."""
 from __future__ import annotations
 
+import inspect
 import json
 import re
+import shutil
+import sys
 from pathlib import Path
 
 import duckdb
@@ -166,3 +170,150 @@ def test_audit_prints_the_quasileak_leaderboard(tmp_path, capsys):
     assert rows[0].startswith("  chat:m ") and rows[0].count("100.0% [100.0, 100.0]") == 3
     assert rows[1].startswith("  sim-det-strong (SIMULATED)")
     assert "just run" not in board
+
+
+# ------------------------------------------------------------------ --detector python --target MODULE:FUNCTION
+SIM = "sim-docs"
+TARGETS = "tests.quasileak.targets"
+
+
+@pytest.fixture(scope="module")
+def sim_corpus_warehouse(tmp_path_factory) -> Path:
+    """12 test documents of the simulated corpus (seed 7) in a warehouse of their own; each test copies it."""
+    from qlb.simulate.quasileak_sim import simulate_corpus
+    folder = tmp_path_factory.mktemp("ql-python")
+    docs = [{k: v for k, v in d.items() if k not in ("simulated", "profile_id")}
+            for d in simulate_corpus(7) if d["split"] == "test"][:12]
+    path = folder / "qlb.duckdb"
+    with writer(path) as con:
+        ingest_file(con, IngestRequest("corpus", write_lines(folder / "corpus.jsonl", docs), SIM))
+    return path
+
+
+@pytest.fixture
+def sim_warehouse(sim_corpus_warehouse, tmp_path) -> Path:
+    return Path(shutil.copy(sim_corpus_warehouse, tmp_path / "qlb.duckdb"))
+
+
+def _run_python(warehouse: Path, target: str, *extra: str) -> int:
+    return main(["quasileak", "run", "--detector", "python", "--target", target, "--dataset", SIM,
+                 "--warehouse", str(warehouse), *extra])
+
+
+def _predictions(warehouse: Path, detector: str) -> dict:
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        rows = con.execute("SELECT doc_id, groups, failure FROM ql_predictions WHERE detector = ? ORDER BY doc_id",
+                           [detector]).fetchall()
+    return {d: (json.loads(g), f) for d, g, f in rows}
+
+
+def _board_row(out: str, detector: str) -> list[str]:
+    """The figures of ``detector``'s row of the last leaderboard printed."""
+    board = out[out.rindex("QuasiLeak detectors on the test split"):].splitlines()
+    row = next(r for r in board if r[2:].startswith(detector + " "))
+    return row[2 + len(detector):].split()
+
+
+def test_a_python_detector_runs_end_to_end_and_scores_as_the_builtin_it_wraps(sim_warehouse, capsys):
+    """The target returns the lexicon detector's groups, as offsets or as quotes: both store exactly the
+    built-in detector's spans and score exactly as it does."""
+    offsets, quotes = f"python:{TARGETS}.lexicon_offsets", f"python:{TARGETS}.lexicon_quotes"
+    assert _run_python(sim_warehouse, f"{TARGETS}:lexicon_offsets") == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"{offsets}: 12 documents, none failed; predictions stored; scores in run run-")
+    assert f"* {offsets}, just run" in out and f"\n* {offsets} " in out
+    assert _run_python(sim_warehouse, f"{TARGETS}:lexicon_quotes") == 0
+    assert main(["quasileak", "run", "--detector", "lexicon-cues", "--dataset", SIM,
+                 "--warehouse", str(sim_warehouse)]) == 0
+    out = capsys.readouterr().out
+    builtin = _predictions(sim_warehouse, "lexicon-cues")
+    assert len(builtin) == 12 and sum(len(g) for g, _ in builtin.values()) >= 8          # groups to compare
+    assert _predictions(sim_warehouse, offsets) == _predictions(sim_warehouse, quotes) == builtin
+    row = _board_row(out, "lexicon-cues")
+    assert _board_row(out, offsets) == _board_row(out, quotes) == row and row[0] != "0.0%"
+    with duckdb.connect(str(sim_warehouse), read_only=True) as con:
+        said = con.execute("SELECT simulated, description FROM ql_detectors WHERE detector = ?", [quotes]).fetchone()
+    assert said == (False, "A local Python function called once per document (``--target module:function`` or "
+                           "``FILE.py:function``).")
+
+
+def test_a_python_detector_raising_on_some_documents_records_where_and_scores_the_rest(sim_warehouse, capsys):
+    """It raises (in a helper of its own) on the 5 documents whose policy hides health: each failure is stored with
+    the file, line and function of the detector's code, listed, warned about; the other 7 are scored."""
+    from tests.quasileak import targets
+    detector = f"python:{TARGETS}.raises_when_health_is_hidden"
+    line = inspect.getsourcelines(targets._load_weights)[1] + 1
+    why = (f"the target raised FileNotFoundError: no weights at /nowhere/health.bin, at tests/quasileak/targets.py:"
+           f"{line}, in _load_weights")
+    assert _run_python(sim_warehouse, f"{TARGETS}:raises_when_health_is_hidden") == 0
+    out, err = capsys.readouterr()
+    assert f"{detector}: 12 documents, 5 failed; predictions stored" in out
+    assert f"     5  {why} (e.g. document d_00162)" in out
+    assert (f"warning: 5 of 12 documents (42%) failed; the scores count each as reporting nothing, so {detector}'s "
+            "recall above is lower") in err
+    stored = _predictions(sim_warehouse, detector)
+    failed = sorted(d for d, (_, f) in stored.items() if f is not None)
+    assert failed == ["d_00162", "d_00163", "d_00169", "d_00291", "d_00292"]
+    assert {f for d, (g, f) in stored.items() if d in failed} == {why}
+    assert all(g == [] for d, (g, _) in stored.items() if d in failed)
+    assert _board_row(out, detector)[:3] == ["7", "of", "12"]
+
+
+def test_a_python_detector_failing_alike_on_the_first_five_documents_stops_the_run(sim_warehouse, capsys):
+    from tests.quasileak import targets
+    line = inspect.getsourcelines(targets.always_raises)[1] + 2
+    assert _run_python(sim_warehouse, f"{TARGETS}:always_raises") == 1
+    err = capsys.readouterr().err
+    assert (f"error: detector python:{TARGETS}.always_raises stopped: its first 5 documents all failed alike: the "
+            f"target raised RuntimeError: model weights not loaded, at tests/quasileak/targets.py:{line}, in "
+            "always_raises; nothing stored; fix the detector function where it raised (-v logs the whole "
+            "traceback)") in err
+    assert _stored(sim_warehouse)[:2] == (0, 0)
+
+
+def test_a_file_detector_whose_every_document_failed_stores_nothing(sim_warehouse, tmp_path, monkeypatch, capsys):
+    """Raising on a document with an odd-length message, returning no groups list on the others (mixed, so no early
+    stop): every reason counted; nothing stored, exit 1. The file form of --target names it by its module."""
+    monkeypatch.setattr(sys, "path", list(sys.path))          # the loader adds the file's folder
+    path = tmp_path / "qlb_test_flaky_detector.py"
+    path.write_text("def detect(doc):\n"
+                    "    if len(doc['message']) % 2:\n"
+                    "        raise ValueError('odd length')\n"
+                    "    return doc['policy']\n")
+    try:
+        code = _run_python(sim_warehouse, f"{path}:detect")
+    finally:
+        sys.modules.pop(path.stem, None)
+    out, err = capsys.readouterr()
+    assert code == 1
+    assert ("error: detector python:qlb_test_flaky_detector.detect: every one of its 12 documents failed, most often "
+            "(11 of 12): the target raised ValueError: odd length") in err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    lines = out.splitlines()
+    assert lines[0] == "  why the 12 documents failed, most frequent first:"
+    counts = dict(reversed(line.strip().split("  ", 1)) for line in lines[1:])
+    assert counts == {f"the target raised ValueError: odd length, at {path}:3, in detect (e.g. document d_00161)": "11",
+                      'target output: no "groups" list; it starts: "{\\"age\\": \\"hide\\", \\"gender\\": '
+                      '\\"keep\\", \\"nationality\\": \\"hide\\", \\"education\\": \\"neutral\\",..." '
+                      '(e.g. document d_00163)': "1"}
+    assert _stored(sim_warehouse)[:2] == (0, 0)
+
+
+@pytest.mark.parametrize("args, said", [
+    (["--detector", "python"], "--detector python needs --target module:function (or path/to/file.py:function)"),
+    (["--detector", "pattern-pii", "--target", f"{TARGETS}:lexicon_quotes"],
+     "--target names the function of --detector python; --detector pattern-pii takes none"),
+    (["--detector", "chat", "--base-url", "http://127.0.0.1:9/v1", "--endpoint-model", "m",
+      "--target", f"{TARGETS}:lexicon_quotes"], "--target names the function of --detector python; --detector chat"),
+    (["--detector", "python", "--target", f"{TARGETS}:no_such_detector"],
+     f"--target '{TARGETS}:no_such_detector': {TARGETS} has no function 'no_such_detector'"),
+    (["--detector", "python", "--target", "qlb_no_such_detector_module:detect"],
+     "--target 'qlb_no_such_detector_module:detect': cannot import 'qlb_no_such_detector_module'"),
+    (["--detector", "python", "--target", "detectors/nowhere.py:detect"],
+     "--target 'detectors/nowhere.py:detect': no file detectors/nowhere.py"),
+])
+def test_python_detector_bad_usage_runs_nothing(sim_warehouse, capsys, args, said):
+    """Exit 2 before any document is asked; a target that cannot be loaded in qlb collect's words."""
+    assert main(["quasileak", "run", *args, "--dataset", SIM, "--warehouse", str(sim_warehouse)]) == 2
+    assert said in capsys.readouterr().err
+    assert _stored(sim_warehouse)[:2] == (0, 0)

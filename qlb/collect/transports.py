@@ -398,14 +398,10 @@ class PythonTransport:
     def call(self, body: dict[str, Any], probe: str) -> Reply:
         """Call the function and read its answer."""
         start = time.perf_counter()
-        try:
-            result = self.function(json.loads(json.dumps(body)))     # a fresh copy: the target may mutate it
-        except (Exception, SystemExit) as exc:    # the target is user code: any exception is its failure, reported
-            log.info("the target %s raised:\n%s", self.target, "".join(
-                traceback.format_exception(type(exc), exc, exc.__traceback__.tb_next if exc.__traceback__ else None)
-            ).rstrip())
-            return Reply("stop", None, (time.perf_counter() - start) * 1000, "",
-                         reason=f"{TARGET_RAISED} {type(exc).__name__}: {exc}{raised_where(exc)}")
+        fresh = json.loads(json.dumps(body))        # a copy of its own: the target may mutate it
+        result, raised = call_target(self.function, fresh, self.target)
+        if raised is not None:
+            return Reply("stop", None, (time.perf_counter() - start) * 1000, "", reason=raised)
         latency = (time.perf_counter() - start) * 1000
         try:
             raw = json.dumps(result, allow_nan=True, default=str)
@@ -422,6 +418,20 @@ class PythonTransport:
 
     def close(self) -> None:
         """Nothing to release."""
+
+
+def call_target(function: Callable[[Any], Any], argument: Any, target: str) -> tuple[Any, str | None]:
+    """Call a loaded ``--target`` function with its one argument: (what it returned, None), or (None, why it
+    raised: ``TARGET_RAISED``, the exception, and ``raised_where`` in the target's own code). The target is
+    user code: any exception (``SystemExit`` included) is its failure, reported, never a crash of qlb; the
+    whole traceback is logged (``-v``)."""
+    try:
+        return function(argument), None
+    except (Exception, SystemExit) as exc:
+        log.info("the target %s raised:\n%s", target, "".join(
+            traceback.format_exception(type(exc), exc, exc.__traceback__.tb_next if exc.__traceback__ else None)
+        ).rstrip())
+        return None, f"{TARGET_RAISED} {type(exc).__name__}: {exc}{raised_where(exc)}"
 
 
 def _library_folders() -> tuple[str, ...]:

@@ -55,13 +55,13 @@ def find_browser(env: dict[str, str] | None = None) -> str:
             raise NoBrowser(f"QLB_CHROMIUM={chosen}: no executable there")
         return found
     for name in BROWSERS:
-        found = shutil.which(name)
+        found = shutil.which(name, path=env.get("PATH"))
         if found is not None:
             return found
     raise NoBrowser("a PDF is printed by Chromium or Google Chrome, and neither was found (looked for "
-                    "chromium, chromium-browser, google-chrome and chrome on the PATH; set QLB_CHROMIUM to "
-                    "the browser's executable). Without one, write the report as HTML and print it from any "
-                    "browser (its print layout is A4).")
+                    f"{', '.join(b for b in BROWSERS if '/' not in b)} on the PATH and for the macOS applications; "
+                    "set QLB_CHROMIUM to the browser's executable). Without one, write the report as HTML and "
+                    "print it from any browser (its print layout is A4).")
 
 
 def page_count(pdf: bytes) -> int:
@@ -90,7 +90,10 @@ def html_to_pdf(html: str, out: Path, browser: str | None = None, timeout: float
         if not data.startswith(b"%PDF-"):
             said = [line for line in (done.stderr or "").splitlines() if line.strip()]
             raise PrintFailed(f"{browser} wrote no PDF (exit {done.returncode})"
-                              + (f": {said[-1].strip()[:300]}" if said else ""))
+                              + (f": {said[-1].strip()[:300]}" if said else "")
+                              + ("; a snap-packaged Chromium cannot read the temporary folder it is given: set "
+                                 "QLB_CHROMIUM to a Chrome or Chromium installed otherwise" if "/snap/" in browser
+                                 else ""))
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_bytes(data)
     return Printed(out, page_count(data), len(data))

@@ -10,21 +10,36 @@ from __future__ import annotations
 import pandas as pd
 
 from qlb.present.names import count_of, listing
+from qlb.quasileak.leaderboard import COVERAGE, coverage_rows
 
 COLUMN = "answered documents"
 HELP = ("Answered documents: those of the split the detector returned a prediction for, not a failure; the "
         "others (an endpoint that failed, a document missing from a predictions file) count as reporting nothing.")
 
 
-def coverage_on(coverage: pd.DataFrame, split: str) -> pd.DataFrame:
-    """Per detector on ``split``: documents, answered (a prediction line without a failure), failed and
-    missing (no prediction line); empty when the run's dataset has no coverage rows."""
-    if coverage.empty:
-        return pd.DataFrame(columns=["documents", "answered", "failed", "missing"])
-    on = coverage[coverage["split"] == split].set_index("detector")
-    return pd.DataFrame({"documents": on["documents"].astype(int), "failed": on["failed"].astype(int),
-                         "answered": (on["predicted"] - on["failed"]).astype(int),
-                         "missing": (on["documents"] - on["predicted"]).astype(int)})
+def split_words(split: str) -> str:
+    """The scored split in words: ``the test split``; ``every document`` (``all``: a corpus without a test split)."""
+    return "every document" if split == "all" else f"the {split} split"
+
+
+def coverage_on(scores: pd.DataFrame, live: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Per detector, on the split the run scored: documents, answered (a prediction that is not a
+    failure), failed and missing (no prediction). Read from the run's own coverage rows (stored when it
+    scored: predictions change in place, so today's would describe other data than the scores); for a
+    run stored before those rows existed, from ``live`` (``ql_coverage``, today's predictions) on the
+    run's split (``all``: every split). Empty when neither is there."""
+    empty = pd.DataFrame(columns=["documents", "answered", "failed", "missing"])
+    if scores.empty:
+        return empty
+    split = str(scores["split"].iloc[0])
+    stored = scores[scores["slice_kind"] == COVERAGE]
+    if not stored.empty:
+        wide = stored.pivot_table(index="detector", columns="metric", values="value", aggfunc="first")
+        return wide[["documents", "answered", "failed", "missing"]].astype(int)
+    if live is None or live.empty:
+        return empty
+    rows = coverage_rows(live, None if split == "all" else split, sorted(set(scores["detector"])))
+    return coverage_on(rows)
 
 
 def coverage_cell(row: pd.Series) -> str:
@@ -59,15 +74,16 @@ def coverage_sentence(on: pd.DataFrame, split: str) -> str | None:
     if not none and part.empty:
         return None
     n = int(on["documents"].max())
+    of_split = "" if split == "all" else f"{split} "          # "all": every document was scored
     out = []
     if none:
         failed = all(on.loc[d, "failed"] == on.loc[d, "documents"] for d in none)
-        out.append(f"{listing(none)} answered none of the {count_of(n, split + ' document')}"
+        out.append(f"{listing(none)} answered none of the {count_of(n, of_split + 'document')}"
                    + (" (every request failed)" if failed else "")
                    + f": {'its row measures' if len(none) == 1 else 'their rows measure'} nothing and "
                    f"{'is' if len(none) == 1 else 'are'} left out of the findings.")
     if not part.empty:
         said = [f"{d} {int(r['answered']):,} of {int(r['documents']):,}" for d, r in part.iterrows()]
-        out.append(f"Answered only part of the {split} documents: {listing(said)}; the others count as "
+        out.append(f"Answered only part of the {of_split}documents: {listing(said)}; the others count as "
                    "reporting nothing, which lowers recall.")
     return " ".join(out)

@@ -26,7 +26,7 @@ from qlb.present.fronts import front_of, who_sentence
 from qlb.present.learned import learned_points, learned_sentence, table15
 from qlb.present.coverage import COLUMN as COVERAGE_COLUMN
 from qlb.present.coverage import HELP as COVERAGE_HELP
-from qlb.present.coverage import coverage_column, coverage_on, coverage_sentence, unanswered
+from qlb.present.coverage import coverage_column, coverage_on, coverage_sentence, split_words, unanswered
 from qlb.present.left_out import findings_run, left_out_sentence
 from qlb.present.names import (AUDIT_NAMES, QL_METRIC_NAMES, TASK_NAMES, VIEW_NAMES, chance_pct, cost_interval, count_of,
                                exactly_half,
@@ -60,7 +60,7 @@ pre{padding:.6rem;overflow-x:auto;font-size:.8rem}.wide{overflow-x:auto;max-widt
 .modebar-container{display:none!important}.chart,tr,.sim,.stale,.newer{break-inside:avoid}
 h2,h3{break-after:avoid}.caption{break-before:avoid}h2{margin-top:1.4rem}
 .wide{overflow:visible}table{width:100%;font-size:7.5pt}td,th{overflow-wrap:break-word}thead{display:table-header-group}
-.sim,.stale,.newer,th{-webkit-print-color-adjust:exact;print-color-adjust:exact}}
+.sim,.stale,.newer,th{-webkit-print-color-adjust:exact;print-color-adjust:exact}details{display:none}}
 """
 
 
@@ -270,7 +270,7 @@ def headline(d: RunData) -> list[tuple[str, str]]:
             out.append(("defenses", f"Gaussian noise (three seeds) {change}{each}{noise_cost(d.defense_costs)}."))
     if not d.ql.empty:
         split = str(d.ql["split"].iloc[0])
-        on = coverage_on(d.ql_coverage, split)
+        on = coverage_on(d.ql, d.ql_coverage)
         allm = d.ql[(d.ql["slice_kind"] == "all") & (d.ql["metric"] == "complete_f1")]
         allm = allm[~allm["detector"].isin(unanswered(on))]          # a detector that answered nothing measures nothing
         if not allm.empty:
@@ -719,15 +719,16 @@ def render_report(d: RunData) -> str:
                 numeric[f"{m}_ci_low"] = numeric["detector"].map(lo["ci_low"])
                 numeric[f"{m}_ci_high"] = numeric["detector"].map(lo["ci_high"])
         split = str(d.ql["split"].iloc[0])
-        on = coverage_on(d.ql_coverage, split)
+        on = coverage_on(d.ql, d.ql_coverage)
         if "complete_f1" in numeric:
-            fig(figures.f1_figure(numeric), f"Complete and graded group F1 per detector ({split} split).")
+            fig(figures.f1_figure(numeric), f"Complete and graded group F1 per detector ({split_words(split)}).")
         board = quasileak_table(d.ql, on)
         parts.append(_table(board))
-        parts.append(f"<p class='caption'>Micro over the {split} split's target groups, best complete-group F1 "
-                     "first, each a percent with its 95% interval. A simulated detector is derived from the gold "
-                     "groups (the answer key): an upper reference, not a detector one could run. N/A: the detector "
-                     "predicted no group, so its precision and F1 are undefined."
+        parts.append(f"<p class='caption'>Micro over the target groups of {split_words(split)}, best "
+                     "complete-group F1 first, each a percent with its 95% interval. A simulated detector is derived "
+                     "from the gold groups (the answer key): an upper reference, not a detector one could run."
+                     + (" N/A: the detector predicted no group, so its precision and F1 are undefined."
+                        if board.isin(["N/A"]).any().any() else "")
                      + (f" {esc(COVERAGE_HELP)}" if COVERAGE_COLUMN in board else "") + "</p>")
     if d.tuple_task:
         checks = paper_checks(spoken)

@@ -176,7 +176,10 @@ def corpus_scope(d: RunData) -> str:
     detectors = sorted(set(d.ql["detector"]))
     simulated = sorted(set(d.ql.loc[d.ql["simulated"].astype(bool), "detector"])) if "simulated" in d.ql else []
     targets = int(rows["value"].max()) if not rows.empty else 0
-    text = (f"This run scored {count_of(len(detectors), 'privacy detector')} on the QuasiLeak corpus's test split "
+    split = str(d.ql["split"].iloc[0])
+    where = "every document of the QuasiLeak corpus (it has no test split)" if split == "all" else \
+        f"the QuasiLeak corpus's {split} split"
+    text = (f"This run scored {count_of(len(detectors), 'privacy detector')} on {where} "
             f"({count_of(targets, 'target group')}: sets of weak cues that together reveal an attribute the policy "
             "hides)")
     if simulated:

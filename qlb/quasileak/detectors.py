@@ -9,25 +9,31 @@
   a published prompt naming the corpus's attributes, strict JSON parsing, a timeout and retries of
   what may be answered next time; an error reply or bad model output becomes a recorded failure
   (the server's own message quoted), never a crash.
+* ``PythonDetector``: a local Python function (``module:function`` or ``FILE.py:function``, loaded as
+  ``qlb collect --transport python`` loads its target), called once per document with the same
+  profile, policy and message as the endpoint; cues as exact quotes or ``[start, end]`` offsets; an
+  exception it raises is that document's recorded failure, naming the file, line and function.
 * ``SimulatedDetector``: SIMULATED, derived from the gold groups with set miss, partial-group,
   binding-error and over-flag rates, for the demo leaderboard.
 """
 from __future__ import annotations
 
 import json
+import numbers
 import re
 import time
 from dataclasses import dataclass
-from typing import Mapping, Protocol, Sequence
+from pathlib import PurePath
+from typing import Any, Mapping, Protocol, Sequence
 
 import httpx
 import numpy as np
 
 from qlb.collect.answers import EXCERPT_MARK, AnswerError, chat_content, content_json, excerpt, parse_json_text
 from qlb.collect.redact import redact, without_key
-from qlb.collect.transports import CHAT_PATH, endpoint_url, error_message, retry_after
-from qlb.quasileak.scoring import Group
-from qlb.records.schemas import ATTRIBUTES
+from qlb.collect.transports import CHAT_PATH, call_target, endpoint_url, error_message, load_target, retry_after
+from qlb.quasileak.scoring import Group, Span
+from qlb.records.schemas import ATTRIBUTES, first_overlap
 
 
 @dataclass(frozen=True)
@@ -138,6 +144,9 @@ def _request_failure(exc: BaseException) -> str:
     return redact(f"{REQUEST_FAILED}{type(exc).__name__}: {str(exc) or 'no details'}")
 
 
+MAX_RETRY_AFTER = 60.0        # seconds: a longer Retry-After (an hour) would freeze the run; the retry is then early
+
+
 class _Failed(Exception):
     """One attempt that gave no model output: why, and whether asking again may be answered."""
 
@@ -217,7 +226,7 @@ class ChatEndpointDetector:
                 content = self._ask(text, profile, policy)
             except _Failed as exc:
                 if exc.retry and attempt < self.retries:        # the server's Retry-After when it asks longer
-                    time.sleep(max(self.backoff * (2 ** attempt), exc.wait or 0.0))
+                    time.sleep(max(self.backoff * (2 ** attempt), min(exc.wait or 0.0, MAX_RETRY_AFTER)))
                     attempt += 1
                     continue
                 tries = f" (after {attempt} {'retry' if attempt == 1 else 'retries'})" if attempt else ""
@@ -233,32 +242,116 @@ def parse_model_output(content: str, text: str, attributes: Sequence[str] = ATTR
         data = content_json(content)
     except AnswerError as exc:
         return Detection(failure=f"{MODEL_OUTPUT}{exc}")
+    return located_groups(data, text, attributes, shown=content)
+
+
+def located_groups(data: Any, text: str, attributes: Sequence[str], prefix: str = MODEL_OUTPUT,
+                   offsets: bool = False, shown: str | None = None) -> Detection:
+    """The groups of an answer already read (``{"groups": [{"attribute", "cues"}]}``) as character spans
+    of ``text``. A quote is located at its first occurrence no earlier cue holds; with ``offsets`` a cue
+    may also be ``[start, end]`` (end exclusive), inside the text and overlapping no other cue of its
+    group (the predictions file's rules). Anything else fails the whole document: the reason begins
+    with ``prefix`` and, when there is no groups list, quotes the start of the answer (``shown``, the
+    answer as it came, or else ``data`` as JSON)."""
     if not isinstance(data, dict) or not isinstance(data.get("groups"), list):
-        return Detection(failure=f'{MODEL_OUTPUT}no "groups" list{EXCERPT_MARK}{excerpt(content)}')
+        if shown is None:
+            try:
+                shown = json.dumps(data, ensure_ascii=False, default=repr)
+            except (TypeError, ValueError):         # a circular structure
+                shown = repr(data)
+        return Detection(failure=f'{prefix}no "groups" list{EXCERPT_MARK}{excerpt(shown)}')
+    kinds = "quotes or [start, end] offsets" if offsets else "quotes"
     groups: list[Group] = []
-    used: list[tuple[int, int]] = []
+    used: list[Span] = []
     for g in data["groups"]:
         attr = g.get("attribute") if isinstance(g, dict) else None
         if attr not in attributes:
             named = "a group without an attribute" if attr is None else f"group attribute {attr!r}"
-            return Detection(failure=f"{MODEL_OUTPUT}{named}: expected one of the document's attributes "
+            return Detection(failure=f"{prefix}{named}: expected one of the document's attributes "
                                      f"({', '.join(attributes)})")
         cues = g.get("cues")
-        if not isinstance(cues, list) or not cues or not all(isinstance(c, str) and c for c in cues):
-            return Detection(failure=f"{MODEL_OUTPUT}the {attr!r} group's cues are not a non-empty list of quotes")
+        if not isinstance(cues, list) or not cues or not all(
+                (isinstance(c, str) and c) or (offsets and _offset_pair(c) is not None) for c in cues):
+            return Detection(failure=f"{prefix}the {attr!r} group's cues are not a non-empty list of {kinds}")
         spans = []
-        for quote in cues:
-            start = text.find(quote)
-            while start >= 0 and any(start < e and start + len(quote) > s for s, e in used):
-                start = text.find(quote, start + 1)
-            if start < 0:
-                where = ("every occurrence of it in the message is already an earlier cue's" if quote in text
-                         else "it is not in the message (a cue is an exact quote)")
-                return Detection(failure=f"{MODEL_OUTPUT}cue {quote[:40]!r} of the {attr!r} group: {where}")
-            spans.append((start, start + len(quote)))
-            used.append(spans[-1])
+        for cue in cues:
+            span = _offset_pair(cue) if not isinstance(cue, str) else _first_unused(cue, text, used)
+            if isinstance(span, str):           # a quote that could not be placed: why
+                return Detection(failure=f"{prefix}cue {cue[:40]!r} of the {attr!r} group: {span}")
+            start, end = span
+            if start >= end or start < 0 or end > len(text):
+                return Detection(failure=f"{prefix}cue {[start, end]} of the {attr!r} group: "
+                                         + ("is empty or reversed" if start >= end
+                                            else f"is outside the message (length {len(text)})"))
+            spans.append(span)
+            used.append(span)
+        clash = first_overlap(spans)
+        if clash:
+            return Detection(failure=f"{prefix}cues {list(clash[0])} and {list(clash[1])} of the {attr!r} group "
+                                     "overlap")
         groups.append((attr, tuple(sorted(spans))))
     return Detection(tuple(groups))
+
+
+def _offset_pair(cue: Any) -> Span | None:
+    """``[start, end]`` as a span when ``cue`` is two integers (numpy's too, not booleans), else None."""
+    if isinstance(cue, (list, tuple)) and len(cue) == 2 and all(
+            isinstance(x, numbers.Integral) and not isinstance(x, bool) for x in cue):
+        return int(cue[0]), int(cue[1])
+    return None
+
+
+def _first_unused(quote: str, text: str, used: Sequence[Span]) -> Span | str:
+    """Where ``quote`` first occurs in ``text`` overlapping no span of ``used``; else why it cannot be placed."""
+    start = text.find(quote)
+    while start >= 0 and any(start < e and start + len(quote) > s for s, e in used):
+        start = text.find(quote, start + 1)
+    if start < 0:
+        return ("every occurrence of it in the message is already an earlier cue's" if quote in text
+                else "it is not in the message (a cue is an exact quote)")
+    return start, start + len(quote)
+
+
+# --------------------------------------------------------------------------------- python function
+TARGET_OUTPUT = "target output: "       # what a Python detector returned is not the groups it must return
+
+
+def target_name(target: str) -> str:
+    """A Python detector's name, ``python:MODULE.FUNCTION`` as ``--target`` names them (a file's module is its
+    name without .py: ``python:my_detector.detect`` for ``./my_detector.py:detect``)."""
+    module, _, function = target.rpartition(":")
+    if module.endswith(".py") or "/" in module or "\\" in module:
+        module = PurePath(module.replace("\\", "/")).stem
+    return f"python:{module}.{function}"
+
+
+class PythonDetector:
+    """A local Python function called once per document (``--target module:function`` or ``FILE.py:function``).
+    It gets one dict: the sender's ``profile``, the ``policy`` and the ``message`` (what the chat endpoint's
+    user turn carries), and returns ``{"groups": [{"attribute", "cues"}]}``, each cue an exact quote of the
+    message or ``[start, end]`` character offsets. An exception it raises (``SystemExit`` included) is that
+    document's recorded failure, naming the file, line and function of its own code where it was raised."""
+
+    simulated = False
+
+    def __init__(self, target: str, name: str | None = None) -> None:
+        self.target = target
+        self.function = load_target(target)      # qlb collect's loader: ValueError, in words, when it cannot
+        self.name = name or target_name(target)
+
+    @staticmethod
+    def argument(text: str, profile: Mapping[str, object], policy: Mapping[str, str]) -> dict:
+        """What the function is called with: a fresh copy of the profile, the policy and the message (the
+        function may change it; the next document gets its own)."""
+        return json.loads(ChatEndpointDetector.user_message(text, profile, policy))
+
+    def detect(self, text, profile, policy, gold=()):
+        """The function's groups located in ``text``; what it raised, or returned that is not groups, as the
+        document's failure."""
+        result, raised = call_target(self.function, self.argument(text, profile, policy), self.target)
+        if raised is not None:
+            return Detection(failure=raised)
+        return located_groups(result, text, tuple(policy), TARGET_OUTPUT, offsets=True)
 
 
 # ---------------------------------------------------------------------------------- simulated

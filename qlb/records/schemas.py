@@ -400,7 +400,7 @@ class QLPrediction(BaseModel):
         if length is None:
             dataset = _context(info, "dataset")
             raise FieldProblem("doc_id", f"unknown doc_id {self.doc_id!r}" + (
-                f": not a document of dataset {dataset!r}'s corpus" if dataset is not None and docs
+                f": not a document of the corpus of dataset {dataset!r}" if dataset is not None and docs
                 else f" (dataset {dataset!r} has no corpus: ingest the corpus first)" if dataset is not None
                 else " (ingest the corpus first)"))
         for gi, g in enumerate(self.groups):

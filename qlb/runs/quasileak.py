@@ -9,8 +9,8 @@ from typing import Callable
 import duckdb
 
 from qlb.collect.answers import reason_kind
-from qlb.collect.transports import REFUSED_FIRST
-from qlb.quasileak.detectors import MODEL_OUTPUT, REQUEST_FAILED, UNREADABLE_REPLY, Detector
+from qlb.collect.transports import REFUSED_FIRST, TARGET_RAISED
+from qlb.quasileak.detectors import MODEL_OUTPUT, REQUEST_FAILED, TARGET_OUTPUT, UNREADABLE_REPLY, Detector
 from warehouse import queries
 from warehouse.answers import Reasons
 from warehouse.db import transaction
@@ -30,13 +30,15 @@ STOPPING = re.compile(REQUEST_FAILED + r"(?:\w*Timeout\w*|ConnectError|ReadError
                       r"HTTPStatusError: (?:Client|Server) error '(?:401|403|404|408|429|5\d\d) )")
 # a repr or JSON string (a quoted cue, attribute or reply), not an apostrophe
 _QUOTED = re.compile(r"(?<!\w)(?:'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\")(?!\w)")
+_NUMBER = re.compile(r"(?<!HTTP )(?<![\w.])\d+(?:\.\d+)?(?![\w.])")    # a number of its own, not an HTTP status
 _HTTP_STATUS = re.compile(re.escape(REQUEST_FAILED) + r"HTTP (\d{3})\b")
 
 
 def failure_kind(failure: str) -> str:
     """A detection failure without what is particular to its document (the quoted start of a reply,
-    a quoted cue or attribute): the failures counted together as one reason."""
-    return _QUOTED.sub("...", reason_kind(failure))
+    a quoted cue or attribute, a number such as a server's token count, but not the HTTP status): the
+    failures counted together as one reason."""
+    return _NUMBER.sub("N", _QUOTED.sub("...", reason_kind(failure)))
 
 
 def failure_tally() -> Reasons:
@@ -75,6 +77,11 @@ def failure_advice(failure: str, answered: int = 0) -> str:
     if failure.startswith(MODEL_OUTPUT):
         return ("the model does not answer in the JSON form the prompt asks for (README, QuasiLeak scoring and "
                 "detectors: what a detector endpoint receives and must send back)")
+    if failure.startswith(TARGET_RAISED):
+        return "fix the detector function where it raised (-v logs the whole traceback), then run the command again"
+    if failure.startswith(TARGET_OUTPUT):
+        return ("the function does not return the groups it must (README, QuasiLeak scoring and detectors: what a "
+                "Python detector receives and returns)")
     return ""
 
 

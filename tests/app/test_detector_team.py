@@ -50,10 +50,14 @@ def corpus_only(tmp_path_factory):
     return wh
 
 
+def _coverage(wh, run_id=None):
+    from qlb.runs.report import load_run
+    with reader(wh) as con:
+        return coverage_on(load_run(con, run_id, DATASET).ql)
+
+
 def test_coverage_per_detector_counts_failed_and_missing_documents(corpus_only):
-    from warehouse import queries
-    with reader(corpus_only) as con:
-        on = coverage_on(queries.fetch_df(con, "ql_coverage", [DATASET, DATASET]), "test")
+    on = _coverage(corpus_only)
     assert on.loc[BROKEN].to_dict() == {"documents": 24, "failed": 24, "answered": 0, "missing": 0}
     assert on.loc[PARTIAL].to_dict() == {"documents": 24, "failed": 0, "answered": 3, "missing": 21}
     assert on.loc["pattern-pii", "answered"] == 24
@@ -94,3 +98,50 @@ def test_the_overview_and_the_quasileak_page_speak_to_a_detector_team(corpus_onl
     with opened(corpus_only, "pages/data.py", monkeypatch, query={"dataset": DATASET}) as at:
         assert not at.exception and "holds no decision worlds" in texts(at)
         assert json.dumps(at.selectbox[0].value) == '"predictions"'     # the Kind picker: its next file
+
+
+def test_a_run_keeps_the_coverage_it_scored_after_the_predictions_change(corpus_only, tmp_path):
+    """Predictions change in place: read from today's, an older run's "3 of 24" beside scores of 3 documents had
+    become "24 of 24" once the rest were loaded (the ingest's warning asks for just that)."""
+    import shutil
+    from qlb.runs.report import load_run
+    wh = tmp_path / "qlb.duckdb"
+    shutil.copy(corpus_only, wh)
+    with reader(wh) as con:
+        before = str(load_run(con, None, DATASET).run["run_id"])
+        test = [r[0] for r in con.execute("SELECT doc_id FROM ql_documents WHERE split = 'test' ORDER BY doc_id")
+                .fetchall()]
+    rest = write_lines(tmp_path / "rest.jsonl", [{"doc_id": d, "detector": PARTIAL, "groups": []} for d in test])
+    with writer(wh) as con:
+        ingest_file(con, IngestRequest("predictions", rest, DATASET))
+        from qlb.runs.audit import run_audits
+        after = run_audits(con, DATASET).run_id
+    assert _coverage(wh, before).loc[PARTIAL, "answered"] == 3          # what that run scored
+    assert _coverage(wh, after).loc[PARTIAL, "answered"] == 24
+
+
+def test_a_corpus_without_a_test_split_is_scored_whole_and_said_so(tmp_path):
+    """Without a test split every document is scored (split 'all'): the coverage had matched no split, so the
+    failed detector stayed in the findings, and the scope said "test split"."""
+    from qlb.present.scope import scope_sentence
+    from qlb.quasileak.detectors import builtin_detectors
+    from qlb.runs.audit import run_audits
+    from qlb.runs.quasileak import run_detector
+    from qlb.runs.report import load_run
+    docs = [{k: v for k, v in d.items() if k not in ("simulated", "profile_id")} | {"split": "validation"}
+            for d in simulate_corpus(7)[:12]]
+    wh = tmp_path / "qlb.duckdb"
+    with writer(wh) as con:
+        ingest_file(con, IngestRequest("corpus", write_lines(tmp_path / "c.jsonl", docs), DATASET))
+        run_detector(con, DATASET, builtin_detectors()["pattern-pii"], split=None)
+        con.execute("INSERT INTO ql_predictions (dataset_id, detector, doc_id, groups, n_groups, ingest_id, line_no, "
+                    "failure) SELECT dataset_id, ?, doc_id, '[]', 0, 0, 0, 'request failed: HTTP 500' "
+                    "FROM ql_documents WHERE dataset_id = ?", [BROKEN, DATASET])
+        run_audits(con, DATASET)
+    with reader(wh) as con:
+        d = load_run(con, None, DATASET)
+    on = coverage_on(d.ql)
+    assert on.loc[BROKEN].to_dict() == {"documents": 12, "answered": 0, "failed": 12, "missing": 0}
+    assert coverage_sentence(on, "all").startswith("chat:broken answered none of the 12 documents (every request "
+                                                   "failed)")
+    assert "on every document of the QuasiLeak corpus (it has no test split)" in scope_sentence(d)

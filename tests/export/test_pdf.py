@@ -39,9 +39,12 @@ def test_qlb_chromium_names_the_browser_and_a_wrong_one_is_said(tmp_path):
 
 
 def test_no_browser_says_where_it_looked_and_what_to_do_instead(tmp_path, monkeypatch):
-    monkeypatch.setenv("PATH", str(tmp_path))           # an empty folder: no browser on the PATH
+    monkeypatch.setattr("qlb.export.pdf.BROWSERS", ("chromium", "google-chrome", str(tmp_path / "Chrome.app")))
     with pytest.raises(NoBrowser) as err:
-        find_browser({"PATH": str(tmp_path)})
+        find_browser({"PATH": str(tmp_path)})          # an empty folder: no browser on that PATH
+    assert "looked for chromium, google-chrome on the PATH" in str(err.value)
+    _script(tmp_path, "google-chrome", "exit 0")
+    assert find_browser({"PATH": str(tmp_path)}) == str(tmp_path / "google-chrome")   # the PATH it is given
     assert "set QLB_CHROMIUM" in str(err.value) and "print it from any browser" in str(err.value)
 
 

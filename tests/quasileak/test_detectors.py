@@ -243,3 +243,23 @@ def test_the_readme_example_is_what_the_chat_detector_sends_and_reads():
     (attr, spans), = result.groups
     assert result.failure is None and attr == answer["groups"][0]["attribute"]
     assert [user["message"][s:e] for s, e in spans] == answer["groups"][0]["cues"]
+
+
+def test_failures_that_differ_only_in_a_number_are_one_reason():
+    """A server's "context too long: 4123 tokens" differed per document, so five such 400s were five reasons and
+    the run never stopped early (it asked all 144 documents); the HTTP status still tells reasons apart."""
+    from qlb.runs.quasileak import failure_kind
+    said = "request failed: HTTP 400 Bad Request: context too long: {} tokens"
+    assert failure_kind(said.format(4123)) == failure_kind(said.format(5000))
+    assert failure_kind("request failed: HTTP 400 Bad Request") != failure_kind("request failed: HTTP 500 Bad Request")
+
+
+def test_a_retry_after_of_an_hour_waits_at_most_a_minute(stub_server, monkeypatch):
+    from qlb.quasileak import detectors
+    waits = []
+    monkeypatch.setattr(detectors.time, "sleep", waits.append)
+    _Stub.replies = [(429, '{"error": "later"}', {"Retry-After": "3600"}), (200, json.dumps({"groups": []}))]
+    det = ChatEndpointDetector(stub_server, "m", retries=2, backoff=0.001)
+    assert det.detect(TEXT, {}, POLICY) == Detection(())
+    det.close()
+    assert waits == [detectors.MAX_RETRY_AFTER]

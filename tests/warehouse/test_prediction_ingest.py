@@ -54,8 +54,9 @@ def test_a_partial_predictions_file_says_its_coverage_and_warns_naming_the_split
     out, err = capsys.readouterr()
     assert out.splitlines()[0] == ("detector 'acme': predictions for 2 of the corpus's 5 documents "
                                    "(train 0 of 2, test 2 of 3)")
-    assert out.splitlines()[1] == ("score them: qlb audit --dataset court (every detector of the dataset into a new "
-                                   "run, its leaderboard printed), or Recompute now on the QuasiLeak page")
+    assert out.splitlines()[1] == (f"score them: qlb audit --dataset court --warehouse {corpus_warehouse} (every "
+                                   "detector of the dataset into a new run, its leaderboard printed), or Recompute "
+                                   "now on the QuasiLeak page")
     assert f"{part}: 2 lines; stored 2; 0 rejected -> dataset 'court'" in out.splitlines()[-1]
     assert err.splitlines() == [
         "qlb ingest: warning: detector 'acme' has predictions for 2 of the 3 documents of split test of dataset "
@@ -117,7 +118,7 @@ def test_every_rejected_prediction_names_its_field_in_the_quarantine_and_on_stde
     capsys.readouterr()
     assert ingest(corpus_warehouse, write_lines(tmp_path / "buggy.jsonl", BUGGY)) == 3
     expected = [
-        (1, "doc_id", "unknown doc_id 'nope': not a document of dataset 'court''s corpus"),
+        (1, "doc_id", "unknown doc_id 'nope': not a document of the corpus of dataset 'court'"),
         (2, "groups[0].cues[0]", "[40, 60] is outside the text (length 52)"),
         (3, "groups[0].attribute", "'religion' is not one of the corpus's attributes (age, health)"),
         (4, "groups[0].cues[0]", "[20, 10] is empty or reversed"),
@@ -179,7 +180,7 @@ def test_an_unknown_document_is_said_against_the_stored_corpus_or_its_absence(wh
     ingest_file(wh, IngestRequest("corpus", write_lines(tmp_path / "c.jsonl", [document("d1")]), "court"))
     report = validate_file(wh, IngestRequest("predictions", preds, "court"))
     assert [(r.field, r.reason) for r in report.rejects] == [
-        ("doc_id", "unknown doc_id 'd9': not a document of dataset 'court''s corpus")]
+        ("doc_id", "unknown doc_id 'd9': not a document of the corpus of dataset 'court'")]
 
 
 # ---------------------------------------------------------------- corrected predictions again
