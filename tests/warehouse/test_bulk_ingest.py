@@ -146,7 +146,7 @@ def test_bulk_ingest_agrees_with_pydantic_line_by_line(tmp_path, seed, model, mo
     assert sum(taken) > 0.7 * (len(result.report.accepted) - result.report.n_invalid)   # most taken in bulk
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.integers(0, 10**9), min_size=1, max_size=12))
 def test_bulk_ingest_agrees_on_any_few_lines(tmp_path, seeds):
     lines = [_line(random.Random(s), [f"m{i}" for i in range(5)]).encode() for s in seeds]
