@@ -1917,7 +1917,7 @@ def _quasileak_board(scores, coverage=None, just_run: str | None = None) -> list
     widths = [max(len(c[i]) for c in [header, *table]) for i in range(len(header))]
     lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
              for cells in [header, *table]]
-    marked = f"; * {just_run}, just run" if just_run in set(a["detector"]) else ""
+    marked = f"; * {just_run}, the detector this command ran" if just_run in set(a["detector"]) else ""
     said = coverage_sentence(on, split)
     return [f"QuasiLeak detectors on {split_words(split)}, best complete-group F1 first "
             f"(with 95% intervals{marked}):", *lines] + ([said] if said else [])

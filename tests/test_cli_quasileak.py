@@ -74,7 +74,7 @@ def test_some_documents_failing_are_stored_counted_and_scored_as_reporting_nothi
     assert rows[0] == ("d1", "request failed: HTTP 400 Bad Request: context too long")
     assert [f for _, f in rows[1:]] == [None, None, None]
     board = out[out.index("QuasiLeak detectors on the test split"):].splitlines()
-    assert "* chat:m, just run" in board[0]
+    assert "* chat:m, the detector this command ran" in board[0]
     assert board[1].split() == ["detector", "answered", "documents", "complete-group", "F1", "complete", "recall",
                                 "strict", "precision", "over-flag"]
     row = board[2]
@@ -169,7 +169,7 @@ def test_audit_prints_the_quasileak_leaderboard(tmp_path, capsys):
     rows = board.splitlines()[2:4]
     assert rows[0].startswith("  chat:m ") and rows[0].count("100.0% [100.0, 100.0]") == 3
     assert rows[1].startswith("  sim-det-strong (SIMULATED)")
-    assert "just run" not in board
+    assert "the detector this command ran" not in board
 
 
 # ------------------------------------------------------------------ --detector python --target MODULE:FUNCTION
@@ -221,7 +221,7 @@ def test_a_python_detector_runs_end_to_end_and_scores_as_the_builtin_it_wraps(si
     assert _run_python(sim_warehouse, f"{TARGETS}:lexicon_offsets") == 0
     out = capsys.readouterr().out
     assert out.startswith(f"{offsets}: 12 documents, none failed; predictions stored; scores in run run-")
-    assert f"* {offsets}, just run" in out and f"\n* {offsets} " in out
+    assert f"* {offsets}, the detector this command ran" in out and f"\n* {offsets} " in out
     assert _run_python(sim_warehouse, f"{TARGETS}:lexicon_quotes") == 0
     assert main(["quasileak", "run", "--detector", "lexicon-cues", "--dataset", SIM,
                  "--warehouse", str(sim_warehouse)]) == 0
