@@ -83,16 +83,27 @@ def test_no_browser_stops_before_the_report_is_built(decoded_warehouse, tmp_path
     assert "the report is HTML or PDF; name the file *.html or *.pdf" in capsys.readouterr().err
 
 
+def test_qlb_report_writes_what_the_browser_printed_and_counts_its_pages(decoded_warehouse, tmp_path, capsys,
+                                                                         monkeypatch):
+    """The command's wiring, with a stand-in browser that prints three pages (the sidebar's browser test prints
+    the same report with Debian's chromium, and the one below prints on A4 for real)."""
+    fake = _script(tmp_path, "chrome", 'for a in "$@"; do case "$a" in --print-to-pdf=*) '
+                                       'printf "%%PDF-1.4\\n/Type /Page\\n/Type /Page\\n/Type /Page\\n" '
+                                       '> "${a#--print-to-pdf=}";; esac; done')
+    monkeypatch.setenv("QLB_CHROMIUM", str(fake))
+    out = tmp_path / "board" / "report.pdf"
+    assert main(["report", "--warehouse", str(decoded_warehouse), "--out", str(out)]) == 0
+    assert f"written to {out} (3 A4 pages, " in capsys.readouterr().out
+    assert out.read_bytes().startswith(b"%PDF-1.4")
+
+
 @pytest.mark.browser
-def test_qlb_report_prints_the_whole_report_on_a4(decoded_warehouse, tmp_path, capsys):
+def test_chromium_prints_a_long_page_on_a4_pages(tmp_path):
     if os.environ.get("QLB_SKIP_BROWSER") == "1":
         pytest.skip("QLB_SKIP_BROWSER=1")
     assert Path(CHROMIUM).exists(), f"{CHROMIUM} missing: install Debian's chromium (bash scripts/test.sh does)"
-    out = tmp_path / "board" / "report.pdf"
-    assert main(["report", "--warehouse", str(decoded_warehouse), "--out", str(out)]) == 0
-    said = capsys.readouterr().out
-    data = out.read_bytes()
-    pages = page_count(data)
-    assert data.startswith(b"%PDF-") and pages >= 5                    # findings, task, answers, audits, provenance
-    assert f"written to {out} ({pages} A4 pages, " in said
-    assert page_boxes(data) == {A4}                                     # every page A4 portrait
+    from qlb.present.report import CSS
+    html = f"<html><head><style>{CSS}</style></head><body>" + "<p>line</p>" * 400 + "</body></html>"
+    printed = html_to_pdf(html, tmp_path / "long.pdf", CHROMIUM)
+    data = printed.path.read_bytes()
+    assert printed.pages >= 3 and page_count(data) == printed.pages and page_boxes(data) == {A4}
