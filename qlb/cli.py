@@ -308,6 +308,14 @@ def build_parser() -> argparse.ArgumentParser:
     qr.add_argument("--api-key-env", default="QLB_API_KEY", help="environment variable holding the API key")
     qr.add_argument("--timeout", type=float, default=60.0, help="seconds per request (default 60)")
     _warehouse_arg(qr)
+    qf = qsub.add_parser("forget", help="remove a detector's stored predictions from a dataset",
+                         description="Remove a detector's stored predictions from the dataset (a trial version, a "
+                                     "detector whose endpoint failed): the next `qlb audit` or `qlb quasileak run` "
+                                     "no longer scores it and the newest leaderboard no longer lists it. Runs "
+                                     "already stored keep its scores: a run is the record of what it scored.")
+    qf.add_argument("--detector", required=True, metavar="NAME", help="the detector, as the leaderboard names it")
+    qf.add_argument("--dataset", metavar="NAME", help="dataset (default: the only one, or simulated-reference)")
+    _warehouse_arg(qf)
     _collect_parser(sub)
     _verbose_everywhere(parser)
     return parser
@@ -1667,7 +1675,31 @@ def _cluster_failure(exc: Exception, status: Any) -> str:
 
 
 def _cmd_quasileak(args: argparse.Namespace) -> int:
-    return {"score": _cmd_ql_score, "verify": _cmd_ql_verify, "run": _cmd_ql_run}[args.ql_command](args)
+    return {"score": _cmd_ql_score, "verify": _cmd_ql_verify, "run": _cmd_ql_run,
+            "forget": _cmd_ql_forget}[args.ql_command](args)
+
+
+def _cmd_ql_forget(args: argparse.Namespace) -> int:
+    from qlb.runs.quasileak import forget_detector
+    from warehouse import queries
+    from warehouse.db import default_path, writer
+
+    path = args.warehouse or default_path()
+    if not Path(path).exists():
+        raise _UsageError(f"{path}: no warehouse here")
+    with writer(path) as con:
+        dataset = _resolve_dataset(con, args.dataset)
+        held = queries.fetch_df(con, "ql_detector_predictions", [dataset])["detector"].tolist()
+        if args.detector not in held:
+            near = _close_name(args.detector, held)
+            raise _UsageError(f"--detector {args.detector!r}: no predictions of it in dataset {dataset!r} (detectors "
+                              f"there: {', '.join(held) or 'none'})" + (f"; did you mean {near!r}?" if near else ""))
+        n = forget_detector(con, dataset, args.detector)
+    rescore = shlex.join(["qlb", "audit", "--dataset", dataset] + (["--warehouse", str(args.warehouse)]
+                                                                    if args.warehouse else []))
+    print(f"forgot detector {args.detector!r} of dataset {dataset!r}: {_plural(n, 'prediction line')} removed; runs "
+          f"already stored keep its scores; {rescore} scores the others into a new run")
+    return EXIT_OK
 
 
 def _cmd_ql_verify(args: argparse.Namespace) -> int:

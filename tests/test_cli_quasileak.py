@@ -317,3 +317,29 @@ def test_python_detector_bad_usage_runs_nothing(sim_warehouse, capsys, args, sai
     assert main(["quasileak", "run", *args, "--dataset", SIM, "--warehouse", str(sim_warehouse)]) == 2
     assert said in capsys.readouterr().err
     assert _stored(sim_warehouse)[:2] == (0, 0)
+
+
+def test_forget_removes_a_detectors_predictions_and_the_runs_keep_its_scores(sim_warehouse, capsys):
+    """A trial detector or one whose endpoint failed stayed on every later leaderboard: no command removed it."""
+    for detector in ("lexicon-cues", "sim-det-strong"):
+        assert main(["quasileak", "run", "--detector", detector, "--dataset", SIM, "--warehouse",
+                     str(sim_warehouse)]) == 0
+    newest = "SELECT r.run_id FROM runs r JOIN ql_scores s USING (run_id) ORDER BY r.started_at DESC LIMIT 1"
+    with duckdb.connect(str(sim_warehouse), read_only=True) as con:
+        before = con.execute(newest).fetchone()[0]
+    capsys.readouterr()
+    assert main(["quasileak", "forget", "--detector", "lexicon-cue", "--dataset", SIM,
+                 "--warehouse", str(sim_warehouse)]) == 2
+    assert "did you mean 'lexicon-cues'?" in capsys.readouterr().err
+    assert main(["quasileak", "forget", "--detector", "lexicon-cues", "--dataset", SIM,
+                 "--warehouse", str(sim_warehouse)]) == 0
+    assert capsys.readouterr().out.startswith(f"forgot detector 'lexicon-cues' of dataset {SIM!r}: 12 prediction "
+                                              "lines removed; runs already stored keep its scores")
+    assert _predictions(sim_warehouse, "lexicon-cues") == {} and len(_predictions(sim_warehouse, "sim-det-strong")) == 12
+    assert main(["audit", "--dataset", SIM, "--warehouse", str(sim_warehouse)]) == 0
+    with duckdb.connect(str(sim_warehouse), read_only=True) as con:
+        scored = dict(con.execute("SELECT run_id, list(DISTINCT detector ORDER BY detector) FROM ql_scores "
+                                  "GROUP BY run_id").fetchall())
+        after = con.execute(newest).fetchone()[0]
+    assert scored[before] == ["lexicon-cues", "sim-det-strong"]                  # the record of what it scored
+    assert after != before and scored[after] == ["sim-det-strong"]               # the next run: the others

@@ -817,3 +817,12 @@ CROSS JOIN ql_documents d
 LEFT JOIN ql_predictions p ON p.dataset_id = d.dataset_id AND p.doc_id = d.doc_id AND p.detector = dets.detector
 WHERE d.dataset_id = ?
 GROUP BY dets.detector, d.split ORDER BY dets.detector, d.split;
+
+-- name: ql_detector_predictions
+-- How many prediction lines a dataset holds per detector (the detectors `qlb quasileak forget` can forget).
+SELECT detector, count(*) AS n FROM ql_predictions WHERE dataset_id = ? GROUP BY detector ORDER BY detector;
+
+-- name: ql_forget_detector
+-- A detector's stored predictions of a dataset, removed (its registration, with its simulated flag, stays for the
+-- runs that scored it).
+DELETE FROM ql_predictions WHERE dataset_id = ? AND detector = ?;

@@ -200,3 +200,16 @@ def detector_coverage(con: duckdb.DuckDBPyConnection, dataset_id: str):
     """Per detector and split of the dataset's corpus: its documents, those with a prediction line and those whose
     line records a failure (the ``ql_coverage`` rows; ``qlb.present.coverage`` reads them)."""
     return queries.fetch_df(con, "ql_coverage", [dataset_id, dataset_id])
+
+
+def forget_detector(con: duckdb.DuckDBPyConnection, dataset_id: str, detector: str) -> int:
+    """Remove ``detector``'s stored predictions from the dataset, in one transaction; how many lines
+    it had (0: none, nothing changed). Runs already stored keep its scores (a run is a record of what it
+    scored); the next scoring no longer sees it. Its registration (whether it is simulated) stays, so
+    those runs still name it right."""
+    counts = queries.fetch_df(con, "ql_detector_predictions", [dataset_id]).set_index("detector")["n"]
+    n = int(counts.get(detector, 0))
+    if n:
+        with transaction(con):
+            queries.execute(con, "ql_forget_detector", [dataset_id, detector])
+    return n
