@@ -137,8 +137,8 @@ def release_readers() -> None:
 
 def forget_cached_reads() -> None:
     """Forget every cached read of this module (each page recomputes from the warehouse)."""
-    for cached in (query, run_data, report_html, report_pdf, robustness_checks, decoding_frame, recovery_by_class,
-                   prepared_utility, frozen_policies):
+    for cached in (query, run_data, report_html, report_pdf, detector_coverage, robustness_checks, decoding_frame,
+                   recovery_by_class, prepared_utility, frozen_policies):
         cached.clear()
 
 
@@ -477,11 +477,16 @@ def report_html(path: str, dataset: str, run_id: str | None = None) -> str:
 @st.cache_data(ttl=600, max_entries=4, show_spinner=False)
 def report_pdf(path: str, dataset: str, run_id: str | None = None) -> bytes:
     """``report_html`` printed to an A4 PDF by the local Chromium (``qlb.export.pdf``)."""
-    from qlb.export.pdf import html_to_pdf
-    with tempfile.TemporaryDirectory(prefix="qlb-report-") as tmp:
-        out = Path(tmp) / "report.pdf"
-        html_to_pdf(report_html(path, dataset, run_id), out)
-        return out.read_bytes()
+    from qlb.export.pdf import pdf_bytes
+    return pdf_bytes(report_html(path, dataset, run_id))
+
+
+@st.cache_data(ttl=300, max_entries=16, show_spinner=False)
+def detector_coverage(path: str, dataset: str) -> pd.DataFrame:
+    """Per detector and split: documents, predicted and failed (``warehouse.ingest.coverage_frame``)."""
+    from warehouse.ingest import coverage_frame
+    with _cursor(path) as cur:
+        return coverage_frame(cur, dataset)
 
 
 def pdf_printer() -> str | None:

@@ -181,7 +181,7 @@ def render() -> None:
     scores = da.query(path, "ql_scores", (run_id,))
     split = scores["split"].iloc[0]
 
-    on = coverage_on(scores, da.query(path, "ql_coverage", (dataset, dataset)))
+    on = coverage_on(scores, da.detector_coverage(path, dataset))
     (main, errors, graded, reference), numeric = leaderboard_frame(scores, on)
     findings(numeric, on, split)
     chart(f1_figure(numeric), numeric, "quasileak_f1",

@@ -814,10 +814,8 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
     for cov in coverage or ():
         print(_coverage_line(cov, args.dry_run))
     if coverage and not args.dry_run and not duplicate:      # an ingest stores predictions; an audit scores them
-        audit = ["qlb", "audit", "--dataset", args.dataset] + (["--warehouse", str(args.warehouse)]
-                                                               if args.warehouse else [])
-        print(f"score them: {shlex.join(audit)} (every detector of the dataset into a new run, its leaderboard "
-              "printed), or Recompute now on the QuasiLeak page")
+        print(f"score them: {_audit_command(args.dataset, args.warehouse)} (every detector of the dataset into a new "
+              "run, its leaderboard printed), or Recompute now on the QuasiLeak page")
     if duplicate:
         print(f"{args.file}: already ingested into {args.dataset!r} as ingest #{ingest_id} "
               f"(same sha256); nothing changed (warehouse {path})")
@@ -1689,17 +1687,20 @@ def _cmd_ql_forget(args: argparse.Namespace) -> int:
         raise _UsageError(f"{path}: no warehouse here")
     with writer(path) as con:
         dataset = _resolve_dataset(con, args.dataset)
-        held = queries.fetch_df(con, "ql_detector_predictions", [dataset])["detector"].tolist()
-        if args.detector not in held:
+        n = forget_detector(con, dataset, args.detector)
+        if not n:                         # nothing of that name: say which detectors there are
+            held = queries.fetch_df(con, "ql_detector_predictions", [dataset])["detector"].tolist()
             near = _close_name(args.detector, held)
             raise _UsageError(f"--detector {args.detector!r}: no predictions of it in dataset {dataset!r} (detectors "
                               f"there: {', '.join(held) or 'none'})" + (f"; did you mean {near!r}?" if near else ""))
-        n = forget_detector(con, dataset, args.detector)
-    rescore = shlex.join(["qlb", "audit", "--dataset", dataset] + (["--warehouse", str(args.warehouse)]
-                                                                    if args.warehouse else []))
     print(f"forgot detector {args.detector!r} of dataset {dataset!r}: {_plural(n, 'prediction line')} removed; runs "
-          f"already stored keep its scores; {rescore} scores the others into a new run")
+          f"already stored keep its scores; {_audit_command(dataset, args.warehouse)} scores the others into a new run")
     return EXIT_OK
+
+
+def _audit_command(dataset: str, warehouse: Path | None) -> str:
+    """``qlb audit --dataset D`` (with ``--warehouse W`` when the command was given one) for a user to run next."""
+    return shlex.join(["qlb", "audit", "--dataset", dataset] + (["--warehouse", str(warehouse)] if warehouse else []))
 
 
 def _cmd_ql_verify(args: argparse.Namespace) -> int:

@@ -295,17 +295,27 @@ class DetectorCoverage:
         return sum(n for _, n in self.by_split.values())
 
 
+def coverage_frame(con: duckdb.DuckDBPyConnection, dataset_id: str, detectors: Iterable[str] | None = None,
+                   pending: Iterable[tuple[str, str]] = ()) -> pd.DataFrame:
+    """Per detector and split of the dataset's corpus: documents, predicted (a prediction line) and
+    failed (a line that records a failure), the ``coverage_of_detectors`` rows; ``detectors``: every
+    detector with stored predictions when None. ``pending``: (detector, doc_id) pairs not stored yet
+    that count as predicted (what a dry run would store)."""
+    if detectors is None:
+        detectors = queries.fetch_df(con, "ql_detector_predictions", [dataset_id])["detector"].tolist()
+    pending = list(pending)
+    return queries.fetch_df(con, "coverage_of_detectors", [list(detectors), dataset_id, [d for d, _ in pending],
+                                                           [doc for _, doc in pending], dataset_id])
+
+
 def coverage_of_detectors(con: duckdb.DuckDBPyConnection, dataset_id: str, detectors: Iterable[str],
-                      pending: Iterable[tuple[str, str]] = ()) -> list[DetectorCoverage]:
+                          pending: Iterable[tuple[str, str]] = ()) -> list[DetectorCoverage]:
     """Per detector (in the order given), how many of the dataset's corpus documents it has predictions
-    for, per split (``coverage_of_detectors``). ``pending``: (detector, doc_id) pairs not stored yet that
-    count as predicted (what a dry run would store). No rows for a dataset without a corpus."""
+    for, per split (``coverage_frame``). No rows for a dataset without a corpus."""
     detectors = list(dict.fromkeys(detectors))
     if not detectors:
         return []
-    pending = list(pending)
-    rows = queries.fetch_df(con, "coverage_of_detectors", [detectors, dataset_id, [d for d, _ in pending],
-                                                       [doc for _, doc in pending], dataset_id])
+    rows = coverage_frame(con, dataset_id, detectors, pending)
     by_detector: dict[str, dict[str, tuple[int, int]]] = {}
     for r in rows.itertuples(index=False):
         by_detector.setdefault(r.detector, {})[r.split] = (int(r.predicted) - int(r.failed), int(r.documents))

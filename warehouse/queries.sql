@@ -24,10 +24,10 @@ SELECT doc_id, text FROM ql_documents WHERE dataset_id = ?;
 SELECT detector, doc_id, ingest_id FROM ql_predictions WHERE dataset_id = ?;
 
 -- name: coverage_of_detectors
--- After (or for a dry run, before) a predictions ingest: per named detector and split of the dataset's corpus,
--- its documents, those the detector has a prediction line for (stored, or among the (detector, doc_id) pairs a
--- dry run would store), and those whose stored line records a failure (as ql_coverage). A document without
--- a line counts as "reported nothing" when the detector is scored (QUASILEAK.md section 4).
+-- Per named detector and split of the dataset's corpus: its documents, those the detector has a prediction line
+-- for (stored, or among the (detector, doc_id) pairs a dry run would store), and those whose stored line records
+-- a failure (an endpoint detector that could not answer). A document without a line counts as "reported
+-- nothing" when the detector is scored (QUASILEAK.md section 4).
 -- Parameters: detectors, dataset_id, pending detectors, pending doc_ids (one pair per position), dataset_id.
 SELECT t.detector, d.split, count(*) AS documents, count(p.doc_id) AS predicted, count(p.failure) AS failed
 FROM (SELECT DISTINCT unnest(?::VARCHAR[]) AS detector) t
@@ -807,16 +807,6 @@ RETURNING line_no;
 -- How many quarantined lines of a dataset's kind other ingests left (none: nothing to clear).
 -- Parameters: dataset_id, kind, ingest_id.
 SELECT count(*) AS n FROM rejects WHERE dataset_id = ? AND kind = ? AND ingest_id <> ?;
-
--- name: ql_coverage
--- Per detector and split of the dataset's corpus: its documents, those the detector has a prediction line
--- for, and those whose line records a failure (an endpoint detector that could not answer).
-SELECT dets.detector, d.split, count(*) AS documents, count(p.doc_id) AS predicted, count(p.failure) AS failed
-FROM (SELECT DISTINCT detector FROM ql_predictions WHERE dataset_id = ?) dets
-CROSS JOIN ql_documents d
-LEFT JOIN ql_predictions p ON p.dataset_id = d.dataset_id AND p.doc_id = d.doc_id AND p.detector = dets.detector
-WHERE d.dataset_id = ?
-GROUP BY dets.detector, d.split ORDER BY dets.detector, d.split;
 
 -- name: ql_detector_predictions
 -- How many prediction lines a dataset holds per detector (the detectors `qlb quasileak forget` can forget).

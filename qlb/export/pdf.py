@@ -72,6 +72,14 @@ def page_count(pdf: bytes) -> int:
 def html_to_pdf(html: str, out: Path, browser: str | None = None, timeout: float = PRINT_SECONDS) -> Printed:
     """Print the self-contained HTML page ``html`` to the PDF file ``out`` (replaced if it exists;
     written only when the print succeeded)."""
+    data = pdf_bytes(html, browser, timeout)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_bytes(data)
+    return Printed(out, page_count(data), len(data))
+
+
+def pdf_bytes(html: str, browser: str | None = None, timeout: float = PRINT_SECONDS) -> bytes:
+    """The self-contained HTML page ``html`` printed to PDF (``PrintFailed`` when no PDF came)."""
     browser = browser or find_browser()
     with tempfile.TemporaryDirectory(prefix="qlb-pdf-") as tmp:
         page, pdf = Path(tmp) / "report.html", Path(tmp) / "report.pdf"
@@ -94,6 +102,4 @@ def html_to_pdf(html: str, out: Path, browser: str | None = None, timeout: float
                               + ("; a snap-packaged Chromium cannot read the temporary folder it is given: set "
                                  "QLB_CHROMIUM to a Chrome or Chromium installed otherwise" if "/snap/" in browser
                                  else ""))
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_bytes(data)
-    return Printed(out, page_count(data), len(data))
+    return data

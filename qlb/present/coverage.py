@@ -1,4 +1,4 @@
-"""Which documents each privacy detector answered (``ql_coverage``: per detector and split, the corpus's
+"""Which documents each privacy detector answered (``coverage_frame``: per detector and split, the corpus's
 documents, those with a prediction line, those whose line records a failure), said beside its scores.
 
 A document without an answer counts as "reported nothing" in the scores (QUASILEAK.md), so a detector
@@ -26,7 +26,7 @@ def coverage_on(scores: pd.DataFrame, live: pd.DataFrame | None = None) -> pd.Da
     """Per detector, on the split the run scored: documents, answered (a prediction that is not a
     failure), failed and missing (no prediction). Read from the run's own coverage rows (stored when it
     scored: predictions change in place, so today's would describe other data than the scores); for a
-    run stored before those rows existed, from ``live`` (``ql_coverage``, today's predictions) on the
+    run stored before those rows existed, from ``live`` (``coverage_frame``, today's predictions) on the
     run's split (``all``: every split). Empty when neither is there."""
     empty = pd.DataFrame(columns=["documents", "answered", "failed", "missing"])
     if scores.empty:

@@ -33,7 +33,7 @@ COVERAGE_COUNTS = ("documents", "answered", "failed", "missing")
 def coverage_rows(coverage: pd.DataFrame, split: str | None, detectors: list[str]) -> pd.DataFrame:
     """``ql_scores`` rows (slice_kind ``COVERAGE``) that keep, with a run's scores, which documents of
     the scored split (None: every document) each of ``detectors`` answered when the run scored it:
-    from ``coverage`` (the ``ql_coverage`` counts per detector and split: documents, predicted, failed),
+    from ``coverage`` (the ``coverage_frame`` counts per detector and split: documents, predicted, failed),
     the split's documents, those answered (a prediction that is not a failure), failed and missing (no
     prediction: it counts as reporting nothing). A detector's predictions change in place, so a later
     reading would describe other data than the scores."""

@@ -21,7 +21,7 @@ import pandas as pd
 from qlb.quasileak.leaderboard import coverage_rows, score_tables, scoring_split
 from qlb.quasileak.scoring import METRIC_KEYS
 from qlb.runs.decoding import chosen_models, decoding_frame
-from qlb.runs.quasileak import load_corpus, load_predictions
+from qlb.runs.quasileak import detector_coverage, load_corpus, load_predictions
 from qlb.runs.refusal import NO_REFUSAL, load_refusal_input, refusal_tables
 from qlb.stats.bootstrap import N_BOOT, SEED
 from qlb.stats.parallel import Workers
@@ -411,7 +411,7 @@ def _quasileak_audit(con: duckdb.DuckDBPyConnection, run: AuditRun, opts: AuditO
         run.skipped["quasileak"] = _quasileak_skip(bool(corpus), bool(predictions))
         return {}
     split = scoring_split(corpus, opts.quasileak_split)
-    coverage = coverage_rows(queries.fetch_df(con, "ql_coverage", [run.dataset_id] * 2), split, sorted(predictions))
+    coverage = coverage_rows(detector_coverage(con, run.dataset_id), split, sorted(predictions))
     run.ql_scores = pd.concat([score_tables(corpus, predictions, split, opts.n_boot, opts.seed), coverage],
                               ignore_index=True)
     return {"ql_scores": run.ql_scores}

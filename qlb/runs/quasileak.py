@@ -14,7 +14,7 @@ from qlb.quasileak.detectors import MODEL_OUTPUT, REQUEST_FAILED, TARGET_OUTPUT,
 from warehouse import queries
 from warehouse.answers import Reasons
 from warehouse.db import transaction
-from warehouse.ingest import insert_rows
+from warehouse.ingest import coverage_frame, insert_rows
 
 log = logging.getLogger(__name__)
 
@@ -198,8 +198,8 @@ def stored_scores(con: duckdb.DuckDBPyConnection, run_id: str):
 
 def detector_coverage(con: duckdb.DuckDBPyConnection, dataset_id: str):
     """Per detector and split of the dataset's corpus: its documents, those with a prediction line and those whose
-    line records a failure (the ``ql_coverage`` rows; ``qlb.present.coverage`` reads them)."""
-    return queries.fetch_df(con, "ql_coverage", [dataset_id, dataset_id])
+    line records a failure (``coverage_frame``; ``qlb.present.coverage`` reads them)."""
+    return coverage_frame(con, dataset_id)
 
 
 def forget_detector(con: duckdb.DuckDBPyConnection, dataset_id: str, detector: str) -> int:

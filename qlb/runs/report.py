@@ -8,6 +8,7 @@ import pandas as pd
 from qlb.present.report import RunData, render_report
 from qlb.present.scope import run_parameters, stale_matters
 from qlb.records.ontology import load_ontology
+from qlb.runs.quasileak import detector_coverage
 from qlb.runs.robustness import robustness_checks
 from qlb.runs.staleness import run_changes
 from qlb.tuple.refusal import uniform_reference
@@ -48,7 +49,7 @@ def load_run(con: duckdb.DuckDBPyConnection, run_id: str | None = None, dataset:
                    ontology.sha256 == load_ontology().sha256, get("coarse_accuracy"), learned=get("learned_wcpq"),
                    ontology=ontology, answers=run_answers(con, run),
                    data_changed=since.changed, changes=since.changes, audited=since.audited,
-                   ql_coverage=queries.fetch_df(con, "ql_coverage", [run["dataset_id"]] * 2))
+                   ql_coverage=detector_coverage(con, str(run["dataset_id"])))
 
 
 def run_answers(con: duckdb.DuckDBPyConnection, run: pd.Series) -> pd.DataFrame:
