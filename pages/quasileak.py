@@ -45,11 +45,10 @@ REFERENCE_METRICS = ("document_flag_recall", "span_f1")
 INTERVAL_NOTE = "each cell is a percent with its 95% interval"
 
 
-def leaderboard_frame(scores: pd.DataFrame, on: pd.DataFrame | None = None) -> tuple[list[pd.DataFrame], pd.DataFrame]:
+def leaderboard_frame(scores: pd.DataFrame) -> tuple[list[pd.DataFrame], pd.DataFrame]:
     """The leaderboard's tables (headline, errors, graded credit, reference scores; at most four
     columns each) and the numeric table, from the run's 'all' slice, best complete F1 first; rates
-    as percent with their 95% intervals where the run has one; with ``on`` (``coverage_on``), the
-    documents each detector answered beside its name when one did not answer all."""
+    as percent with their 95% intervals where the run has one."""
     a = scores[scores["slice_kind"] == "all"]
     numeric = a.pivot_table(index="detector", columns="metric", values="value", aggfunc="first")
     lo = a.pivot_table(index="detector", columns="metric", values="ci_low", aggfunc="first")
@@ -63,9 +62,6 @@ def leaderboard_frame(scores: pd.DataFrame, on: pd.DataFrame | None = None) -> t
                 for m in metrics}
 
     main = pd.DataFrame([{"detector": det, "simulated": bool(sim[det]), **cells(MAIN_METRICS, det)} for det in order])
-    answered = coverage_column(pd.Series(order), on) if on is not None else None
-    if answered is not None:
-        main.insert(2, COVERAGE_COLUMN, answered.to_numpy())
     errors = pd.DataFrame([{"detector": det, **cells(ERROR_METRICS, det)} for det in order])
     graded = pd.DataFrame([{"detector": det, **cells(GRADED_METRICS, det)} for det in order])
     reference = pd.DataFrame([{"detector": det, "predicted groups": int(numeric.loc[det, "predicted_groups"]),
@@ -182,7 +178,7 @@ def render() -> None:
     split = scores["split"].iloc[0]
 
     on = coverage_on(scores, da.detector_coverage(path, dataset))
-    (main, errors, graded, reference), numeric = leaderboard_frame(scores, on)
+    (main, errors, graded, reference), numeric = leaderboard_frame(scores)
     findings(numeric, on, split)
     chart(f1_figure(numeric), numeric, "quasileak_f1",
           f"Complete-group F1 (strict precision with complete recall) and graded F1 (lenient precision with graded "
@@ -193,9 +189,15 @@ def render() -> None:
           f"Micro over the {int(numeric['targets'].max()):,} target groups and each detector's predicted groups of "
           f"split '{md_text(split)}', best complete-group F1 first ({INTERVAL_NOTE}); run {md_text(run_id)}. "
           "Simulated detectors are derived from the gold groups. N/A: the detector predicted no group, so its "
-          "precision and F1 are undefined. Hover a header for its definition (also in the Glossary).", column_config=metric_help(main) | (
-              {COVERAGE_COLUMN: st.column_config.TextColumn(COVERAGE_COLUMN, help=COVERAGE_HELP)}
-              if COVERAGE_COLUMN in main else {}))
+          "precision and F1 are undefined. Hover a header for its definition (also in the Glossary).",
+          column_config=metric_help(main))
+    answered = coverage_column(main["detector"], on)
+    if answered is not None:        # its own table: the leaderboard's stay at four columns, whole at 1,024 px
+        partial = main["detector"].map(on["answered"] < on["documents"]).fillna(False).astype(bool).to_numpy()
+        table(main[["detector"]].assign(**{COVERAGE_COLUMN: answered.to_numpy()})[partial], "quasileak_answered",
+              f"The detectors that did not answer every document of split '{md_text(split)}', leaderboard order. "
+              + md_text(COVERAGE_HELP), column_config={COVERAGE_COLUMN: st.column_config.TextColumn(
+                  COVERAGE_COLUMN, help=COVERAGE_HELP)})
     table(errors, "quasileak_errors",
           f"The errors the policy cares about, same order ({INTERVAL_NOTE}): the share of predicted groups that "
           "complete a target (strict precision; the rest are errors), of targets found whole but under a wrong "
